@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/heraldhq/herald/internal/devserver"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+func newDevCmd(g *globals) *cobra.Command {
+	var (
+		dbFile   string
+		inMemory bool
+		ip       string
+		port     int
+		uiPort   int
+	)
+	wf := &workerFlags{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole stack in one process: Temporal server, Web UI and a worker",
+		Long: `Run Herald for development: an embedded Temporal server that keeps its state in a
+SQLite file, the Temporal Web UI, and a Herald worker, all in this one process. Nothing is
+downloaded and no Docker is needed. Stop it with Ctrl-C; start it again on the same file and
+every waiting delivery and parked dead letter carries on.
+
+The dev worker may dial loopback addresses (127.0.0.0/8, ::1), so receivers on this
+machine work; production workers refuse them unless allowed with --allow-cidr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := wf.options(g.taskQueue)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			db := dbFile
+			if inMemory {
+				db = ""
+			} else if db, err = filepath.Abs(dbFile); err != nil {
+				return fmt.Errorf("--db-file %q: %w", dbFile, err)
+			}
+			attrs := map[string]enums.IndexedValueType{}
+			for _, name := range workflows.SearchAttributeNames {
+				attrs[name] = enums.INDEXED_VALUE_TYPE_KEYWORD
+			}
+			startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			srv, err := devserver.Start(startCtx, devserver.Options{
+				IP: ip, FrontendPort: port, UIPort: uiPort, DBFile: db,
+				Namespace: g.namespace, SearchAttributes: attrs, Logger: g.logger(),
+			})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("start Temporal: %w", err)
+			}
+			defer srv.Stop()
+
+			c, err := client.DialContext(ctx, g.clientOptions(srv.FrontendAddress()))
+			if err != nil {
+				return fmt.Errorf("connect to the embedded Temporal: %w", err)
+			}
+			defer c.Close()
+			opts.Logger = g.logger()
+			w, err := worker.New(c, opts)
+			if err != nil {
+				return err
+			}
+			if err := w.Start(); err != nil {
+				return fmt.Errorf("start worker: %w", err)
+			}
+			defer w.Stop()
+
+			storage := db
+			if storage == "" {
+				storage = "in memory (lost on exit)"
+			}
+			fmt.Fprintf(out, "Herald dev stack is running.\n")
+			fmt.Fprintf(out, "  Temporal frontend  %s (namespace %s)\n", srv.FrontendAddress(), srv.Namespace())
+			if srv.UIAddress() != "" {
+				fmt.Fprintf(out, "  Temporal Web UI    %s/namespaces/%s/workflows\n", srv.UIAddress(), srv.Namespace())
+			}
+			fmt.Fprintf(out, "  Storage            %s\n", storage)
+			fmt.Fprintf(out, "  Worker             task queue %q; may dial %v\n", g.taskQueue, opts.Net.Allow)
+			fmt.Fprintf(out, "Try:  herald endpoint put demo --url http://127.0.0.1:9000/hook\n")
+			fmt.Fprintf(out, "      herald send --endpoint demo --type demo.hello --data '{\"hello\":\"world\"}'\n")
+			fmt.Fprintf(out, "Ctrl-C stops everything.\n")
+			<-ctx.Done()
+			fmt.Fprintln(out, "\nStopping Herald dev stack...")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dbFile, "db-file", ".herald/temporal.db", "SQLite file that keeps Temporal's state across restarts")
+	f.BoolVar(&inMemory, "in-memory", false, "keep Temporal's state in memory only (ignores --db-file)")
+	f.StringVar(&ip, "ip", "127.0.0.1", "address the Temporal frontend and Web UI listen on")
+	f.IntVar(&port, "port", 7233, "Temporal frontend (gRPC) port")
+	f.IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (-1: no UI)")
+	wf.bind(f, []string{"127.0.0.0/8", "::1/128"})
+	return cmd
+}

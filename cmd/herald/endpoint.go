@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/workflows"
+)
+
+func newEndpointCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "endpoint",
+		Short: "Register, inspect and list endpoints (the receivers events are sent to)",
+	}
+	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g))
+	return cmd
+}
+
+func newEndpointPutCmd(g *globals) *cobra.Command {
+	var (
+		url, secret, schedule string
+		attempts              int
+		jitter                float64
+		timeout, retention    time.Duration
+		clear                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "put ID --url URL",
+		Short: "Register an endpoint, or change one",
+		Long: `Register an endpoint under ID, or change it. Registering twice is safe: the second put
+changes only what it gives. A changed URL is used by the next attempt of every pending
+delivery. A new endpoint without --secret gets a generated signing secret, shown once.
+
+Policy flags override the worker's defaults for this endpoint only.`,
+		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
+  herald endpoint put acme --schedule 10s,1m,5m --attempts 4`,
+		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := workflows.PutEndpointRequest{ID: args[0], URL: url, ClearOverrides: clear}
+			if secret != "" {
+				s, err := signature.ParseSecret(secret)
+				if err != nil {
+					return fmt.Errorf("%w: --secret: %v", starter.ErrInvalid, err)
+				}
+				req.Secret = s
+			}
+			var o activities.Overrides
+			set := false
+			fl := cmd.Flags()
+			if fl.Changed("schedule") || fl.Changed("attempts") || fl.Changed("jitter") {
+				lo := policy.LadderOverride{Attempts: attempts}
+				if fl.Changed("schedule") {
+					d, err := policy.ParseDelays(schedule)
+					if err != nil {
+						return fmt.Errorf("%w: --schedule: %v", starter.ErrInvalid, err)
+					}
+					lo.Delays = d
+				}
+				if fl.Changed("jitter") {
+					lo.Jitter = &jitter
+				}
+				o.Ladder, set = &lo, true
+			}
+			if fl.Changed("timeout") {
+				o.Timeout, set = timeout, true
+			}
+			if fl.Changed("retention") {
+				o.Retention, set = retention, true
+			}
+			if set {
+				req.Overrides = &o
+			}
+			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				res, err := s.PutEndpoint(ctx, req)
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					return printJSON(cmd.OutOrStdout(), map[string]any{
+						"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
+						"version": res.Endpoint.Version, "secret": secretOnce(res),
+					})
+				}
+				w := cmd.OutOrStdout()
+				verb := "Updated"
+				if res.Created {
+					verb = "Registered"
+				}
+				fmt.Fprintf(w, "%s endpoint %s → %s (version %d)\n", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
+				if s := secretOnce(res); s != "" {
+					fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
+				}
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "url", "", "where to POST events (http or https); required when registering")
+	f.StringVar(&secret, "secret", "", "signing secret (whsec_ + base64 of 24-64 bytes); generated for a new endpoint when omitted")
+	f.StringVar(&schedule, "schedule", "", "this endpoint's retry ladder, e.g. 30s,2m,10m")
+	f.IntVar(&attempts, "attempts", 0, "this endpoint's number of attempts, the first included")
+	f.Float64Var(&jitter, "jitter", 0, "this endpoint's jitter fraction (0.2 = ±20%)")
+	f.DurationVar(&timeout, "timeout", 0, "this endpoint's attempt timeout (at most 2m)")
+	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
+	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
+	return cmd
+}
+
+// secretOnce is the secret to show: only one Herald generated for this put.
+func secretOnce(res workflows.PutEndpointResult) string {
+	if res.SecretGenerated {
+		return string(res.Endpoint.Secret)
+	}
+	return ""
+}
+
+func newEndpointGetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show an endpoint: URL, policy and counters",
+		Args:  exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				st, err := s.GetEndpoint(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					return printJSON(cmd.OutOrStdout(), st)
+				}
+				printEndpoint(cmd.OutOrStdout(), st)
+				return nil
+			})
+		},
+	}
+}
+
+func newEndpointListCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List registered endpoints",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				list, err := s.ListEndpoints(ctx)
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					if list == nil {
+						list = []workflows.EndpointState{}
+					}
+					return printJSON(cmd.OutOrStdout(), list)
+				}
+				if len(list) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "No endpoints yet. Register one: herald endpoint put ID --url URL")
+					return nil
+				}
+				tw := newTable(cmd.OutOrStdout(), "ID", "URL", "ATTEMPTS", "FAILED", "LAST")
+				for _, e := range list {
+					tw.row(e.ID, e.URL, e.Counters.Attempts, e.Counters.Failures, oneLine(e.Counters.LastOutcome, 40))
+				}
+				return tw.flush()
+			})
+		},
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/workflows"
+)
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func printStatus(w io.Writer, st workflows.Status) {
+	fmt.Fprintf(w, "Event      %s (%s → %s)\n", st.Event.ID, st.Event.Type, st.Event.EndpointID)
+	fmt.Fprintf(w, "State      %s\n", st.State)
+	if st.Round > 0 {
+		fmt.Fprintf(w, "Replays    %d\n", st.Round)
+	}
+	switch {
+	case !st.NextAttemptAt.IsZero():
+		fmt.Fprintf(w, "Next       attempt at %s\n", fmtTime(st.NextAttemptAt))
+	case !st.DeliveredAt.IsZero() && st.State == workflows.StateDelivered:
+		fmt.Fprintf(w, "Delivered  %s\n", fmtTime(st.DeliveredAt))
+	case st.State == workflows.StateDeadLetter:
+		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (herald replay %s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), st.Event.ID)
+	}
+	if st.Dropped > 0 {
+		fmt.Fprintf(w, "(%d older attempts not shown)\n", st.Dropped)
+	}
+	if len(st.Attempts) == 0 {
+		fmt.Fprintln(w, "No attempt yet.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nROUND\t#\tAT\tTOOK\tRESULT\tRETRY-AFTER\tNEXT")
+	for _, a := range st.Attempts {
+		r := a.Result
+		ra := "-"
+		if r.RetryAfterHeader != "" {
+			d := r.Policy.RetryAfter.Decide(r.RetryAfterHeader, r.DateHeader, r.StartedAt)
+			ra = fmt.Sprintf("%q %s", r.RetryAfterHeader, d.Action)
+		}
+		next := "-"
+		if a.Next != nil {
+			if a.Next.Retry {
+				next = fmt.Sprintf("in %s (%s)", a.Next.Delay.Round(time.Second), a.Next.Source)
+			} else {
+				next = "ladder exhausted"
+			}
+		}
+		res := r.Summary()
+		if r.Error != "" && r.Outcome == "http_status" {
+			res += ": " + r.Error
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
+			r.Duration.Round(time.Millisecond), oneLine(res, 70), ra, next)
+	}
+	tw.Flush()
+}
+
+func printEndpoint(w io.Writer, st workflows.EndpointState) {
+	fmt.Fprintf(w, "Endpoint   %s\n", st.ID)
+	fmt.Fprintf(w, "URL        %s\n", st.URL)
+	fmt.Fprintf(w, "Secret     %s", st.SecretHint)
+	if !st.Rotating.IsZero() {
+		fmt.Fprintf(w, " (previous secret also signs until %s)", fmtTime(st.Rotating))
+	}
+	fmt.Fprintln(w)
+	o := st.Overrides
+	var ov []string
+	if o.Ladder != nil {
+		if o.Ladder.Delays != nil {
+			ov = append(ov, "schedule "+policy.FormatDelays(o.Ladder.Delays))
+		}
+		if o.Ladder.Attempts != 0 {
+			ov = append(ov, fmt.Sprintf("attempts %d", o.Ladder.Attempts))
+		}
+		if o.Ladder.Jitter != nil {
+			ov = append(ov, fmt.Sprintf("jitter %.2f", *o.Ladder.Jitter))
+		}
+	}
+	if o.Timeout != 0 {
+		ov = append(ov, "timeout "+o.Timeout.String())
+	}
+	if o.Retention != 0 {
+		ov = append(ov, "retention "+o.Retention.String())
+	}
+	if len(ov) == 0 {
+		ov = []string{"none (worker defaults)"}
+	}
+	fmt.Fprintf(w, "Policy     %s\n", strings.Join(ov, ", "))
+	fmt.Fprintf(w, "Version    %d, updated %s\n", st.Version, fmtTime(st.UpdatedAt))
+	c := st.Counters
+	fmt.Fprintf(w, "Attempts   %d (%d succeeded, %d failed) since %s\n", c.Attempts, c.Successes, c.Failures, fmtTime(st.CountersSince))
+	fmt.Fprintf(w, "Retry-After honoured %d, capped %d, ignored %d; %d asked for 60-300s\n",
+		c.RetryAfterHonoured, c.RetryAfterCapped, c.RetryAfterIgnored, c.RetryAfterBackpressure)
+	if !c.LastAttemptAt.IsZero() {
+		fmt.Fprintf(w, "Last       %s at %s\n", c.LastOutcome, fmtTime(c.LastAttemptAt))
+	}
+}
+
+func oneLine(s string, max int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) > max {
+		r = append(r[:max-1], '…')
+	}
+	return string(r)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// errUsage marks errors in how a command was called.
+var errUsage = errors.New("usage")
+
+// globals are the flags every command shares.
+type globals struct {
+	address   string
+	namespace string
+	taskQueue string
+	output    string
+	verbose   bool
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "herald",
+		Short: "Herald delivers webhooks durably, on Temporal",
+		Long: `Herald delivers webhooks. Each event is a durable Temporal workflow that retries on a
+jittered, exponential, capped ladder, honours the receiver's Retry-After within caps, and
+parks as a dead letter when the ladder is exhausted, until someone replays it.
+
+Start here:
+  herald dev                                   # Temporal server + Web UI + worker, one process
+  herald endpoint put acme --url https://example.com/hooks
+  herald send --endpoint acme --type order.paid --data '{"order":42}'
+  herald status EVENT_ID`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	pf.StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
+	pf.StringVarP(&g.output, "output", "o", "text", "output format: text or json")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log more (Temporal client and worker details)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if g.output != "text" && g.output != "json" {
+			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
+		}
+		return nil
+	}
+	root.AddCommand(
+		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
+		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g),
+	)
+	return root
+}
+
+// logger returns the process logger: warnings only unless --verbose.
+func (g *globals) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if g.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// clientOptions are the Temporal client options for address/namespace.
+func (g *globals) clientOptions(address string) client.Options {
+	return client.Options{
+		HostPort:  address,
+		Namespace: g.namespace,
+		Logger:    sdklog.NewStructuredLogger(g.logger()),
+	}
+}
+
+// dial connects to Temporal, with an error that says what to check.
+func (g *globals) dial(ctx context.Context) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, g.clientOptions(g.address))
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nIs `herald dev` running? Point elsewhere with --address or TEMPORAL_ADDRESS", g.address, g.namespace, err)
+	}
+	return c, nil
+}
+
+// withStarter dials Temporal and runs fn with a starter client.
+func (g *globals) withStarter(cmd *cobra.Command, fn func(ctx context.Context, s *starter.Client) error) error {
+	ctx := cmd.Context()
+	c, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, starter.New(c, starter.Options{TaskQueue: g.taskQueue}))
+}
+
+// discard is a logger that drops everything.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

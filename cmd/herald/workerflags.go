@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/worker"
+)
+
+// workerFlags are the flags of every command that runs a worker (dev, worker).
+type workerFlags struct {
+	allowCIDRs   []string
+	requireHTTPS bool
+	schedule     string
+	attempts     int
+	jitter       float64
+	retention    time.Duration
+	timeout      time.Duration
+}
+
+func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
+	d := activities.DefaultDefaults()
+	allow := allowDefault
+	if env := os.Getenv("HERALD_ALLOW_CIDRS"); env != "" {
+		allow = strings.Split(env, ",")
+	}
+	fs.StringSliceVar(&f.allowCIDRs, "allow-cidr", allow, "address ranges attempts may dial although they are private, loopback or link-local (repeatable; env HERALD_ALLOW_CIDRS)")
+	fs.BoolVar(&f.requireHTTPS, "require-https", false, "refuse endpoints and attempts that are not https")
+	fs.StringVar(&f.schedule, "schedule", policy.FormatDelays(d.Ladder.Delays), "default retry ladder: waits before attempt 2, 3, ... (comma-separated durations)")
+	fs.IntVar(&f.attempts, "attempts", d.Ladder.Attempts, "default number of attempts, the first included")
+	fs.Float64Var(&f.jitter, "jitter", d.Ladder.Jitter, "default jitter of each wait, as a fraction (0.2 = ±20%)")
+	fs.DurationVar(&f.retention, "retention", d.Retention, "how long a dead letter waits for a replay before it expires")
+	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "default timeout of one attempt")
+}
+
+// options turns the flags into worker options, with errors that name the flag.
+func (f *workerFlags) options(taskQueue string) (worker.Options, error) {
+	var o worker.Options
+	allow, err := netguard.ParseCIDRs(nonEmpty(f.allowCIDRs))
+	if err != nil {
+		return o, fmt.Errorf("%w: --allow-cidr: %v", errUsage, err)
+	}
+	delays, err := policy.ParseDelays(f.schedule)
+	if err != nil {
+		return o, fmt.Errorf("%w: --schedule: %v", errUsage, err)
+	}
+	d := activities.DefaultDefaults()
+	d.Ladder = policy.Ladder{Delays: delays, Attempts: f.attempts, Jitter: f.jitter}
+	if err := d.Ladder.Validate(); err != nil {
+		return o, fmt.Errorf("%w: --schedule/--attempts/--jitter: %v", errUsage, err)
+	}
+	d.Retention, d.Timeout = f.retention, f.timeout
+	return worker.Options{
+		TaskQueue: taskQueue,
+		Defaults:  d,
+		Net:       netguard.Policy{Allow: allow, RequireHTTPS: f.requireHTTPS},
+	}, nil
+}
+
+func nonEmpty(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,222 @@
+package devserver
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// clusterName names the single cluster; it is stored in the database, so it
+// must not change between starts on the same file.
+const clusterName = "active"
+
+const storeName = "sqlite-default"
+
+// defaultPragmas are the SQLite pragmas Start uses unless Options overrides
+// them: WAL lets readers run beside the writer, synchronous=normal is safe
+// with WAL and about three times faster than the default, and the busy
+// timeout turns lock contention into waiting rather than errors.
+var defaultPragmas = map[string]string{
+	"journal_mode": "wal",
+	"synchronous":  "normal",
+	"busy_timeout": "10000",
+}
+
+// uriParameters are the SQLite connection parameters the plugin passes
+// through as such; every other connect attribute becomes a pragma.
+var uriParameters = map[string]bool{
+	"cache": true, "immutable": true, "mode": true, "modeof": true,
+	"nolock": true, "psow": true, "setup": true, "vfs": true,
+}
+
+// memoryDBs numbers in-memory databases so that each Start gets its own.
+var memoryDBs atomic.Int64
+
+// sqlConfig returns the SQLite store configuration for dbFile ("" for memory),
+// creating the file's directory and schema when the file is new.
+func sqlConfig(dbFile string, pragmas map[string]string) (*config.SQL, error) {
+	attrs := maps.Clone(defaultPragmas)
+	for k, v := range pragmas {
+		k = strings.ToLower(strings.TrimSpace(k))
+		if uriParameters[k] {
+			return nil, fmt.Errorf("SQLite pragma %q is a connection parameter Start sets itself; remove it", k)
+		}
+		attrs[k] = v
+	}
+	conf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: attrs}
+
+	if dbFile == "" {
+		// The plugin creates the schema when it opens a memory database. A
+		// named shared-cache database lives as long as the plugin's process-wide
+		// connection pool holds it, which is until the process exits.
+		attrs["mode"] = "memory"
+		attrs["cache"] = "shared"
+		conf.DatabaseName = fmt.Sprintf("herald-devserver-%d-%d", os.Getpid(), memoryDBs.Add(1))
+		return conf, nil
+	}
+
+	path, err := filepath.Abs(dbFile)
+	if err != nil {
+		return nil, fmt.Errorf("database file %s: %w", dbFile, err)
+	}
+	attrs["mode"] = "rwc"
+	conf.DatabaseName = path
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return nil, fmt.Errorf("database file %s is a directory; give a file path", path)
+	case err == nil && info.Size() > 0:
+		return conf, nil // an existing database: open as is
+	case err != nil && !os.IsNotExist(err):
+		return nil, fmt.Errorf("database file %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("database file %s: create directory: %w", path, err)
+	}
+	if err := sqliteschema.SetupSchema(conf); err != nil {
+		return nil, fmt.Errorf("database file %s: set up schema: %w", path, err)
+	}
+	return conf, nil
+}
+
+// servicePorts are the gRPC ports of the services other than the frontend.
+type servicePorts struct {
+	ip                        string
+	history, matching, worker int
+}
+
+// internalPorts picks free ports on ip for the history, matching and worker
+// services.
+func internalPorts(ip string) (servicePorts, error) {
+	p := servicePorts{ip: ip}
+	for _, port := range []*int{&p.history, &p.matching, &p.worker} {
+		var err error
+		if *port, err = FreePort(ip); err != nil {
+			return p, fmt.Errorf("internal service port: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// newTemporalServer assembles (but does not start) the Temporal server.
+func newTemporalServer(o Options, sqlConf *config.SQL, frontendPort, httpPort int, internal servicePorts, logger serverLogger) (temporal.Server, error) {
+	frontend := net.JoinHostPort(dialIP(o.IP), strconv.Itoa(frontendPort))
+	httpAddress := ""
+	if httpPort > 0 {
+		httpAddress = net.JoinHostPort(dialIP(o.IP), strconv.Itoa(httpPort))
+	}
+	hostPort := func(port int) string { return net.JoinHostPort(internal.ip, strconv.Itoa(port)) }
+	service := func(ip string, port int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: ip}}
+	}
+
+	conf := &config.Config{}
+	conf.Global.Membership.BroadcastAddress = internal.ip
+	conf.Persistence = config.Persistence{
+		DefaultStore:     storeName,
+		VisibilityStore:  storeName,
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{storeName: {SQL: sqlConf}},
+	}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend, HTTPAddress: httpAddress},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	frontendService := service(o.IP, frontendPort)
+	frontendService.RPC.HTTPPort = max(httpPort, 0)
+	conf.Services = map[string]config.Service{
+		string(primitives.FrontendService): frontendService,
+		string(primitives.HistoryService):  service(internal.ip, internal.history),
+		string(primitives.MatchingService): service(internal.ip, internal.matching),
+		string(primitives.WorkerService):   service(internal.ip, internal.worker),
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontend
+
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: claim mapper: %w", err)
+	}
+
+	dynamic := dynamicconfig.StaticClient{
+		// The UI lists workflows often; the default of 10/s throttles it.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	for k, v := range o.DynamicConfig {
+		dynamic[dynamicconfig.MakeKey(k)] = v
+	}
+
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(frontend),
+			primitives.HistoryService:  static.SingleLocalHost(hostPort(internal.history)),
+			primitives.MatchingService: static.SingleLocalHost(hostPort(internal.matching)),
+			primitives.WorkerService:   static.SingleLocalHost(hostPort(internal.worker)),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamic),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: %w", err)
+	}
+	return srv, nil
+}
+
+// newUIServer assembles (but does not start) the Web UI server for the
+// frontend at frontend. Its assets are embedded in the ui-server module.
+func newUIServer(o Options, port int, frontend string) *uiserver.Server {
+	return uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+		Host:                bracketIPv6(o.IP),
+		Port:                port,
+		TemporalGRPCAddress: frontend,
+		EnableUI:            true,
+		DefaultNamespace:    o.Namespace,
+		Codec:               uiconfig.Codec{Endpoint: o.CodecEndpoint},
+		// Plain http on a local address: a Secure cookie would never come back.
+		CORS:             uiconfig.CORS{CookieInsecure: true},
+		HideLogs:         true,
+		DisableNewsFetch: true,
+	}))
+}
+
+// bracketIPv6 returns ip as it appears before ":port" in an address.
+func bracketIPv6(ip string) string {
+	if strings.Contains(ip, ":") {
+		return "[" + ip + "]"
+	}
+	return ip
+}

@@ -1,0 +1,286 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits on a Ladder, enforced by [Ladder.Validate].
+const (
+	// MaxAttempts is the most attempts a ladder may make for one event.
+	MaxAttempts = 100
+	// MaxDelay is the longest single delay a ladder may hold. It keeps a
+	// ladder within the dead-letter retention window and its sums far from
+	// overflow.
+	MaxDelay = 30 * 24 * time.Hour
+)
+
+// Sources of a [NextAttempt] delay.
+const (
+	// SourceLadder means the delay came from the ladder (with jitter).
+	SourceLadder = "ladder"
+	// SourceRetryAfter means the delay came from the receiver's Retry-After.
+	SourceRetryAfter = "retry_after"
+)
+
+// Ladder is a retry schedule: how many attempts and how long to wait between them.
+//
+// The first attempt goes at once; Delays[i] is the wait before attempt i+2.
+// When Attempts exceeds len(Delays)+1 the last delay repeats; when it is
+// smaller the unused delays are cut.
+type Ladder struct {
+	Delays   []time.Duration `json:"delays"`   // wait before attempt 2, 3, ...
+	Attempts int             `json:"attempts"` // total attempts including the first
+	Jitter   float64         `json:"jitter"`   // fraction, 0.2 = ±20%; 0 = none; must be in [0, 1)
+}
+
+// DefaultLadder returns Herald's default ladder: 8 attempts, the first at
+// once, then after 30s, 2m, 10m, 30m, 1h, 3h and 8h (12h42m30s in all), each
+// delay jittered by ±20%.
+func DefaultLadder() Ladder {
+	return Ladder{
+		Delays: []time.Duration{
+			30 * time.Second,
+			2 * time.Minute,
+			10 * time.Minute,
+			30 * time.Minute,
+			1 * time.Hour,
+			3 * time.Hour,
+			8 * time.Hour,
+		},
+		Attempts: 8,
+		Jitter:   0.2,
+	}
+}
+
+// Validate reports every problem with the ladder, joined, or nil when it is
+// usable: Attempts in [1, MaxAttempts], each delay in (0, MaxDelay], at least
+// one delay when Attempts > 1, and Jitter in [0, 1).
+func (l Ladder) Validate() error {
+	var errs []error
+	if l.Attempts < 1 || l.Attempts > MaxAttempts {
+		errs = append(errs, fmt.Errorf("ladder: attempts is %d; set it between 1 and %d (it counts the first attempt)", l.Attempts, MaxAttempts))
+	}
+	if l.Attempts > 1 && len(l.Delays) == 0 {
+		errs = append(errs, fmt.Errorf("ladder: %d attempts but no delays; give at least one delay (the last one repeats)", l.Attempts))
+	}
+	for i, d := range l.Delays {
+		switch {
+		case d <= 0:
+			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; every delay must be positive", i+1, d))
+		case d > MaxDelay:
+			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; the longest allowed is %s", i+1, d, MaxDelay))
+		}
+	}
+	if !(l.Jitter >= 0 && l.Jitter < 1) { // also rejects NaN
+		errs = append(errs, fmt.Errorf("ladder: jitter %v is out of range; use a fraction in [0, 1), e.g. 0.2 for ±20%%, or 0 for none", l.Jitter))
+	}
+	return errors.Join(errs...)
+}
+
+// BaseDelay returns the ladder's un-jittered delay after failed attempt
+// number failed (1-based), and false when no attempts remain. A failed below
+// 1 counts as 1. A ladder without delays never retries; it does not panic.
+func (l Ladder) BaseDelay(failed int) (time.Duration, bool) {
+	if failed < 1 {
+		failed = 1
+	}
+	if failed >= l.Attempts || len(l.Delays) == 0 {
+		return 0, false
+	}
+	i := min(failed-1, len(l.Delays)-1)
+	return l.Delays[i], true
+}
+
+// Total returns the sum of the base delays over the whole ladder: the time
+// from the first attempt to the last without jitter or Retry-After. It
+// saturates at the largest Duration instead of overflowing.
+func (l Ladder) Total() time.Duration {
+	var total time.Duration
+	for failed := 1; ; failed++ {
+		d, ok := l.BaseDelay(failed)
+		if !ok {
+			return total
+		}
+		if d > 0 && total > math.MaxInt64-d {
+			return math.MaxInt64
+		}
+		total += d
+	}
+}
+
+// LadderOverride changes some fields of a Ladder, for per-endpoint
+// configuration. A nil Delays, zero Attempts or nil Jitter keeps the base
+// ladder's value.
+type LadderOverride struct {
+	Delays   []time.Duration `json:"delays,omitempty"`   // replaces the schedule when non-nil
+	Attempts int             `json:"attempts,omitempty"` // replaces the attempt count when non-zero
+	Jitter   *float64        `json:"jitter,omitempty"`   // replaces the jitter when non-nil; 0 turns it off
+}
+
+// Apply returns l with the override's fields in place. The result shares no
+// slice with l or o. Validate the result; Apply does not.
+func (l Ladder) Apply(o LadderOverride) Ladder {
+	out := Ladder{Delays: l.Delays, Attempts: l.Attempts, Jitter: l.Jitter}
+	if o.Delays != nil {
+		out.Delays = o.Delays
+	}
+	if o.Attempts != 0 {
+		out.Attempts = o.Attempts
+	}
+	if o.Jitter != nil {
+		out.Jitter = *o.Jitter
+	}
+	out.Delays = append([]time.Duration(nil), out.Delays...)
+	return out
+}
+
+// JitterKey returns the jitter key for one retry of one event:
+// "<eventID>/<round>/<failed>", where round counts replays of the event from
+// the dead-letter queue (0 for the original delivery) and failed is the
+// attempt number that failed. Distinct events, rounds and attempts get
+// distinct keys, so their jitter differs; the same inputs always give the
+// same key, so workflow replay is stable.
+func JitterKey(eventID string, round, failed int) string {
+	return eventID + "/" + strconv.Itoa(round) + "/" + strconv.Itoa(failed)
+}
+
+// unitFraction maps key to a fraction in [0, 1), uniform over keys. It uses
+// the first 53 bits of the key's SHA-256, so it is the same on every
+// platform and Go version.
+func unitFraction(key string) float64 {
+	sum := sha256.Sum256([]byte(key))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
+}
+
+// scaleDuration returns base multiplied by f, saturating at the largest Duration.
+func scaleDuration(base time.Duration, f float64) time.Duration {
+	d := float64(base) * f
+	if d >= math.MaxInt64 { // float64(math.MaxInt64) is 2^63
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
+// Jitter returns base scaled by a deterministic factor in [1-j, 1+j] derived from key.
+//
+// The factor is uniform over keys, so 1,000 events with different keys that
+// failed at the same second spread evenly over the window. A base at or
+// below zero, or j at or below zero (or NaN), returns base unchanged; j above
+// 1 counts as 1. The result saturates at the largest Duration.
+func Jitter(base time.Duration, j float64, key string) time.Duration {
+	if base <= 0 || !(j > 0) {
+		return base
+	}
+	j = min(j, 1)
+	return scaleDuration(base, 1-j+2*j*unitFraction(key))
+}
+
+// jitterUp returns base scaled by a deterministic factor in [1, 1+j] derived
+// from key: like Jitter, but never below base.
+func jitterUp(base time.Duration, j float64, key string) time.Duration {
+	if base <= 0 || !(j > 0) {
+		return base
+	}
+	j = min(j, 1)
+	return max(base, scaleDuration(base, 1+j*unitFraction(key)))
+}
+
+// ParseDelays parses "30s,2m,10m" style schedules (for CLI flags) into delays, with clear errors.
+//
+// Each item is a Go duration (see time.ParseDuration) and must be positive;
+// spaces around items are allowed. The empty string is an error: a schedule
+// needs at least one delay.
+func ParseDelays(s string) ([]time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New(`delays: empty schedule; give comma-separated durations such as "30s,2m,10m"`)
+	}
+	items := strings.Split(s, ",")
+	out := make([]time.Duration, 0, len(items))
+	for i, item := range items {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("delays: item %d is empty; remove the extra comma in %q", i+1, s)
+		}
+		d, err := time.ParseDuration(item)
+		if err != nil {
+			return nil, fmt.Errorf("delays: item %d %q is not a duration; use forms like 30s, 2m, 1h30m: %w", i+1, item, err)
+		}
+		if d <= 0 {
+			return nil, fmt.Errorf("delays: item %d is %s; every delay must be positive", i+1, d)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// FormatDelays is the inverse of ParseDelays: it writes "30s,2m,10m,1h30m",
+// dropping zero trailing units that time.Duration.String would print
+// ("2m" not "2m0s"). An empty slice gives "".
+func FormatDelays(d []time.Duration) string {
+	parts := make([]string, len(d))
+	for i, v := range d {
+		parts[i] = formatDuration(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// formatDuration is time.Duration.String without zero trailing minutes and
+// seconds: 2m0s → 2m, 1h0m0s → 1h, 1h30m0s → 1h30m.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+	}
+	return s
+}
+
+// NextAttempt is the decision after a failed attempt.
+type NextAttempt struct {
+	Retry     bool          `json:"retry"`      // false: the ladder is exhausted → dead letter
+	Delay     time.Duration `json:"delay"`      // wait before the next attempt
+	BaseDelay time.Duration `json:"base_delay"` // the ladder's un-jittered delay
+	Source    string        `json:"source"`     // "ladder" or "retry_after"
+}
+
+// Next decides what follows failed attempt number failed (1-based), given the Retry-After decision and a jitter key.
+//
+//   - Ladder exhausted: Retry is false whatever the Retry-After says; a
+//     Retry-After never adds attempts.
+//   - Retry-After honoured or capped: its Delay replaces the ladder's, even
+//     when shorter, as the receiver asked. Jitter goes upward only: the wait
+//     is in [ra.Delay, ra.Delay×(1+l.Jitter)], never earlier than asked, and
+//     receivers that all answered "Retry-After: 60" at the same second are
+//     not all retried at the same second. "Retry-After: 0" retries at once.
+//   - Otherwise (none or ignored): the ladder's delay, jittered by ±l.Jitter.
+//
+// The same inputs always give the same decision.
+func Next(l Ladder, failed int, ra RetryAfter, jitterKey string) NextAttempt {
+	base, ok := l.BaseDelay(failed)
+	if !ok {
+		return NextAttempt{Retry: false, Source: SourceLadder}
+	}
+	if (ra.Action == RetryAfterHonoured || ra.Action == RetryAfterCapped) && ra.Delay >= 0 {
+		return NextAttempt{
+			Retry:     true,
+			Delay:     jitterUp(ra.Delay, l.Jitter, jitterKey),
+			BaseDelay: base,
+			Source:    SourceRetryAfter,
+		}
+	}
+	return NextAttempt{
+		Retry:     true,
+		Delay:     Jitter(base, l.Jitter, jitterKey),
+		BaseDelay: base,
+		Source:    SourceLadder,
+	}
+}

@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Lease is a block of permits held by one holder (a worker process, or a woken waiter)
+// until Expires.
+type Lease struct {
+	// Holder identifies who holds the permits.
+	Holder string `json:"holder"`
+	// Permits is how many attempts the holder may have in flight.
+	Permits int `json:"permits"`
+	// Expires is when the permits return on their own unless renewed.
+	Expires time.Time `json:"expires"`
+}
+
+// Permits is one endpoint's ledger of leased permits and its FIFO queue of waiters. It is a
+// value with exported fields so that it round-trips through encoding/json (continue-as-new);
+// change it only through its methods. A lease counts toward the cap until it expires
+// (a lease expiring at now no longer counts). Nothing is ever revoked: when the cap shrinks
+// below what is leased, new permits wait until what is leased falls under the new cap.
+// The ledger knows nothing of the circuit: while it is not closed, pass cap 0 to Grant and
+// Wake and let attempts through one by one as Breaker.Admit allows.
+type Permits struct {
+	// Held holds the leases, sorted by holder, none with zero permits.
+	Held []Lease `json:"held,omitempty"`
+	// Waiting holds the waiter ids, first in line first, each once.
+	Waiting []string `json:"waiting,omitempty"`
+}
+
+// NewPermits returns an empty ledger with an empty queue.
+func NewPermits() Permits { return Permits{} }
+
+// Grant sets holder's lease to up to want permits in total and renews it to expire at
+// now+ttl. Asking for fewer than held gives the difference back; asking for more takes only
+// what the cap leaves free (cap minus the live permits of all holders), possibly none; what
+// the holder already has is never cut. A holder's expired lease is replaced. It returns
+// the lease now held, with zero Permits and Expires if there is none (want ≤ 0, ttl ≤ 0, or
+// nothing held and nothing free).
+func (p *Permits) Grant(holder string, want, cap int, ttl time.Duration, now time.Time) Lease {
+	i, found := p.find(holder)
+	have := 0
+	if found && p.Held[i].Expires.After(now) {
+		have = p.Held[i].Permits
+	}
+	n := 0
+	if want > 0 && ttl > 0 {
+		free := max(cap, 0) - p.InUse(now)
+		n = min(want, have+max(free, 0))
+	}
+	if n == 0 {
+		if found {
+			p.Held = slices.Delete(slices.Clone(p.Held), i, i+1)
+		}
+		return Lease{Holder: holder}
+	}
+	l := Lease{Holder: holder, Permits: n, Expires: now.Add(ttl)}
+	held := slices.Clone(p.Held)
+	if found {
+		held[i] = l
+	} else {
+		held = slices.Insert(held, i, l)
+	}
+	p.Held = held
+	return l
+}
+
+// Return gives back up to n permits of holder's lease, removing the lease when none are
+// left, and returns how many were given back.
+func (p *Permits) Return(holder string, n int) int {
+	i, found := p.find(holder)
+	if !found || n <= 0 {
+		return 0
+	}
+	held := slices.Clone(p.Held)
+	back := min(n, held[i].Permits)
+	held[i].Permits -= back
+	if held[i].Permits == 0 {
+		held = slices.Delete(held, i, i+1)
+	}
+	p.Held = held
+	return back
+}
+
+// Expire drops the leases expired at now (Expires not after now) and returns them, sorted by holder.
+func (p *Permits) Expire(now time.Time) []Lease {
+	var dropped, kept []Lease
+	for _, l := range p.Held {
+		if l.Expires.After(now) {
+			kept = append(kept, l)
+		} else {
+			dropped = append(dropped, l)
+		}
+	}
+	if len(dropped) > 0 {
+		p.Held = kept
+	}
+	return dropped
+}
+
+// InUse returns the permits held in leases still live at now.
+func (p *Permits) InUse(now time.Time) int {
+	n := 0
+	for _, l := range p.Held {
+		if l.Expires.After(now) {
+			n += l.Permits
+		}
+	}
+	return n
+}
+
+// Free returns how many permits the cap leaves free at now, never below 0.
+func (p *Permits) Free(cap int, now time.Time) int {
+	return max(cap-p.InUse(now), 0)
+}
+
+// Lease returns a copy of holder's lease and whether it has one (expired or not).
+func (p *Permits) Lease(holder string) (Lease, bool) {
+	i, found := p.find(holder)
+	if !found {
+		return Lease{}, false
+	}
+	return p.Held[i], true
+}
+
+// Leases returns a copy of the leases, sorted by holder, expired ones included until Expire;
+// nil if there are none.
+func (p *Permits) Leases() []Lease {
+	if len(p.Held) == 0 {
+		return nil
+	}
+	return slices.Clone(p.Held)
+}
+
+// Enqueue puts waiter at the back of the queue and reports true, or reports false and
+// changes nothing if it is already queued.
+func (p *Permits) Enqueue(waiter string) bool {
+	if slices.Contains(p.Waiting, waiter) {
+		return false
+	}
+	p.Waiting = append(slices.Clip(p.Waiting), waiter)
+	return true
+}
+
+// Dequeue removes and returns up to n waiters from the front of the queue, first in line first.
+func (p *Permits) Dequeue(n int) []string {
+	n = min(max(n, 0), len(p.Waiting))
+	if n == 0 {
+		return nil
+	}
+	out := slices.Clone(p.Waiting[:n])
+	p.Waiting = slices.Clone(p.Waiting[n:])
+	return out
+}
+
+// Wake grants each waiter at the front of the queue a one-permit lease under its own id,
+// expiring at now+ttl, for as long as the cap leaves a permit free, and returns those
+// leases in queue order. It never takes the ledger above cap. Waiter ids share the holder
+// namespace: a waiter that already holds a lease gets one more permit in it.
+func (p *Permits) Wake(cap int, ttl time.Duration, now time.Time) []Lease {
+	if ttl <= 0 {
+		return nil
+	}
+	var woken []Lease
+	for len(p.Waiting) > 0 && p.Free(cap, now) > 0 {
+		w := p.Dequeue(1)[0]
+		l := p.Grant(w, p.heldBy(w, now)+1, cap, ttl, now)
+		woken = append(woken, Lease{Holder: w, Permits: 1, Expires: l.Expires})
+	}
+	return woken
+}
+
+// Remove takes waiter out of the queue and reports whether it was queued.
+func (p *Permits) Remove(waiter string) bool {
+	i := slices.Index(p.Waiting, waiter)
+	if i < 0 {
+		return false
+	}
+	p.Waiting = slices.Delete(slices.Clone(p.Waiting), i, i+1)
+	return true
+}
+
+// Queue returns a copy of the waiter ids, first in line first; nil if none wait.
+func (p *Permits) Queue() []string {
+	if len(p.Waiting) == 0 {
+		return nil
+	}
+	return slices.Clone(p.Waiting)
+}
+
+// heldBy returns the live permits of holder at now.
+func (p *Permits) heldBy(holder string, now time.Time) int {
+	if i, found := p.find(holder); found && p.Held[i].Expires.After(now) {
+		return p.Held[i].Permits
+	}
+	return 0
+}
+
+// find returns where holder's lease is, or would be inserted, in the sorted Held.
+func (p *Permits) find(holder string) (int, bool) {
+	return slices.BinarySearchFunc(p.Held, holder, func(l Lease, h string) int {
+		return strings.Compare(l.Holder, h)
+	})
+}

@@ -1,0 +1,381 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var permitsEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// pStep is one step of a scripted ledger run. Op is grant (Holder, N = want, Cap, TTL),
+// return (Holder, N), expire, or wake (Cap, TTL). Want is the permits granted, returned,
+// or woken; InUse the permits in use after the step; Dropped the holders Expire returned.
+type pStep struct {
+	At      time.Duration
+	Op      string
+	Holder  string
+	N       int
+	Cap     int
+	TTL     time.Duration
+	Want    int
+	InUse   int
+	Dropped []string
+}
+
+func TestPermitsLedger(t *testing.T) {
+	const s = time.Second
+	cases := []struct {
+		name  string
+		steps []pStep
+	}{
+		{"grants up to the cap", []pStep{
+			{Op: "grant", Holder: "a", N: 4, Cap: 10, TTL: 30 * s, Want: 4, InUse: 4},
+			{Op: "grant", Holder: "b", N: 8, Cap: 10, TTL: 30 * s, Want: 6, InUse: 10},
+			{Op: "grant", Holder: "c", N: 1, Cap: 10, TTL: 30 * s, Want: 0, InUse: 10},
+			{Op: "grant", Holder: "a", N: 2, Cap: 10, TTL: 30 * s, Want: 2, InUse: 8},
+			{Op: "grant", Holder: "b", N: 8, Cap: 10, TTL: 30 * s, Want: 8, InUse: 10},
+			{Op: "grant", Holder: "a", N: 0, Cap: 10, TTL: 30 * s, Want: 0, InUse: 8},
+		}},
+		{"a shrunk cap revokes nothing and grants nothing until under it", []pStep{
+			{Op: "grant", Holder: "a", N: 6, Cap: 10, TTL: 30 * s, Want: 6, InUse: 6},
+			{Op: "grant", Holder: "b", N: 4, Cap: 10, TTL: 30 * s, Want: 4, InUse: 10},
+			{At: s, Op: "grant", Holder: "a", N: 8, Cap: 5, TTL: 30 * s, Want: 6, InUse: 10},
+			{At: s, Op: "grant", Holder: "c", N: 1, Cap: 5, TTL: 30 * s, Want: 0, InUse: 10},
+			{At: s, Op: "return", Holder: "b", N: 4, Want: 4, InUse: 6},
+			{At: s, Op: "wake", Cap: 5, TTL: 30 * s, Want: 0, InUse: 6},
+			{At: s, Op: "return", Holder: "a", N: 2, Want: 2, InUse: 4},
+			{At: s, Op: "grant", Holder: "c", N: 3, Cap: 5, TTL: 30 * s, Want: 1, InUse: 5},
+		}},
+		{"expired leases stop counting and are dropped in holder order", []pStep{
+			{Op: "grant", Holder: "z", N: 3, Cap: 10, TTL: 10 * s, Want: 3, InUse: 3},
+			{Op: "grant", Holder: "b", N: 3, Cap: 10, TTL: 20 * s, Want: 3, InUse: 6},
+			{Op: "grant", Holder: "a", N: 4, Cap: 10, TTL: 10 * s, Want: 4, InUse: 10},
+			{At: 10*s - 1, Op: "grant", Holder: "c", N: 1, Cap: 10, TTL: 10 * s, Want: 0, InUse: 10},
+			{At: 10 * s, Op: "grant", Holder: "c", N: 5, Cap: 10, TTL: 10 * s, Want: 5, InUse: 8},
+			{At: 10 * s, Op: "expire", InUse: 8, Dropped: []string{"a", "z"}},
+			{At: 10 * s, Op: "expire", InUse: 8},
+			{At: 25 * s, Op: "expire", InUse: 0, Dropped: []string{"b", "c"}},
+		}},
+		{"renewing extends the expiry; an expired lease is replaced", []pStep{
+			{Op: "grant", Holder: "a", N: 5, Cap: 5, TTL: 10 * s, Want: 5, InUse: 5},
+			{At: 8 * s, Op: "grant", Holder: "a", N: 5, Cap: 5, TTL: 10 * s, Want: 5, InUse: 5},
+			{At: 12 * s, Op: "expire", InUse: 5},
+			{At: 30 * s, Op: "grant", Holder: "a", N: 3, Cap: 5, TTL: 10 * s, Want: 3, InUse: 3},
+			{At: 30 * s, Op: "expire", InUse: 3},
+		}},
+		{"returns are clamped to the lease", []pStep{
+			{Op: "grant", Holder: "a", N: 3, Cap: 5, TTL: 10 * s, Want: 3, InUse: 3},
+			{Op: "return", Holder: "a", N: 0, Want: 0, InUse: 3},
+			{Op: "return", Holder: "a", N: -2, Want: 0, InUse: 3},
+			{Op: "return", Holder: "x", N: 2, Want: 0, InUse: 3},
+			{Op: "return", Holder: "a", N: 9, Want: 3, InUse: 0},
+			{Op: "return", Holder: "a", N: 1, Want: 0, InUse: 0},
+		}},
+		{"nothing for a bad want, ttl or cap", []pStep{
+			{Op: "grant", Holder: "a", N: -1, Cap: 5, TTL: 10 * s, Want: 0, InUse: 0},
+			{Op: "grant", Holder: "a", N: 2, Cap: 5, TTL: 0, Want: 0, InUse: 0},
+			{Op: "grant", Holder: "a", N: 2, Cap: -3, TTL: 10 * s, Want: 0, InUse: 0},
+			{Op: "grant", Holder: "a", N: 2, Cap: 0, TTL: 10 * s, Want: 0, InUse: 0},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPermits()
+			for i, st := range tc.steps {
+				now := permitsEpoch.Add(st.At)
+				got := 0
+				switch st.Op {
+				case "grant":
+					l := p.Grant(st.Holder, st.N, st.Cap, st.TTL, now)
+					got = l.Permits
+					if l.Holder != st.Holder || (l.Permits > 0) != l.Expires.Equal(now.Add(st.TTL)) {
+						t.Fatalf("step %d: lease %+v", i, l)
+					}
+				case "return":
+					got = p.Return(st.Holder, st.N)
+				case "wake":
+					got = len(p.Wake(st.Cap, st.TTL, now))
+				case "expire":
+					var holders []string
+					for _, l := range p.Expire(now) {
+						holders = append(holders, l.Holder)
+					}
+					if !slices.Equal(holders, st.Dropped) {
+						t.Fatalf("step %d: dropped %v, want %v", i, holders, st.Dropped)
+					}
+				}
+				if got != st.Want {
+					t.Fatalf("step %d (%s %s): got %d, want %d", i, st.Op, st.Holder, got, st.Want)
+				}
+				if n := p.InUse(now); n != st.InUse {
+					t.Fatalf("step %d (%s %s): in use %d, want %d", i, st.Op, st.Holder, n, st.InUse)
+				}
+				checkLeasesSorted(t, fmt.Sprintf("step %d", i), p.Leases())
+			}
+		})
+	}
+}
+
+func checkLeasesSorted(t *testing.T, where string, ls []Lease) {
+	t.Helper()
+	for i, l := range ls {
+		if l.Permits <= 0 {
+			t.Fatalf("%s: lease %+v holds nothing", where, l)
+		}
+		if i > 0 && ls[i-1].Holder >= l.Holder {
+			t.Fatalf("%s: leases out of order or repeated: %v", where, ls)
+		}
+	}
+}
+
+func TestPermitsQueue(t *testing.T) {
+	p := NewPermits()
+	for _, w := range []string{"d1", "d2", "d3", "d4"} {
+		if !p.Enqueue(w) {
+			t.Fatalf("Enqueue(%s) refused", w)
+		}
+	}
+	if p.Enqueue("d2") {
+		t.Fatal("Enqueue(d2) twice accepted")
+	}
+	if got := p.Dequeue(2); !slices.Equal(got, []string{"d1", "d2"}) {
+		t.Fatalf("Dequeue(2) = %v", got)
+	}
+	if !p.Enqueue("d1") {
+		t.Fatal("a dequeued waiter could not queue again")
+	}
+	if !p.Remove("d4") || p.Remove("d4") {
+		t.Fatal("Remove(d4) should succeed once")
+	}
+	if got := p.Queue(); !slices.Equal(got, []string{"d3", "d1"}) {
+		t.Fatalf("Queue() = %v, want [d3 d1]", got)
+	}
+	if got := p.Dequeue(-1); got != nil {
+		t.Fatalf("Dequeue(-1) = %v", got)
+	}
+	if got := p.Dequeue(10); !slices.Equal(got, []string{"d3", "d1"}) || len(p.Queue()) != 0 {
+		t.Fatalf("Dequeue(10) = %v, left %v", got, p.Queue())
+	}
+	q := p.Queue()
+	p.Enqueue("x")
+	if len(q) != 0 {
+		t.Fatal("Queue() shares storage with the ledger")
+	}
+}
+
+func TestPermitsWake(t *testing.T) {
+	now := permitsEpoch
+	p := NewPermits()
+	p.Grant("worker", 2, 3, time.Minute, now)
+	for i := range 150 {
+		p.Enqueue(fmt.Sprintf("d%03d", i))
+	}
+	woken := p.Wake(3, 10*time.Second, now)
+	if len(woken) != 1 || woken[0] != (Lease{Holder: "d000", Permits: 1, Expires: now.Add(10 * time.Second)}) {
+		t.Fatalf("woke %v, want d000 only", woken)
+	}
+	// The circuit closes and the cap rises to 100: exactly the free permits wake, in order.
+	p.Return("worker", 2)
+	woken = p.Wake(100, 10*time.Second, now)
+	if len(woken) != 99 || woken[0].Holder != "d001" || woken[98].Holder != "d099" || p.InUse(now) != 100 {
+		t.Fatalf("woke %d (%v...), in use %d", len(woken), woken[:1], p.InUse(now))
+	}
+	if q := p.Queue(); len(q) != 50 || q[0] != "d100" {
+		t.Fatalf("queue left %d from %v", len(q), q[:1])
+	}
+	if woken = p.Wake(100, 10*time.Second, now.Add(5*time.Second)); len(woken) != 0 {
+		t.Fatalf("woke %d above the cap", len(woken))
+	}
+	// Their leases expire: the next 50 wake and the queue empties.
+	if woken = p.Wake(100, 10*time.Second, now.Add(10*time.Second)); len(woken) != 50 || len(p.Queue()) != 0 {
+		t.Fatalf("woke %d after expiry, %d left", len(woken), len(p.Queue()))
+	}
+	if woken = p.Wake(100, 0, now.Add(30*time.Second)); woken != nil {
+		t.Fatalf("woke %v with no ttl", woken)
+	}
+}
+
+func TestPermitsCopiesAreIndependent(t *testing.T) {
+	now := permitsEpoch
+	p := NewPermits()
+	p.Enqueue("a")
+	p.Grant("w1", 1, 10, time.Minute, now)
+	c := p
+	c.Enqueue("b")
+	p.Enqueue("c")
+	c.Grant("w2", 1, 10, time.Minute, now)
+	p.Grant("w3", 1, 10, time.Minute, now)
+	if !slices.Equal(c.Queue(), []string{"a", "b"}) || !slices.Equal(p.Queue(), []string{"a", "c"}) {
+		t.Fatalf("queues %v and %v", c.Queue(), p.Queue())
+	}
+	if len(c.Leases()) != 2 || c.Leases()[1].Holder != "w2" || p.Leases()[1].Holder != "w3" {
+		t.Fatalf("leases %v and %v", c.Leases(), p.Leases())
+	}
+}
+
+// TestPermitsProperties drives a ledger with random grants, returns, expiries, cap changes,
+// queue operations and clock steps, next to a plain model, and a twin that goes through JSON
+// now and then: in-use never grows past the cap, the queue is FIFO without losses or
+// duplicates, and the twin always answers the same.
+func TestPermitsProperties(t *testing.T) {
+	holders := []string{"w1", "w2", "w3", "w4", "w5"}
+	for seed := int64(1); seed <= 2000; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		p, twin := NewPermits(), NewPermits()
+		model := map[string]Lease{}
+		var queue []string
+		next := 0 // next fresh waiter id
+		now := permitsEpoch
+		capNow := 1 + rng.Intn(20)
+		for step := range 300 {
+			where := fmt.Sprintf("seed %d step %d", seed, step)
+			now = now.Add(time.Duration(rng.Intn(4000)) * time.Millisecond)
+			if rng.Intn(10) == 0 {
+				data, err := json.Marshal(twin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				twin = Permits{}
+				if err := json.Unmarshal(data, &twin); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rng.Intn(25) == 0 {
+				capNow = 1 + rng.Intn(20)
+			}
+			before := p.InUse(now)
+			grew := false
+			switch op := rng.Intn(9); op {
+			case 0, 1:
+				h := holders[rng.Intn(len(holders))]
+				want, ttl := rng.Intn(12), time.Duration(1+rng.Intn(30))*time.Second
+				had := 0
+				if l, ok := model[h]; ok && l.Expires.After(now) {
+					had = l.Permits
+				}
+				l, l2 := p.Grant(h, want, capNow, ttl, now), twin.Grant(h, want, capNow, ttl, now)
+				if !reflect.DeepEqual(l, l2) {
+					t.Fatalf("%s: twin granted %+v, original %+v", where, l2, l)
+				}
+				if l.Permits > want || l.Permits < min(had, want) {
+					t.Fatalf("%s: granted %d for want %d holding %d", where, l.Permits, want, had)
+				}
+				grew = l.Permits > had
+				delete(model, h)
+				if l.Permits > 0 {
+					model[h] = l
+				}
+			case 2:
+				h := holders[rng.Intn(len(holders))]
+				n := rng.Intn(6)
+				got, got2 := p.Return(h, n), twin.Return(h, n)
+				l, ok := model[h]
+				want := 0
+				if ok {
+					want = min(n, l.Permits)
+					l.Permits -= want
+					model[h] = l
+					if l.Permits == 0 {
+						delete(model, h)
+					}
+				}
+				if got != want || got2 != want {
+					t.Fatalf("%s: returned %d (twin %d), want %d", where, got, got2, want)
+				}
+			case 3:
+				d, d2 := p.Expire(now), twin.Expire(now)
+				if !reflect.DeepEqual(d, d2) {
+					t.Fatalf("%s: twin dropped %v, original %v", where, d2, d)
+				}
+				var want []Lease
+				for _, l := range modelLeases(model) {
+					if !l.Expires.After(now) {
+						want = append(want, l)
+						delete(model, l.Holder)
+					}
+				}
+				if !reflect.DeepEqual(d, want) {
+					t.Fatalf("%s: dropped %v, want %v", where, d, want)
+				}
+			case 4, 5:
+				var w string
+				if rng.Intn(3) == 0 && len(queue) > 0 {
+					w = queue[rng.Intn(len(queue))] // a duplicate
+				} else {
+					w = fmt.Sprintf("d%d", next)
+					next++
+				}
+				ok, ok2 := p.Enqueue(w), twin.Enqueue(w)
+				if ok != !slices.Contains(queue, w) || ok != ok2 {
+					t.Fatalf("%s: Enqueue(%s) = %v (twin %v) with queue %v", where, w, ok, ok2, queue)
+				}
+				if ok {
+					queue = append(queue, w)
+				}
+			case 6:
+				n := rng.Intn(4)
+				got, got2 := p.Dequeue(n), twin.Dequeue(n)
+				k := min(n, len(queue))
+				if !slices.Equal(got, queue[:k]) || !slices.Equal(got, got2) {
+					t.Fatalf("%s: Dequeue(%d) = %v (twin %v), want %v", where, n, got, got2, queue[:k])
+				}
+				queue = slices.Clone(queue[k:])
+			case 7:
+				if len(queue) == 0 {
+					break
+				}
+				w := queue[rng.Intn(len(queue))]
+				if !p.Remove(w) || !twin.Remove(w) {
+					t.Fatalf("%s: Remove(%s) failed", where, w)
+				}
+				queue = slices.DeleteFunc(queue, func(s string) bool { return s == w })
+			case 8:
+				ttl := time.Duration(1+rng.Intn(10)) * time.Second
+				free := max(capNow-before, 0)
+				woken, woken2 := p.Wake(capNow, ttl, now), twin.Wake(capNow, ttl, now)
+				if !reflect.DeepEqual(woken, woken2) || len(woken) != min(free, len(queue)) {
+					t.Fatalf("%s: woke %v (twin %v), free %d, queued %d", where, woken, woken2, free, len(queue))
+				}
+				for i, l := range woken {
+					if l.Holder != queue[i] || l.Permits != 1 {
+						t.Fatalf("%s: woke %+v, want %s first", where, l, queue[i])
+					}
+					model[l.Holder] = Lease{Holder: l.Holder, Permits: 1, Expires: l.Expires}
+				}
+				queue = slices.Clone(queue[len(woken):])
+				grew = len(woken) > 0
+			}
+			after := p.InUse(now)
+			if grew && after > capNow || after > before && after > capNow {
+				t.Fatalf("%s: in use went %d to %d with cap %d", where, before, after, capNow)
+			}
+			if after != twin.InUse(now) || !reflect.DeepEqual(p.Leases(), twin.Leases()) {
+				t.Fatalf("%s: twin leases %v, original %v", where, twin.Leases(), p.Leases())
+			}
+			want := modelLeases(model)
+			if got := p.Leases(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: leases %v, model %v", where, got, want)
+			}
+			checkLeasesSorted(t, where, p.Leases())
+			if got := p.Queue(); !slices.Equal(got, queue) {
+				t.Fatalf("%s: queue %v, model %v", where, got, queue)
+			}
+		}
+	}
+}
+
+// modelLeases returns the model's leases sorted by holder.
+func modelLeases(model map[string]Lease) []Lease {
+	var out []Lease
+	for _, l := range model {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b Lease) int { return strings.Compare(a.Holder, b.Holder) })
+	return out
+}

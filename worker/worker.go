@@ -1,0 +1,124 @@
+// Package worker assembles a Herald worker: it registers the workflows and activities on a
+// task queue and runs the background reporter that feeds the endpoint workflows' counters.
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// Options configure a worker. Zero values take the defaults.
+type Options struct {
+	// TaskQueue to poll; default workflows.DefaultTaskQueue.
+	TaskQueue string
+	// Defaults is the delivery policy endpoints use unless they override it.
+	Defaults activities.Defaults
+	// Net is the SSRF policy: which addresses attempts may dial.
+	Net netguard.Policy
+	// ConfigTTL is how long an endpoint's configuration is cached; default 1s.
+	ConfigTTL time.Duration
+	// ReportInterval is how often outcome counts are sent to endpoint workflows; default 1s.
+	ReportInterval time.Duration
+	// Logger receives the worker's logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.DefaultTaskQueue
+	}
+	if o.Defaults.Ladder.Attempts == 0 {
+		o.Defaults = activities.DefaultDefaults()
+	}
+	if o.ConfigTTL == 0 {
+		o.ConfigTTL = time.Second
+	}
+	if o.ReportInterval == 0 {
+		o.ReportInterval = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Worker is a Herald worker bound to one Temporal client.
+type Worker struct {
+	w        sdkworker.Worker
+	reporter *activities.Reporter
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// New registers Herald's workflows and activities on a new worker for c. It validates the
+// defaults and returns a clear error for bad ones.
+func New(c client.Client, o Options) (*Worker, error) {
+	o.setDefaults()
+	if err := o.Defaults.Ladder.Validate(); err != nil {
+		return nil, fmt.Errorf("default ladder: %w", err)
+	}
+	if err := o.Defaults.RetryAfter.Validate(); err != nil {
+		return nil, fmt.Errorf("default retry-after rules: %w", err)
+	}
+	if o.Defaults.Timeout <= 0 || o.Defaults.Timeout > workflows.MaxAttemptTimeout {
+		return nil, fmt.Errorf("attempt timeout %s is outside 1s..%s", o.Defaults.Timeout, workflows.MaxAttemptTimeout)
+	}
+	if o.Defaults.Retention <= 0 {
+		return nil, fmt.Errorf("dead-letter retention %s must be positive", o.Defaults.Retention)
+	}
+	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{})
+	reporter := activities.NewReporter(c, o.ReportInterval, o.Logger)
+	Register(w, o.Net)
+	w.RegisterActivity(&activities.Activities{
+		Endpoints: activities.NewDirectory(c, o.ConfigTTL),
+		HTTP:      activities.NewHTTPClient(o.Net),
+		Defaults:  o.Defaults,
+		Reports:   reporter,
+	})
+	w.RegisterActivity(&activities.Operator{Client: c})
+	return &Worker{w: w, reporter: reporter}, nil
+}
+
+// Register registers Herald's workflows on r (a worker or a replayer). net is the SSRF
+// policy the endpoint workflow checks registered URLs against.
+func Register(r interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+}, net netguard.Policy) {
+	r.RegisterWorkflowWithOptions(workflows.Delivery, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
+	ew := &workflows.EndpointWorkflow{Net: net}
+	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: workflows.EndpointWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: workflows.BulkReplayWorkflowName})
+}
+
+// Start starts polling and the reporter; it returns once the worker is running.
+func (w *Worker) Start() error {
+	if err := w.w.Start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		w.reporter.Run(ctx)
+	}()
+	return nil
+}
+
+// Stop stops polling, waits for running attempts, and flushes the last reports.
+func (w *Worker) Stop() {
+	w.w.Stop()
+	if w.cancel != nil {
+		w.cancel()
+		<-w.done
+		w.cancel = nil
+	}
+}

@@ -1,0 +1,49 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+)
+
+// BulkReplayInput asks for every dead letter a filter selects to be replayed, now or at a time.
+type BulkReplayInput struct {
+	Filter activities.DeadLetterFilter `json:"filter"`
+	// At is when to replay; zero or past means at once.
+	At time.Time `json:"at,omitempty"`
+}
+
+// BulkReplayResult says how many dead letters were replayed.
+type BulkReplayResult struct {
+	Replayed   int       `json:"replayed"`
+	ReplayedAt time.Time `json:"replayed_at"`
+}
+
+// BulkReplay waits until the requested time, then replays every dead letter the filter
+// selects, each with its original event id. The wait is a durable timer, visible in the UI.
+func BulkReplay(ctx workflow.Context, in BulkReplayInput) (BulkReplayResult, error) {
+	if wait := in.At.Sub(workflow.Now(ctx)); wait > 0 {
+		err := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
+			Summary: fmt.Sprintf("replay dead letters at %s", in.At.UTC().Format(time.RFC3339)),
+		}).Get(ctx, nil)
+		if err != nil {
+			return BulkReplayResult{}, err
+		}
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+		Summary:             "replay dead letters: " + in.Filter.Query(),
+	})
+	var op *activities.Operator
+	var n int
+	if err := workflow.ExecuteActivity(actx, op.ReplayDeadLetters, in.Filter).Get(ctx, &n); err != nil {
+		return BulkReplayResult{}, err
+	}
+	return BulkReplayResult{Replayed: n, ReplayedAt: workflow.Now(ctx)}, nil
+}

@@ -1,0 +1,217 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
+)
+
+// DeliveryInput starts a delivery workflow. A replay that continues as new carries Round
+// and Attempts forward, and starts the ladder at once.
+type DeliveryInput struct {
+	Event Event `json:"event"`
+	// Round counts replays: 0 for the first run of the ladder.
+	Round int `json:"round,omitempty"`
+	// Attempts are the records carried over from earlier runs (the newest MaxKeptAttempts).
+	Attempts []AttemptRecord `json:"attempts,omitempty"`
+	Dropped  int             `json:"dropped,omitempty"`
+}
+
+// Limits that keep a delivery's history bounded however often it is replayed.
+const (
+	// MaxKeptAttempts is how many attempt records survive a continue-as-new.
+	MaxKeptAttempts = 50
+	// continueAsNewEvents: past this many history events, a replay continues as new.
+	continueAsNewEvents = 2000
+	// attemptTimeout bounds the local activity of one attempt; the attempt's own HTTP
+	// timeout (an endpoint setting, at most MaxAttemptTimeout) is shorter.
+	attemptTimeout = MaxAttemptTimeout + 30*time.Second
+	// MaxAttemptTimeout is the longest HTTP timeout an endpoint may set.
+	MaxAttemptTimeout = 2 * time.Minute
+)
+
+// Delivery is the workflow of one event: it runs the retry ladder with durable timers,
+// parks as a dead letter when the ladder is exhausted, and runs again on a replay signal.
+func Delivery(ctx workflow.Context, in DeliveryInput) (Status, error) {
+	d := &delivery{in: in, status: Status{
+		Event:    summarize(in.Event),
+		State:    StateScheduled,
+		Round:    in.Round,
+		Attempts: in.Attempts,
+		Dropped:  in.Dropped,
+	}}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return d.status, nil }); err != nil {
+		return d.status, err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryEvent, func() (Event, error) { return d.in.Event, nil }); err != nil {
+		return d.status, err
+	}
+	d.replays = workflow.GetSignalChannel(ctx, SignalReplay)
+	return d.run(ctx)
+}
+
+type delivery struct {
+	in      DeliveryInput
+	status  Status
+	replays workflow.ReceiveChannel
+}
+
+func (d *delivery) run(ctx workflow.Context) (Status, error) {
+	for {
+		last, delivered, err := d.ladder(ctx)
+		if err != nil {
+			return d.status, err
+		}
+		if delivered {
+			return d.status, nil
+		}
+		if !d.deadLetter(ctx, last) {
+			return d.status, nil
+		}
+		// Replayed: run the ladder again with the same event id.
+		d.status.Round++
+		info := workflow.GetInfo(ctx)
+		if info.GetCurrentHistoryLength() > continueAsNewEvents || info.GetContinueAsNewSuggested() {
+			return d.status, d.continueAsNew(ctx)
+		}
+	}
+}
+
+// ladder runs attempts until one succeeds or the ladder is exhausted. It returns the last
+// attempt's policy (for the dead letter's retention) and whether the event was delivered.
+func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, error) {
+	ev := d.in.Event
+	round := d.status.Round
+	var acts *activities.Activities
+	for n := 1; ; n++ {
+		d.setState(ctx, StateAttempting, false)
+		d.status.NextAttemptAt = time.Time{}
+		in := activities.AttemptInput{
+			EventID: ev.ID, EndpointID: ev.EndpointID, Type: ev.Type, Data: ev.Data,
+			CreatedAt: ev.CreatedAt, Round: round, Number: n,
+		}
+		var res activities.Result
+		opts := workflow.LocalActivityOptions{
+			StartToCloseTimeout: attemptTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:             fmt.Sprintf("attempt %d → %s", n, ev.EndpointID),
+		}
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), acts.Attempt, in).Get(ctx, &res)
+		if err != nil {
+			// The worker could not make the attempt at all (it was shutting down, or the
+			// activity timed out): count it as a failed attempt, so the ladder stays bounded.
+			var canceled *temporal.CanceledError
+			if errors.As(err, &canceled) {
+				return activities.Effective{}, false, err
+			}
+			res = activities.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: activities.OutcomeNetwork,
+				Error: "attempt did not complete: " + err.Error(), Policy: lastPolicy(d.status.Attempts)}
+		}
+		rec := AttemptRecord{Round: round, Number: n, Result: res}
+		if res.Delivered() {
+			d.record(rec)
+			d.status.DeliveredAt = res.StartedAt.Add(res.Duration)
+			// A first-try success stays on the fast path: no search attribute update.
+			d.setState(ctx, StateDelivered, n > 1 || round > 0)
+			return res.Policy, true, nil
+		}
+		ra := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
+		next := policy.Next(res.Policy.Ladder, n, ra, fmt.Sprintf("%s/%d/%d", ev.ID, round, n))
+		step := &NextStep{Retry: next.Retry, Delay: next.Delay, BaseDelay: next.BaseDelay, Source: next.Source}
+		rec.Next = step
+		if !next.Retry {
+			d.record(rec)
+			return res.Policy, false, nil
+		}
+		step.At = workflow.Now(ctx).Add(next.Delay)
+		d.record(rec)
+		d.status.NextAttemptAt = step.At
+		d.setState(ctx, StateWaitingRetry, true)
+		summary := fmt.Sprintf("retry %d in %s (%s)", n+1, next.Delay.Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
+		if err := workflow.NewTimerWithOptions(ctx, next.Delay, workflow.TimerOptions{Summary: summary}).Get(ctx, nil); err != nil {
+			return activities.Effective{}, false, err
+		}
+	}
+}
+
+// deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).
+func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool {
+	now := workflow.Now(ctx)
+	d.status.DeadAt = now
+	d.status.ExpiresAt = now.Add(p.Retention)
+	d.setState(ctx, StateDeadLetter, true)
+	workflow.GetLogger(ctx).Info("dead letter: ladder exhausted", "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
+	d.drainReplays()
+
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	expired := false
+	timer := workflow.NewTimerWithOptions(tctx, p.Retention, workflow.TimerOptions{
+		Summary: fmt.Sprintf("dead letter: waiting for a replay until %s", d.status.ExpiresAt.UTC().Format(time.RFC3339)),
+	})
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+	})
+	sel.AddFuture(timer, func(workflow.Future) { expired = true })
+	sel.Select(ctx)
+	cancelTimer()
+	if expired {
+		d.setState(ctx, StateExpired, true)
+		return false
+	}
+	d.status.DeadAt, d.status.ExpiresAt = time.Time{}, time.Time{}
+	return true
+}
+
+// drainReplays drops replay signals that arrived while the ladder was still running: only a
+// dead letter can be replayed, and the starter refuses to replay anything else.
+func (d *delivery) drainReplays() {
+	for d.replays.ReceiveAsync(nil) {
+	}
+}
+
+func (d *delivery) continueAsNew(ctx workflow.Context) error {
+	kept, dropped := d.status.Attempts, d.status.Dropped
+	if len(kept) > MaxKeptAttempts {
+		dropped += len(kept) - MaxKeptAttempts
+		kept = kept[len(kept)-MaxKeptAttempts:]
+	}
+	return workflow.NewContinueAsNewError(ctx, Delivery, DeliveryInput{
+		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped,
+	})
+}
+
+func (d *delivery) record(rec AttemptRecord) {
+	d.status.Attempts = append(d.status.Attempts, rec)
+}
+
+// setState records the state for the query and, when upsert is set, in the HeraldStatus
+// search attribute (one history event, so only off the fast path).
+func (d *delivery) setState(ctx workflow.Context, state string, upsert bool) {
+	d.status.State = state
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round, len(d.status.Attempts)))
+	if upsert {
+		// Upsert fails only on bad keys, which are constants here.
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStatus.ValueSet(state))
+	}
+}
+
+func lastPolicy(recs []AttemptRecord) activities.Effective {
+	if len(recs) > 0 {
+		return recs[len(recs)-1].Result.Policy
+	}
+	return activities.DefaultDefaults().Apply(activities.Overrides{})
+}
+
+func retryReason(next policy.NextAttempt, ra policy.RetryAfter, l policy.Ladder) string {
+	if next.Source == "retry_after" {
+		return fmt.Sprintf("Retry-After %s %s", ra.Raw, ra.Action)
+	}
+	return fmt.Sprintf("ladder %s ±%.0f%%", next.BaseDelay, l.Jitter*100)
+}

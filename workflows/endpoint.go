@@ -1,0 +1,260 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
+)
+
+// EndpointInput starts (or continues as new) an endpoint workflow.
+type EndpointInput struct {
+	ID string `json:"id"`
+	// Endpoint is nil until the first put registers it.
+	Endpoint *activities.Endpoint `json:"endpoint,omitempty"`
+	Counters activities.Report    `json:"counters"`
+	Since    time.Time            `json:"since,omitempty"`
+}
+
+// PutEndpointRequest registers an endpoint or changes it; empty fields keep what is stored.
+type PutEndpointRequest struct {
+	ID string `json:"id"`
+	// URL is required when registering.
+	URL string `json:"url,omitempty"`
+	// Secret replaces the signing secret at once, with no grace period.
+	Secret signature.Secret `json:"secret,omitempty"`
+	// DefaultSecret is used only when the endpoint has no secret yet (a new endpoint).
+	DefaultSecret signature.Secret `json:"default_secret,omitempty"`
+	// RotateTo makes a new secret current; the old one keeps signing until RotateGrace has passed.
+	RotateTo    signature.Secret `json:"rotate_to,omitempty"`
+	RotateGrace time.Duration    `json:"rotate_grace,omitempty"`
+	// Overrides sets the policy overrides it gives, keeping the others.
+	Overrides *activities.Overrides `json:"overrides,omitempty"`
+	// ClearOverrides drops every override first, so the worker's defaults apply.
+	ClearOverrides bool `json:"clear_overrides,omitempty"`
+}
+
+// PutEndpointResult answers a put.
+type PutEndpointResult struct {
+	Endpoint activities.Endpoint `json:"endpoint"`
+	// Created is true when this put registered the endpoint.
+	Created bool `json:"created"`
+	// SecretGenerated is true when DefaultSecret became the signing secret.
+	SecretGenerated bool `json:"secret_generated"`
+}
+
+// EndpointState is what the state query shows of an endpoint: no secrets.
+type EndpointState struct {
+	ID         string               `json:"id"`
+	Registered bool                 `json:"registered"`
+	URL        string               `json:"url,omitempty"`
+	SecretHint string               `json:"secret_hint,omitempty"`
+	Rotating   time.Time            `json:"previous_secret_until,omitempty"`
+	Overrides  activities.Overrides `json:"overrides"`
+	Version    int                  `json:"version"`
+	CreatedAt  time.Time            `json:"created_at,omitempty"`
+	UpdatedAt  time.Time            `json:"updated_at,omitempty"`
+	Counters   activities.Report    `json:"counters"`
+	// CountersSince is when the counters started.
+	CountersSince time.Time `json:"counters_since,omitempty"`
+}
+
+// Limits of an endpoint workflow run.
+const (
+	// endpointContinueAsNewEvents: past this many history events the run continues as new.
+	endpointContinueAsNewEvents = 4000
+	// unregisteredLifetime is how long a started but never registered endpoint workflow
+	// waits for its first put (e.g. after a put was rejected) before it closes.
+	unregisteredLifetime = time.Minute
+)
+
+// EndpointWorkflow is the per-endpoint workflow, the source of truth for one endpoint's
+// configuration and counters. Net is the worker's SSRF policy, used to refuse URLs whose
+// host is a literal forbidden address at registration.
+type EndpointWorkflow struct {
+	Net netguard.Policy
+}
+
+// Run is the endpoint workflow's function.
+func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
+	e := &endpointRun{net: w.Net, in: in}
+	if e.in.Since.IsZero() {
+		e.in.Since = workflow.Now(ctx)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryEndpointConfig, e.config); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryEndpointState, e.state); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePutEndpoint, e.put,
+		workflow.UpdateHandlerOptions{Validator: e.validate}); err != nil {
+		return err
+	}
+	reports := workflow.GetSignalChannel(ctx, SignalEndpointReport)
+	drain := func() {
+		var r activities.Report
+		for reports.ReceiveAsync(&r) {
+			e.in.Counters.Merge(r)
+			r = activities.Report{}
+		}
+	}
+	for {
+		cond := func() bool { return reports.Len() > 0 || e.continueAsNew(ctx) }
+		if e.in.Endpoint == nil {
+			ok, err := workflow.AwaitWithTimeout(ctx, unregisteredLifetime, func() bool { return e.in.Endpoint != nil || cond() })
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+		} else if err := workflow.Await(ctx, cond); err != nil {
+			return err
+		}
+		drain()
+		if e.continueAsNew(ctx) {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			drain()
+			return workflow.NewContinueAsNewError(ctx, EndpointWorkflowName, e.in)
+		}
+	}
+}
+
+type endpointRun struct {
+	net netguard.Policy
+	in  EndpointInput
+}
+
+func (e *endpointRun) continueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > endpointContinueAsNewEvents
+}
+
+func (e *endpointRun) config() (activities.Endpoint, error) {
+	if e.in.Endpoint == nil {
+		return activities.Endpoint{}, fmt.Errorf("endpoint %s: %w", e.in.ID, activities.ErrNoEndpoint)
+	}
+	return *e.in.Endpoint, nil
+}
+
+func (e *endpointRun) state() (EndpointState, error) {
+	s := EndpointState{ID: e.in.ID, Counters: e.in.Counters, CountersSince: e.in.Since}
+	if ep := e.in.Endpoint; ep != nil {
+		s.Registered = true
+		s.URL, s.SecretHint, s.Overrides = ep.URL, ep.Secret.String(), ep.Overrides
+		s.Version, s.CreatedAt, s.UpdatedAt = ep.Version, ep.CreatedAt, ep.UpdatedAt
+		if ep.PreviousSecret != "" {
+			s.Rotating = ep.PreviousUntil
+		}
+	}
+	return s, nil
+}
+
+// validate refuses a put that would leave the endpoint unusable; a refused update leaves no
+// trace in history.
+func (e *endpointRun) validate(ctx workflow.Context, req PutEndpointRequest) error {
+	if req.ID != e.in.ID {
+		return fmt.Errorf("put for endpoint %q sent to endpoint %q", req.ID, e.in.ID)
+	}
+	return ValidatePut(req, e.in.Endpoint != nil, e.net)
+}
+
+// ValidatePut checks a put request; registered says whether the endpoint exists already.
+func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) error {
+	if err := ValidateEndpointID(req.ID); err != nil {
+		return err
+	}
+	if req.URL == "" && !registered {
+		return fmt.Errorf("endpoint %s is not registered yet: give its URL with --url", req.ID)
+	}
+	if req.URL != "" {
+		if _, err := net.CheckURL(req.URL); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	for _, s := range []signature.Secret{req.Secret, req.DefaultSecret, req.RotateTo} {
+		if s == "" {
+			continue
+		}
+		if _, err := signature.ParseSecret(string(s)); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	if req.Secret == "" && req.DefaultSecret == "" && req.RotateTo == "" && !registered {
+		return fmt.Errorf("endpoint %s: a new endpoint needs a signing secret", req.ID)
+	}
+	if req.Secret != "" && req.RotateTo != "" {
+		return errors.New("give either a new secret or a secret to rotate to, not both")
+	}
+	if req.RotateTo != "" && !registered {
+		return fmt.Errorf("endpoint %s is not registered yet: there is no secret to rotate", req.ID)
+	}
+	if req.RotateGrace < 0 {
+		return fmt.Errorf("rotation grace %s is negative", req.RotateGrace)
+	}
+	if o := req.Overrides; o != nil {
+		if o.Ladder != nil {
+			if err := policy.DefaultLadder().Apply(*o.Ladder).Validate(); err != nil {
+				return fmt.Errorf("endpoint %s: ladder: %w", req.ID, err)
+			}
+		}
+		if o.RetryAfter != nil {
+			if err := o.RetryAfter.Validate(); err != nil {
+				return fmt.Errorf("endpoint %s: retry-after: %w", req.ID, err)
+			}
+		}
+		if o.Timeout < 0 || o.Timeout > MaxAttemptTimeout {
+			return fmt.Errorf("endpoint %s: timeout %s is outside 1s..%s", req.ID, o.Timeout, MaxAttemptTimeout)
+		}
+		if o.Retention < 0 {
+			return fmt.Errorf("endpoint %s: retention %s is negative", req.ID, o.Retention)
+		}
+	}
+	return nil
+}
+
+func (e *endpointRun) put(ctx workflow.Context, req PutEndpointRequest) (PutEndpointResult, error) {
+	now := workflow.Now(ctx)
+	var res PutEndpointResult
+	ep := e.in.Endpoint
+	if ep == nil {
+		ep = &activities.Endpoint{ID: e.in.ID, CreatedAt: now}
+		res.Created = true
+	}
+	if req.URL != "" {
+		ep.URL = req.URL
+	}
+	switch {
+	case req.Secret != "":
+		ep.Secret, ep.PreviousSecret, ep.PreviousUntil = req.Secret, "", time.Time{}
+	case req.RotateTo != "":
+		ep.PreviousSecret, ep.PreviousUntil = ep.Secret, now.Add(req.RotateGrace)
+		ep.Secret = req.RotateTo
+	case ep.Secret == "" && req.DefaultSecret != "":
+		ep.Secret = req.DefaultSecret
+		res.SecretGenerated = true
+	}
+	if ep.PreviousSecret != "" && !now.Before(ep.PreviousUntil) {
+		ep.PreviousSecret, ep.PreviousUntil = "", time.Time{}
+	}
+	if req.ClearOverrides {
+		ep.Overrides = activities.Overrides{}
+	}
+	if req.Overrides != nil {
+		ep.Overrides.Merge(*req.Overrides)
+	}
+	ep.Version++
+	ep.UpdatedAt = now
+	e.in.Endpoint = ep
+	res.Endpoint = *ep
+	return res, nil
+}

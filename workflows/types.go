@@ -1,0 +1,152 @@
+// Package workflows holds Herald's Temporal workflows: one delivery workflow per event
+// (the retry ladder's timers), one endpoint workflow per endpoint (its configuration and
+// counters), and the bulk replay workflow. Workflows only move messages and set timers;
+// every decision comes from package policy and every HTTP detail from package activities.
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/heraldhq/herald/activities"
+)
+
+// Names of workflows, signals, queries and updates, as they appear in the Temporal UI.
+const (
+	// DeliveryWorkflowName is the workflow type of a delivery (one per event).
+	DeliveryWorkflowName = "Delivery"
+	// EndpointWorkflowName is the workflow type of an endpoint (one per endpoint).
+	EndpointWorkflowName = "Endpoint"
+	// BulkReplayWorkflowName is the workflow type of a bulk replay of dead letters.
+	BulkReplayWorkflowName = "BulkReplay"
+
+	// SignalReplay asks a dead-lettered delivery to run its ladder again with the same event id.
+	SignalReplay = activities.SignalReplay
+	// QueryStatus returns a delivery's Status.
+	QueryStatus = "status"
+	// QueryEvent returns a delivery's Event, payload included.
+	QueryEvent = "event"
+
+	// UpdatePutEndpoint registers or changes an endpoint; it answers with the stored Endpoint.
+	UpdatePutEndpoint = "put"
+	// QueryEndpointConfig returns the endpoint's full configuration, secrets included (for the worker).
+	QueryEndpointConfig = activities.QueryEndpointConfig
+	// QueryEndpointState returns the endpoint's EndpointState (no secrets).
+	QueryEndpointState = "state"
+	// SignalEndpointReport carries a batch of attempt outcomes from a worker to the endpoint workflow.
+	SignalEndpointReport = activities.SignalEndpointReport
+
+	// DefaultTaskQueue is the task queue Herald's workers poll unless told otherwise.
+	DefaultTaskQueue = "herald"
+)
+
+// Delivery states, as reported by the status query and the HeraldStatus search attribute.
+const (
+	StateScheduled    = "scheduled"
+	StateAttempting   = "attempting"
+	StateWaitingRetry = "waiting_retry"
+	StateDelivered    = "delivered"
+	StateDeadLetter   = "dead_letter"
+	StateExpired      = "expired"
+)
+
+// Search attributes Herald registers in its namespace and sets on its workflows.
+var (
+	// AttrStatus is the delivery state, set when a delivery leaves the fast path
+	// (waiting_retry, delivered after a retry, dead_letter, expired). A delivery that
+	// succeeded at once has none: its execution status is Completed.
+	AttrStatus = temporal.NewSearchAttributeKeyKeyword("HeraldStatus")
+	// AttrEndpoint is the endpoint id of a delivery or an endpoint workflow.
+	AttrEndpoint = temporal.NewSearchAttributeKeyKeyword("HeraldEndpoint")
+	// AttrEventType is the event type of a delivery.
+	AttrEventType = temporal.NewSearchAttributeKeyKeyword("HeraldEventType")
+)
+
+// SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName()}
+
+// MaxDataBytes is the largest event payload Herald accepts.
+const MaxDataBytes = 256 << 10
+
+// Event is what a producer hands Herald: one message for one endpoint.
+type Event struct {
+	ID         string          `json:"id"`
+	EndpointID string          `json:"endpoint_id"`
+	Type       string          `json:"type"`
+	Data       json.RawMessage `json:"data"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+// DeliveryID is the workflow id of the delivery of event id.
+func DeliveryID(eventID string) string { return "delivery:" + eventID }
+
+// EndpointWorkflowID is the workflow id of endpoint id.
+func EndpointWorkflowID(endpointID string) string { return "endpoint:" + endpointID }
+
+// EventIDFromWorkflowID is the inverse of DeliveryID; ok is false for other ids.
+func EventIDFromWorkflowID(workflowID string) (string, bool) {
+	return strings.CutPrefix(workflowID, "delivery:")
+}
+
+// ValidateEndpointID checks that id can be part of a workflow id and a URL path:
+// 1 to 128 characters of letters, digits, '-', '_' and '.'.
+func ValidateEndpointID(id string) error {
+	if id == "" {
+		return fmt.Errorf("endpoint id is empty: give one like acme-prod")
+	}
+	if len(id) > 128 {
+		return fmt.Errorf("endpoint id %q is %d characters long: use at most 128", id, len(id))
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("endpoint id %q contains %q: use only letters, digits, '-', '_' and '.'", id, r)
+		}
+	}
+	return nil
+}
+
+// AttemptRecord is one attempt as the status query shows it.
+type AttemptRecord struct {
+	Round  int               `json:"round"`
+	Number int               `json:"number"`
+	Result activities.Result `json:"result"`
+	Next   *NextStep         `json:"next,omitempty"`
+}
+
+// NextStep is what the ladder decided after a failed attempt.
+type NextStep struct {
+	Retry     bool          `json:"retry"`
+	At        time.Time     `json:"at,omitempty"`
+	Delay     time.Duration `json:"delay,omitempty"`
+	BaseDelay time.Duration `json:"base_delay,omitempty"`
+	Source    string        `json:"source,omitempty"`
+}
+
+// Status is the answer of the status query: where a delivery stands and every attempt so far.
+type Status struct {
+	Event         EventSummary    `json:"event"`
+	State         string          `json:"state"`
+	Round         int             `json:"round"`
+	Attempts      []AttemptRecord `json:"attempts"`
+	Dropped       int             `json:"dropped_attempts,omitempty"`
+	NextAttemptAt time.Time       `json:"next_attempt_at,omitempty"`
+	DeliveredAt   time.Time       `json:"delivered_at,omitempty"`
+	DeadAt        time.Time       `json:"dead_lettered_at,omitempty"`
+	ExpiresAt     time.Time       `json:"expires_at,omitempty"`
+}
+
+// EventSummary is an event without its payload.
+type EventSummary struct {
+	ID         string    `json:"id"`
+	EndpointID string    `json:"endpoint_id"`
+	Type       string    `json:"type"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func summarize(e Event) EventSummary {
+	return EventSummary{ID: e.ID, EndpointID: e.EndpointID, Type: e.Type, CreatedAt: e.CreatedAt}
+}
