@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,9 +49,10 @@ var uriParameters = map[string]bool{
 // memoryDBs numbers in-memory databases so that each Start gets its own.
 var memoryDBs atomic.Int64
 
-// sqlConfig returns the SQLite store configuration for dbFile ("" for memory),
-// creating the file's directory and schema when the file is new.
-func sqlConfig(dbFile string, pragmas map[string]string) (*config.SQL, error) {
+// sqlConfig returns the SQLite store configuration for path, an absolute
+// file path in an existing directory or "" for memory, and sets up the schema
+// when the file is new.
+func sqlConfig(path string, pragmas map[string]string) (*config.SQL, error) {
 	attrs := maps.Clone(defaultPragmas)
 	for k, v := range pragmas {
 		k = strings.ToLower(strings.TrimSpace(k))
@@ -63,7 +63,7 @@ func sqlConfig(dbFile string, pragmas map[string]string) (*config.SQL, error) {
 	}
 	conf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: attrs}
 
-	if dbFile == "" {
+	if path == "" {
 		// The plugin creates the schema when it opens a memory database. A
 		// named shared-cache database lives as long as the plugin's process-wide
 		// connection pool holds it, which is until the process exits.
@@ -73,23 +73,14 @@ func sqlConfig(dbFile string, pragmas map[string]string) (*config.SQL, error) {
 		return conf, nil
 	}
 
-	path, err := filepath.Abs(dbFile)
-	if err != nil {
-		return nil, fmt.Errorf("database file %s: %w", dbFile, err)
-	}
 	attrs["mode"] = "rwc"
 	conf.DatabaseName = path
 	info, err := os.Stat(path)
 	switch {
-	case err == nil && info.IsDir():
-		return nil, fmt.Errorf("database file %s is a directory; give a file path", path)
 	case err == nil && info.Size() > 0:
 		return conf, nil // an existing database: open as is
 	case err != nil && !os.IsNotExist(err):
 		return nil, fmt.Errorf("database file %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("database file %s: create directory: %w", path, err)
 	}
 	if err := sqliteschema.SetupSchema(conf); err != nil {
 		return nil, fmt.Errorf("database file %s: set up schema: %w", path, err)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,7 @@ type Server struct {
 	namespace string
 	logger    *slog.Logger
 	quiet     *atomic.Bool
+	lock      *dbLock
 	stopOnce  sync.Once
 }
 
@@ -115,11 +117,28 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
+
+	var lock *dbLock
+	if o.DBFile != "" {
+		if lock, err = lockDBFile(o.DBFile); err != nil {
+			return nil, err
+		}
+	}
+	s, err := start(ctx, o, frontendPort, httpPort, uiPort, lock)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start continues Start once the ports are chosen and the database file, if
+// any, is locked. On success the Server owns lock.
+func start(ctx context.Context, o Options, frontendPort, httpPort, uiPort int, lock *dbLock) (*Server, error) {
 	internal, err := internalPorts(loopbackFor(o.IP))
 	if err != nil {
 		return nil, err
 	}
-
 	sqlConf, err := sqlConfig(o.DBFile, o.SQLitePragmas)
 	if err != nil {
 		return nil, err
@@ -140,7 +159,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("start temporal server on %s: %w", frontend, err)
 	}
-	s := &Server{temporal: srv, frontend: frontend, namespace: o.Namespace, logger: o.Logger, quiet: quiet}
+	s := &Server{temporal: srv, frontend: frontend, namespace: o.Namespace, logger: o.Logger, quiet: quiet, lock: lock}
 	if httpPort > 0 {
 		s.httpURL = "http://" + net.JoinHostPort(dialIP(o.IP), strconv.Itoa(httpPort))
 	}
@@ -192,6 +211,7 @@ func (s *Server) Stop() {
 		if err := s.temporal.Stop(); err != nil {
 			s.logger.Warn("stop temporal server", "frontend", s.frontend, "error", err)
 		}
+		s.lock.release()
 	})
 }
 
@@ -213,6 +233,16 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if p := o.FrontendPort; p > 0 && (p == o.UIPort || p == o.HTTPPort) || o.UIPort > 0 && o.UIPort == o.HTTPPort {
 		return o, errors.New("frontend, UI and HTTP API ports must differ; give each its own port, or 0 to pick free ones")
+	}
+	if o.DBFile != "" {
+		path, err := filepath.Abs(o.DBFile)
+		if err != nil {
+			return o, fmt.Errorf("database file %s: %w", o.DBFile, err)
+		}
+		if info, err := os.Stat(path); err == nil && info.IsDir() {
+			return o, fmt.Errorf("database file %s is a directory; give a file path", path)
+		}
+		o.DBFile = path
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
