@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/starter"
+	heraldworker "github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// record re-records the histories the replay test checks:
+//
+//	go test ./tests -run TestRecordHistories -record
+var record = flag.Bool("record", false, "re-record tests/testdata/histories from real runs")
+
+const historyDir = "testdata/histories"
+
+// TestReplayHistories replays every recorded history against today's workflow code. A
+// change that would break a running workflow (a new command without workflow.GetVersion)
+// fails here.
+func TestReplayHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no histories in %s: record them with go test ./tests -run TestRecordHistories -record", historyDir)
+	}
+	r := worker.NewWorkflowReplayer()
+	heraldworker.Register(r, loopback)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Fatalf("replay %s: %v", f, err)
+			}
+		})
+	}
+}
+
+// TestRecordHistories runs one scenario per workflow path on the real server and saves
+// their histories. It runs only with -record.
+func TestRecordHistories(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	ctx := context.Background()
+	if err := os.MkdirAll(historyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ok := newReceiver(t, status(http.StatusNoContent))
+	flaky := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	down := newReceiver(t, status(http.StatusServiceUnavailable))
+	putEndpoint(t, "rec-ok", ok.URL, fast(3, time.Second))
+	putEndpoint(t, "rec-flaky", flaky.URL, fast(3, 30*time.Second))
+	putEndpoint(t, "rec-down", down.URL, fast(2, 200*time.Millisecond))
+
+	send := func(id, endpoint string) {
+		if _, err := shared.starter.Send(ctx, starter.Event{ID: id, EndpointID: endpoint, Type: "test.recorded", Data: json.RawMessage(`{"n":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("evt_rec_first_try", "rec-ok")
+	send("evt_rec_retry_after", "rec-flaky")
+	send("evt_rec_dead_replayed", "rec-down")
+	waitState(t, "evt_rec_first_try", workflows.StateDelivered)
+	waitState(t, "evt_rec_retry_after", workflows.StateDelivered)
+	waitState(t, "evt_rec_dead_replayed", workflows.StateDeadLetter)
+	down.setAnswer(status(http.StatusOK))
+	if err := shared.starter.Replay(ctx, "evt_rec_dead_replayed"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, "evt_rec_dead_replayed", workflows.StateDelivered)
+
+	wfID, err := shared.starter.BulkReplay(ctx, workflows.BulkReplayInput{
+		Filter: activities.DeadLetterFilter{EndpointID: "rec-none"}, At: time.Now().Add(200 * time.Millisecond),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.client.GetWorkflow(ctx, wfID, "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the endpoint to count its attempts", func() bool {
+		ep, err := shared.starter.GetEndpoint(ctx, "rec-down")
+		return err == nil && ep.Counters.Attempts == 3
+	})
+
+	save(t, "delivery_first_try.json", workflows.DeliveryID("evt_rec_first_try"))
+	save(t, "delivery_retry_after.json", workflows.DeliveryID("evt_rec_retry_after"))
+	save(t, "delivery_dead_letter_replayed.json", workflows.DeliveryID("evt_rec_dead_replayed"))
+	save(t, "endpoint_put_and_reports.json", workflows.EndpointWorkflowID("rec-down"))
+	save(t, "bulk_replay_at.json", wfID)
+}
+
+func save(t *testing.T, name, workflowID string) {
+	t.Helper()
+	it := shared.client.GetWorkflowHistory(context.Background(), workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(historyDir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s (%d events)", name, len(h.Events))
+}
