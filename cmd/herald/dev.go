@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
@@ -24,6 +27,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		ip       string
 		port     int
 		uiPort   int
+		httpPort int
 	)
 	wf := &workerFlags{}
 	cmd := &cobra.Command{
@@ -51,6 +55,23 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			} else if db, err = filepath.Abs(dbFile); err != nil {
 				return fmt.Errorf("--db-file %q: %w", dbFile, err)
 			}
+			if g.keys == nil && !wf.plaintext {
+				k, err := codec.GenerateKeyFile(g.keyFile)
+				if err != nil {
+					return fmt.Errorf("create a development payload key: %w", err)
+				}
+				g.keys = k
+				fmt.Fprintf(out, "Generated a development payload key in %s.\n", g.keyFile)
+			}
+			httpLn, err := net.Listen("tcp", hostPort(ip, httpPort))
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w (choose another port with --http-port)", hostPort(ip, httpPort), err)
+			}
+			httpURL := "http://" + httpLn.Addr().String()
+			codecEndpoint := ""
+			if g.keys != nil {
+				codecEndpoint = httpURL + "/codec"
+			}
 			attrs := map[string]enums.IndexedValueType{}
 			for _, name := range workflows.SearchAttributeNames {
 				attrs[name] = enums.INDEXED_VALUE_TYPE_KEYWORD
@@ -58,13 +79,22 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			srv, err := devserver.Start(startCtx, devserver.Options{
 				IP: ip, FrontendPort: port, UIPort: uiPort, DBFile: db,
-				Namespace: g.namespace, SearchAttributes: attrs, Logger: g.logger(),
+				Namespace: g.namespace, SearchAttributes: attrs, Logger: g.logger(), CodecEndpoint: codecEndpoint,
 			})
 			cancel()
 			if err != nil {
+				httpLn.Close()
 				return fmt.Errorf("start Temporal: %w", err)
 			}
 			defer srv.Stop()
+
+			mux := http.NewServeMux()
+			if g.keys != nil {
+				mux.Handle("/codec/", codec.Handler(g.keys, []string{srv.UIAddress()}))
+			}
+			httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			go func() { _ = httpSrv.Serve(httpLn) }()
+			defer httpSrv.Close()
 
 			c, err := client.DialContext(ctx, g.clientOptions(srv.FrontendAddress()))
 			if err != nil {
@@ -91,6 +121,11 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 				fmt.Fprintf(out, "  Temporal Web UI    %s/namespaces/%s/workflows\n", srv.UIAddress(), srv.Namespace())
 			}
 			fmt.Fprintf(out, "  Storage            %s\n", storage)
+			if g.keys != nil {
+				fmt.Fprintf(out, "  Payloads           encrypted with key %s (%s); UI decodes through %s\n", g.keys.ActiveKeyID(), g.keyFile, codecEndpoint)
+			} else {
+				fmt.Fprintf(out, "  Payloads           NOT encrypted (--plaintext)\n")
+			}
 			fmt.Fprintf(out, "  Worker             task queue %q; may dial %v\n", g.taskQueue, opts.Net.Allow)
 			fmt.Fprintf(out, "Try:  herald endpoint put demo --url http://127.0.0.1:9000/hook\n")
 			fmt.Fprintf(out, "      herald send --endpoint demo --type demo.hello --data '{\"hello\":\"world\"}'\n")
@@ -106,6 +141,7 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 	f.StringVar(&ip, "ip", "127.0.0.1", "address the Temporal frontend and Web UI listen on")
 	f.IntVar(&port, "port", 7233, "Temporal frontend (gRPC) port")
 	f.IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (-1: no UI)")
+	f.IntVar(&httpPort, "http-port", 8080, "Herald's HTTP port (codec endpoint for the UI)")
 	wf.bind(f, []string{"127.0.0.0/8", "::1/128"})
 	return cmd
 }

@@ -19,7 +19,7 @@ func newEndpointCmd(g *globals) *cobra.Command {
 		Use:   "endpoint",
 		Short: "Register, inspect and list endpoints (the receivers events are sent to)",
 	}
-	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g))
+	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g))
 	return cmd
 }
 
@@ -171,4 +171,57 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+func newEndpointRotateCmd(g *globals) *cobra.Command {
+	var grace time.Duration
+	var secret string
+	cmd := &cobra.Command{
+		Use:   "rotate-secret ID [--grace 24h]",
+		Short: "Give an endpoint a new signing secret, keeping the old one valid for a grace period",
+		Long: `Make a new signing secret current. During the grace period every attempt carries two
+signatures in webhook-signature, one per secret (space-separated), so the receiver can
+switch to the new secret at its own pace; after it, only the new secret signs.`,
+		Args: exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := workflows.PutEndpointRequest{ID: args[0], RotateGrace: grace}
+			if secret != "" {
+				s, err := signature.ParseSecret(secret)
+				if err != nil {
+					return fmt.Errorf("%w: --secret: %v", starter.ErrInvalid, err)
+				}
+				req.RotateTo = s
+			} else {
+				s, err := signature.GenerateSecret()
+				if err != nil {
+					return err
+				}
+				req.RotateTo = s
+			}
+			if grace < 0 {
+				return fmt.Errorf("%w: --grace %s is negative", errUsage, grace)
+			}
+			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				res, err := s.PutEndpoint(ctx, req)
+				if err != nil {
+					return err
+				}
+				until := res.Endpoint.PreviousUntil
+				if g.output == "json" {
+					return printJSON(cmd.OutOrStdout(), map[string]any{"id": res.Endpoint.ID, "secret": string(req.RotateTo), "previous_valid_until": until})
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "New signing secret for %s (shown once):\n  %s\n", res.Endpoint.ID, string(req.RotateTo))
+				if until.IsZero() {
+					fmt.Fprintln(w, "The old secret no longer signs.")
+				} else {
+					fmt.Fprintf(w, "The old secret also signs until %s.\n", fmtTime(until))
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret keeps signing")
+	cmd.Flags().StringVar(&secret, "secret", "", "the new secret (whsec_...); generated when omitted")
+	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -27,6 +28,8 @@ type globals struct {
 	taskQueue string
 	output    string
 	verbose   bool
+	keyFile   string
+	keys      *codec.Keyring // loaded by PersistentPreRunE; nil: payloads in plain text
 }
 
 func envOr(name, def string) string {
@@ -59,15 +62,16 @@ Start here:
 	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
 	pf.StringVarP(&g.output, "output", "o", "text", "output format: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log more (Temporal client and worker details)")
+	pf.StringVar(&g.keyFile, "codec-key-file", envOr("HERALD_CODEC_KEY_FILE", defaultKeyFile), "payload encryption keys (env HERALD_CODEC_KEY_FILE; HERALD_CODEC_KEYS holds keys inline and wins)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "text" && g.output != "json" {
 			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
 		}
-		return nil
+		return g.loadKeys(cmd.Flags().Changed("codec-key-file") || os.Getenv("HERALD_CODEC_KEY_FILE") != "")
 	}
 	root.AddCommand(
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
-		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g),
+		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g),
 	)
 	return root
 }
@@ -84,9 +88,11 @@ func (g *globals) logger() *slog.Logger {
 // clientOptions are the Temporal client options for address/namespace.
 func (g *globals) clientOptions(address string) client.Options {
 	return client.Options{
-		HostPort:  address,
-		Namespace: g.namespace,
-		Logger:    sdklog.NewStructuredLogger(g.logger()),
+		HostPort:         address,
+		Namespace:        g.namespace,
+		Logger:           sdklog.NewStructuredLogger(g.logger()),
+		DataConverter:    codec.DataConverter(g.keys),
+		FailureConverter: codec.FailureConverter(g.keys),
 	}
 }
 
@@ -109,7 +115,7 @@ func (g *globals) withStarter(cmd *cobra.Command, fn func(ctx context.Context, s
 		return err
 	}
 	defer c.Close()
-	return fn(ctx, starter.New(c, starter.Options{TaskQueue: g.taskQueue}))
+	return explainCodec(fn(ctx, starter.New(c, starter.Options{TaskQueue: g.taskQueue})))
 }
 
 // discard is a logger that drops everything.

@@ -26,6 +26,9 @@ Run as many workers as you like on the same task queue.`,
 			if err != nil {
 				return err
 			}
+			if g.keys == nil && !wf.plaintext {
+				return fmt.Errorf("%w: no payload encryption keys: give --codec-key-file FILE or HERALD_CODEC_KEYS (create a file with `herald keygen FILE`), or pass --plaintext to store payloads readable", errUsage)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			c, err := g.dial(ctx)

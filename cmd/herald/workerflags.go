@@ -23,6 +23,7 @@ type workerFlags struct {
 	jitter       float64
 	retention    time.Duration
 	timeout      time.Duration
+	plaintext    bool
 }
 
 func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
@@ -38,6 +39,7 @@ func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 	fs.Float64Var(&f.jitter, "jitter", d.Ladder.Jitter, "default jitter of each wait, as a fraction (0.2 = ±20%)")
 	fs.DurationVar(&f.retention, "retention", d.Retention, "how long a dead letter waits for a replay before it expires")
 	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "default timeout of one attempt")
+	fs.BoolVar(&f.plaintext, "plaintext", false, "store payloads and secrets unencrypted in Temporal (development only)")
 }
 
 // options turns the flags into worker options, with errors that name the flag.

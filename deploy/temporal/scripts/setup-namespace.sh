@@ -1,0 +1,46 @@
+#!/bin/sh
+# Waits for the Temporal frontend, creates Herald's namespace if it is missing and registers
+# Herald's search attributes in it. Safe on every start: each step keeps what exists.
+#
+# TEMPORAL_ADDRESS   frontend host:port
+# TEMPORAL_NAMESPACE namespace to create (default "default")
+# NAMESPACE_RETENTION how long closed workflows are kept (default 72h)
+set -eu
+: "${TEMPORAL_ADDRESS:?TEMPORAL_ADDRESS must be set}"
+ns=${TEMPORAL_NAMESPACE:-default}
+retention=${NAMESPACE_RETENTION:-72h}
+
+# retry WHAT COMMAND...: runs COMMAND until it succeeds, for about two minutes.
+retry() {
+	what=$1
+	shift
+	n=0
+	until "$@"; do
+		n=$((n + 1))
+		if [ "$n" -ge 60 ]; then
+			echo "setup-namespace: gave up: $what" >&2
+			return 1
+		fi
+		sleep 2
+	done
+}
+
+retry "frontend at $TEMPORAL_ADDRESS is not serving" \
+	temporal operator cluster health --address "$TEMPORAL_ADDRESS"
+
+if temporal operator namespace describe --address "$TEMPORAL_ADDRESS" --namespace "$ns" >/dev/null 2>&1; then
+	echo "setup-namespace: namespace $ns exists"
+else
+	retry "create namespace $ns" \
+		temporal operator namespace create --address "$TEMPORAL_ADDRESS" --namespace "$ns" --retention "$retention"
+	echo "setup-namespace: created namespace $ns (retention $retention)"
+fi
+
+# Adding an attribute that exists with the same type succeeds, so this is idempotent.
+# Retried because a namespace just created takes a moment to reach every service.
+for attr in HeraldStatus HeraldEndpoint HeraldEventType; do
+	retry "register search attribute $attr" \
+		temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" --namespace "$ns" \
+		--name "$attr" --type Keyword
+done
+echo "setup-namespace: search attributes HeraldStatus, HeraldEndpoint, HeraldEventType (Keyword) registered in $ns"

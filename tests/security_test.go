@@ -1,0 +1,269 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/internal/devserver"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// TestNothingReadableInHistory runs Herald with the payload codec and reads the history
+// back raw, as anyone with access to Temporal's store would: neither the payload, nor the
+// signing secret, nor the receiver's error body may appear.
+func TestNothingReadableInHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	keyFile := t.TempDir() + "/codec.key"
+	keys, err := codec.GenerateKeyFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{UIPort: -1, SearchAttributes: searchAttributes(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	enc, err := client.DialContext(ctx, client.Options{
+		HostPort: srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet),
+		DataConverter: codec.DataConverter(keys), FailureConverter: codec.FailureConverter(keys),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	w, err := worker.New(enc, worker.Options{Net: loopback, ConfigTTL: time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	s := starter.New(enc, starter.Options{EagerStart: true})
+
+	const payloadMarker = "PAYLOAD-MARKER-5f1d2c"
+	const bodyMarker = "RECEIVER-BODY-MARKER-88a1"
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(bodyMarker))
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	secret, _ := signature.GenerateSecret()
+	zero := 0.0
+	if _, err := s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,
+		Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{100 * time.Millisecond}, Attempts: 2, Jitter: &zero}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Send(ctx, starter.Event{EndpointID: "sealed", Data: json.RawMessage(`{"card":"` + payloadMarker + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := s.Status(ctx, res.EventID)
+		if err == nil && st.State == workflows.StateDelivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not delivered: %+v %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := rcv.requests()[1].Body; !bytes.Contains(got, []byte(payloadMarker)) {
+		t.Fatalf("the receiver did not get the plaintext payload: %s", got)
+	}
+
+	raw, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	keyBytes := strings.TrimPrefix(string(secret), "whsec_")
+	forbidden := map[string]string{
+		"payload":           payloadMarker,
+		"secret":            keyBytes,
+		"receiver body":     bodyMarker,
+		"payload (base64)":  base64.StdEncoding.EncodeToString([]byte(payloadMarker))[:16],
+		"receiver (base64)": base64.StdEncoding.EncodeToString([]byte(bodyMarker))[:16],
+	}
+	for _, id := range []string{workflows.DeliveryID(res.EventID), workflows.EndpointWorkflowID("sealed")} {
+		it := raw.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var all []byte
+		n := 0
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := proto.Marshal(ev)
+			all = append(all, b...)
+			n++
+		}
+		if n < 4 {
+			t.Fatalf("%s: only %d events read", id, n)
+		}
+		for what, s := range forbidden {
+			if bytes.Contains(all, []byte(s)) {
+				t.Errorf("%s history contains the %s in plain text", id, what)
+			}
+		}
+	}
+	// The raw client cannot read the status either: it needs the key.
+	if _, err := starter.New(raw, starter.Options{}).Status(ctx, res.EventID); err == nil || !strings.Contains(err.Error(), codec.Encoding) {
+		t.Errorf("status without the key: err = %v, want an encrypted-payload error", err)
+	}
+}
+
+// loopbackName returns a host name (not an IP literal, not "localhost") that resolves to a
+// loopback address on this machine, or "" if there is none.
+func loopbackName() string {
+	host, _ := os.Hostname()
+	for _, name := range []string{host, "runsc", "vm", "ip6-localhost", "ip6-loopback"} {
+		if name == "" || strings.Contains(name, "localhost") && !strings.HasPrefix(name, "ip6-") {
+			continue
+		}
+		addrs, err := net.LookupHost(name)
+		if err != nil || len(addrs) == 0 {
+			continue
+		}
+		ok := true
+		for _, a := range addrs {
+			if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+				ok = false
+			}
+		}
+		if ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// TestSSRFGuard runs a worker with the default address policy on its own task queue.
+func TestSSRFGuard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const queue = "herald-strict"
+	w, err := worker.New(shared.client, worker.Options{TaskQueue: queue, ConfigTTL: time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	s := starter.New(shared.client, starter.Options{TaskQueue: queue})
+	rcv := newReceiver(t, status(http.StatusOK))
+	secret, _ := signature.GenerateSecret()
+
+	// A literal loopback address is refused at registration, and nothing is registered.
+	_, err = s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "ssrf-literal", URL: rcv.URL, Secret: secret})
+	if !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), netguard.AllowFlag) {
+		t.Errorf("put of %s: err = %v, want a loopback refusal naming %s", rcv.URL, err, netguard.AllowFlag)
+	}
+
+	// A name that resolves to loopback passes registration but is refused when dialled.
+	name := loopbackName()
+	if name == "" {
+		t.Skip("no host name resolves to loopback here")
+	}
+	u, _ := url.Parse(rcv.URL)
+	byName := "http://" + net.JoinHostPort(name, u.Port()) + "/hook"
+	zero := 0.0
+	if _, err := s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "ssrf-name", URL: byName, Secret: secret,
+		Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: 1, Jitter: &zero}, Retention: time.Hour}}); err != nil {
+		t.Fatalf("put %s: %v", byName, err)
+	}
+	res, err := s.Send(ctx, starter.Event{EndpointID: "ssrf-name", Data: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var st workflows.Status
+	for time.Now().Before(deadline) {
+		if st, err = s.Status(ctx, res.EventID); err == nil && st.State == workflows.StateDeadLetter {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.State != workflows.StateDeadLetter || len(st.Attempts) != 1 {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	r := st.Attempts[0].Result
+	if r.Outcome != activities.OutcomeRefused || !strings.Contains(r.Error, "loopback") {
+		t.Errorf("attempt to %s = %s %q, want refused as loopback", byName, r.Outcome, r.Error)
+	}
+	if n := len(rcv.requests()); n != 0 {
+		t.Errorf("the receiver behind %s got %d requests; the guard must refuse before connecting", byName, n)
+	}
+}
+
+// TestSecretRotation: during the grace period both signatures go out and each secret
+// alone verifies (Herald's verifier; the reference library is checked in package
+// signature); after it, only the new one.
+func TestSecretRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rcv := newReceiver(t, status(http.StatusOK))
+	old := putEndpoint(t, "rotating", rcv.URL, fast(1))
+	fresh, _ := signature.GenerateSecret()
+	if _, err := shared.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "rotating", RotateTo: fresh, RotateGrace: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	send := func() request {
+		t.Helper()
+		res, err := shared.starter.Send(ctx, starter.Event{EndpointID: "rotating", Data: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, res.EventID, workflows.StateDelivered)
+		reqs := rcv.requests()
+		return reqs[len(reqs)-1]
+	}
+	during := send()
+	if n := len(strings.Fields(during.Header.Get("webhook-signature"))); n != 2 {
+		t.Errorf("during grace: %d signatures, want 2", n)
+	}
+	for name, sec := range map[string]signature.Secret{"old": old, "new": fresh} {
+		if err := signature.NewVerifier(sec).Verify(during.Header, during.Body); err != nil {
+			t.Errorf("during grace, the %s secret alone does not verify: %v", name, err)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond)
+	after := send()
+	if n := len(strings.Fields(after.Header.Get("webhook-signature"))); n != 1 {
+		t.Errorf("after grace: %d signatures, want 1", n)
+	}
+	if err := signature.NewVerifier(fresh).Verify(after.Header, after.Body); err != nil {
+		t.Errorf("after grace, the new secret does not verify: %v", err)
+	}
+	if err := signature.NewVerifier(old).Verify(after.Header, after.Body); err == nil {
+		t.Error("after grace, the old secret still verifies")
+	}
+}

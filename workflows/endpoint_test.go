@@ -1,0 +1,501 @@
+package workflows
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
+)
+
+const testURL = "https://hooks.acme.test/herald"
+
+// newEndpointEnv returns a test environment with the endpoint workflow of a worker whose
+// SSRF policy is net.
+func newEndpointEnv(net netguard.Policy) *testsuite.TestWorkflowEnvironment {
+	env := newTestEnv()
+	env.RegisterWorkflowWithOptions((&EndpointWorkflow{Net: net}).Run, workflow.RegisterOptions{Name: EndpointWorkflowName})
+	return env
+}
+
+func newSecret(t *testing.T) signature.Secret {
+	t.Helper()
+	s, err := signature.GenerateSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// putOutcome is what became of one put update.
+type putOutcome struct {
+	accepted  bool
+	rejected  error
+	completed bool
+	err       error
+	result    PutEndpointResult
+	decodeErr error
+}
+
+// put sends a put update; the outcome fills in as the update runs.
+func put(env *testsuite.TestWorkflowEnvironment, req PutEndpointRequest) *putOutcome {
+	out := &putOutcome{}
+	env.UpdateWorkflow(UpdatePutEndpoint, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() { out.accepted = true },
+		OnReject: func(err error) { out.rejected = err },
+		OnComplete: func(v any, err error) {
+			out.completed, out.err = true, err
+			switch v := v.(type) {
+			case PutEndpointResult:
+				out.result = v
+			case converter.EncodedValue:
+				out.decodeErr = v.Get(&out.result)
+			case nil:
+			default:
+				out.decodeErr = errors.New("unexpected update result type")
+			}
+		},
+	}, req)
+	return out
+}
+
+// mustSucceed fails t unless the put was accepted and completed without error.
+func (o *putOutcome) mustSucceed(t *testing.T, what string) {
+	t.Helper()
+	if !o.accepted || o.rejected != nil || !o.completed || o.err != nil || o.decodeErr != nil {
+		t.Fatalf("%s: accepted %v, rejected %v, completed %v, error %v, decode %v",
+			what, o.accepted, o.rejected, o.completed, o.err, o.decodeErr)
+	}
+}
+
+func queryConfig(env *testsuite.TestWorkflowEnvironment) (activities.Endpoint, error) {
+	v, err := env.QueryWorkflow(QueryEndpointConfig)
+	if err != nil {
+		return activities.Endpoint{}, err
+	}
+	var ep activities.Endpoint
+	err = v.Get(&ep)
+	return ep, err
+}
+
+func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) EndpointState {
+	t.Helper()
+	v, err := env.QueryWorkflow(QueryEndpointState)
+	if err != nil {
+		t.Fatalf("query %s: %v", QueryEndpointState, err)
+	}
+	var s EndpointState
+	if err := v.Get(&s); err != nil {
+		t.Fatalf("decode state: %v", err)
+	}
+	return s
+}
+
+// runEndpoint runs an endpoint workflow for testEndpointID until end, when it is cancelled
+// (a registered endpoint workflow never ends by itself).
+func runEndpoint(t *testing.T, env *testsuite.TestWorkflowEnvironment, in EndpointInput, end time.Duration) {
+	t.Helper()
+	env.RegisterDelayedCallback(env.CancelWorkflow, end)
+	env.ExecuteWorkflow(EndpointWorkflowName, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("endpoint workflow did not complete")
+	}
+	var canceled *temporal.CanceledError
+	if err := env.GetWorkflowError(); !errors.As(err, &canceled) {
+		t.Fatalf("endpoint workflow error = %v, want it cancelled at the end of the test", err)
+	}
+}
+
+func TestEndpointPutAndQueries(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	secret, generated := newSecret(t), newSecret(t)
+	var created, changed, cleared *putOutcome
+	var cfg1, cfg2 activities.Endpoint
+	var st1, st2 EndpointState
+	var cfgErr error
+	env.RegisterDelayedCallback(func() {
+		created = put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: generated})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		cfg1, cfgErr = queryConfig(env)
+		st1 = queryState(t, env)
+		changed = put(env, PutEndpointRequest{
+			ID: testEndpointID, URL: "https://hooks2.acme.test/in", DefaultSecret: secret,
+			Overrides: &activities.Overrides{Timeout: 10 * time.Second, Retention: 48 * time.Hour},
+		})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		cfg2, _ = queryConfig(env)
+		cleared = put(env, PutEndpointRequest{ID: testEndpointID, ClearOverrides: true,
+			Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: 3}}})
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { st2 = queryState(t, env) }, 3*time.Minute)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+
+	created.mustSucceed(t, "first put")
+	r := created.result
+	if !r.Created || !r.SecretGenerated || r.Endpoint.Version != 1 || r.Endpoint.Secret != generated || r.Endpoint.URL != testURL ||
+		!r.Endpoint.CreatedAt.Equal(testStart.Add(time.Second)) || !r.Endpoint.UpdatedAt.Equal(testStart.Add(time.Second)) {
+		t.Errorf("first put = %+v, want created with the default secret, version 1, at start+1s", r)
+	}
+	if cfgErr != nil || cfg1.ID != testEndpointID || cfg1.URL != testURL || cfg1.Secret != generated || cfg1.Version != 1 {
+		t.Errorf("config after the first put = %+v (error %v)", cfg1, cfgErr)
+	}
+	if !st1.Registered || st1.ID != testEndpointID || st1.URL != testURL || st1.Version != 1 ||
+		st1.SecretHint != signature.SecretPrefix+"[REDACTED]" || !st1.Rotating.IsZero() {
+		t.Errorf("state after the first put = %+v", st1)
+	}
+	if strings.Contains(st1.SecretHint, string(generated)[len(signature.SecretPrefix):]) {
+		t.Error("the state query reveals the secret")
+	}
+
+	changed.mustSucceed(t, "second put")
+	r = changed.result
+	if r.Created || r.SecretGenerated || r.Endpoint.Version != 2 || r.Endpoint.URL != "https://hooks2.acme.test/in" ||
+		r.Endpoint.Secret != generated || !r.Endpoint.CreatedAt.Equal(testStart.Add(time.Second)) ||
+		!r.Endpoint.UpdatedAt.Equal(testStart.Add(time.Minute)) {
+		t.Errorf("second put = %+v, want version 2, new URL, same secret (a default secret never replaces one)", r)
+	}
+	if cfg2.Overrides.Timeout != 10*time.Second || cfg2.Overrides.Retention != 48*time.Hour {
+		t.Errorf("overrides after the second put = %+v", cfg2.Overrides)
+	}
+
+	cleared.mustSucceed(t, "third put")
+	o := cleared.result.Endpoint.Overrides
+	if o.Timeout != 0 || o.Retention != 0 || o.Ladder == nil || o.Ladder.Attempts != 3 {
+		t.Errorf("overrides after clear + ladder = %+v, want only the ladder's 3 attempts", o)
+	}
+	if st2.Version != 3 || st2.URL != "https://hooks2.acme.test/in" || st2.Overrides.Ladder == nil {
+		t.Errorf("state after the third put = %+v", st2)
+	}
+}
+
+func TestEndpointPutValidation(t *testing.T) {
+	existing := newSecret(t)
+	other := newSecret(t)
+	tests := []struct {
+		name       string
+		net        netguard.Policy
+		registered bool // a valid put registers the endpoint first
+		req        PutEndpointRequest
+		wantErr    string // "" means accepted
+	}{
+		{name: "valid new endpoint", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: other}},
+		{name: "ftp URL", req: PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/in", Secret: other},
+			wantErr: `scheme "ftp" is not supported`},
+		{name: "private address", req: PutEndpointRequest{ID: testEndpointID, URL: "http://10.0.0.5/", Secret: other},
+			wantErr: "10.0.0.5"},
+		{name: "private address allowed by the worker",
+			net: netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+			req: PutEndpointRequest{ID: testEndpointID, URL: "http://10.0.0.5/", Secret: other}},
+		{name: "plain http when https is required", net: netguard.Policy{RequireHTTPS: true},
+			req: PutEndpointRequest{ID: testEndpointID, URL: "http://hooks.acme.test/in", Secret: other}, wantErr: "https"},
+		{name: "new endpoint without a secret", req: PutEndpointRequest{ID: testEndpointID, URL: testURL},
+			wantErr: "needs a signing secret"},
+		{name: "new endpoint without a URL", req: PutEndpointRequest{ID: testEndpointID, Secret: other},
+			wantErr: "not registered yet"},
+		{name: "another endpoint's id", req: PutEndpointRequest{ID: "globex", URL: testURL, Secret: other},
+			wantErr: `sent to endpoint "acme-prod"`},
+		{name: "malformed secret", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: "whsec_c2hvcnQ="},
+			wantErr: "invalid secret"},
+		{name: "rotation of an unregistered endpoint", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: other, RotateTo: other},
+			wantErr: "no secret to rotate"},
+		{name: "registered: no secret needed", registered: true, req: PutEndpointRequest{ID: testEndpointID, URL: "https://x.acme.test/"}},
+		{name: "registered: secret and rotation at once", registered: true,
+			req: PutEndpointRequest{ID: testEndpointID, Secret: other, RotateTo: other}, wantErr: "not both"},
+		{name: "registered: negative grace", registered: true,
+			req: PutEndpointRequest{ID: testEndpointID, RotateTo: other, RotateGrace: -time.Minute}, wantErr: "negative"},
+		{name: "registered: bad ladder", registered: true,
+			req:     PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: policy.MaxAttempts + 1}}},
+			wantErr: "ladder"},
+		{name: "registered: bad retry-after rules", registered: true,
+			req:     PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{RetryAfter: &policy.RetryAfterRules{HonourBelow: time.Hour}}},
+			wantErr: "retry-after"},
+		{name: "registered: timeout over the maximum", registered: true,
+			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 3 * time.Minute}}, wantErr: "timeout"},
+		{name: "registered: negative retention", registered: true,
+			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Retention: -time.Hour}}, wantErr: "retention"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEndpointEnv(tc.net)
+			var first, got *putOutcome
+			var before, after EndpointState
+			if tc.registered {
+				env.RegisterDelayedCallback(func() {
+					first = put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: existing})
+				}, time.Second)
+			}
+			env.RegisterDelayedCallback(func() {
+				before = queryState(t, env)
+				got = put(env, tc.req)
+			}, 2*time.Second)
+			env.RegisterDelayedCallback(func() { after = queryState(t, env) }, 3*time.Second)
+			runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 30*time.Second)
+
+			if tc.registered {
+				first.mustSucceed(t, "registering put")
+			}
+			if tc.wantErr == "" {
+				got.mustSucceed(t, "put")
+				if !after.Registered || after.Version != before.Version+1 {
+					t.Errorf("state after the put: registered %v version %d, want registered version %d", after.Registered, after.Version, before.Version+1)
+				}
+				return
+			}
+			if got.rejected == nil {
+				t.Fatalf("put accepted (completed %v, error %v), want it rejected with %q", got.completed, got.err, tc.wantErr)
+			}
+			if got.accepted || got.completed {
+				t.Errorf("a rejected put was also accepted (%v) or completed (%v)", got.accepted, got.completed)
+			}
+			if !strings.Contains(got.rejected.Error(), tc.wantErr) {
+				t.Errorf("rejected with %q, want it to mention %q", got.rejected, tc.wantErr)
+			}
+			if after.Registered != before.Registered || after.Version != before.Version || after.URL != before.URL {
+				t.Errorf("a rejected put changed the endpoint: %+v → %+v", before, after)
+			}
+		})
+	}
+}
+
+func TestEndpointReportsAddUp(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	reports := []activities.Report{
+		{Attempts: 10, Successes: 7, Failures: 3, RetryAfterHonoured: 2, RetryAfterBackpressure: 1,
+			LastAttemptAt: testStart.Add(50 * time.Second), LastOutcome: "200 OK"},
+		{Attempts: 4, Successes: 1, Failures: 3, RetryAfterCapped: 1, RetryAfterIgnored: 1,
+			LastAttemptAt: testStart.Add(2 * time.Minute), LastOutcome: "503 Service Unavailable"},
+		// Sent later but about older attempts: it must not move LastAttemptAt back.
+		{Attempts: 1, Failures: 1, LastAttemptAt: testStart.Add(time.Minute), LastOutcome: "timeout: no response within 30s"},
+	}
+	var mid, end EndpointState
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalEndpointReport, reports[0]) }, time.Minute)
+	env.RegisterDelayedCallback(func() { mid = queryState(t, env) }, 90*time.Second)
+	env.RegisterDelayedCallback(func() {
+		// Two reports in one workflow task.
+		env.SignalWorkflow(SignalEndpointReport, reports[1])
+		env.SignalWorkflow(SignalEndpointReport, reports[2])
+	}, 3*time.Minute)
+	env.RegisterDelayedCallback(func() { end = queryState(t, env) }, 4*time.Minute)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+
+	if mid.Counters != reports[0] {
+		t.Errorf("counters after one report = %+v, want %+v", mid.Counters, reports[0])
+	}
+	want := activities.Report{
+		Attempts: 15, Successes: 8, Failures: 7, RetryAfterHonoured: 2, RetryAfterCapped: 1, RetryAfterIgnored: 1,
+		RetryAfterBackpressure: 1, LastAttemptAt: testStart.Add(2 * time.Minute), LastOutcome: "503 Service Unavailable",
+	}
+	if end.Counters != want {
+		t.Errorf("counters = %+v, want %+v", end.Counters, want)
+	}
+	if end.Counters.Successes+end.Counters.Failures != end.Counters.Attempts {
+		t.Errorf("successes %d + failures %d != attempts %d", end.Counters.Successes, end.Counters.Failures, end.Counters.Attempts)
+	}
+	if !end.CountersSince.Equal(testStart) {
+		t.Errorf("counters since %s, want the start %s", end.CountersSince, testStart)
+	}
+}
+
+func TestEndpointSecretRotation(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	oldSecret, newSecretV := newSecret(t), newSecret(t)
+	const grace = time.Hour
+	rotatedAt := testStart.Add(time.Minute)
+	var during, after activities.Endpoint
+	var duringState EndpointState
+	var rotation *putOutcome
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		rotation = put(env, PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		during, _ = queryConfig(env)
+		duringState = queryState(t, env)
+	}, time.Minute+grace/2)
+	env.RegisterDelayedCallback(func() { after, _ = queryConfig(env) }, time.Minute+grace+time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 3*time.Hour)
+
+	rotation.mustSucceed(t, "rotation")
+	until := rotatedAt.Add(grace)
+	if during.Secret != newSecretV || during.PreviousSecret != oldSecret || !during.PreviousUntil.Equal(until) {
+		t.Errorf("during the grace: secret new %v, previous old %v, until %s; want the new secret current and the old one until %s",
+			during.Secret == newSecretV, during.PreviousSecret == oldSecret, during.PreviousUntil, until)
+	}
+	if s := during.Secrets(rotatedAt.Add(grace / 2)); len(s) != 2 || s[0] != newSecretV || s[1] != oldSecret {
+		t.Errorf("during the grace %d secrets sign, want the new one then the old one", len(s))
+	}
+	if !duringState.Rotating.Equal(until) {
+		t.Errorf("state shows rotation until %s, want %s", duringState.Rotating, until)
+	}
+	// After the grace only the new secret signs (the worker filters by time) ...
+	if s := after.Secrets(until.Add(time.Second)); len(s) != 1 || s[0] != newSecretV {
+		t.Errorf("after the grace %d secrets sign, want only the new one", len(s))
+	}
+	if after.Secret != newSecretV {
+		t.Error("after the grace the current secret is not the new one")
+	}
+}
+
+// TestEndpointPreviousSecretForgottenAfterGrace checks that the endpoint workflow drops the
+// previous secret once its grace has ended, without waiting for another put.
+func TestEndpointPreviousSecretForgottenAfterGrace(t *testing.T) {
+	t.Skip("bug: the endpoint workflow keeps PreviousSecret (and the state query keeps showing previous_secret_until) " +
+		"after the rotation grace ends, until the next put; see the report")
+	env := newEndpointEnv(netguard.Policy{})
+	oldSecret, newSecretV := newSecret(t), newSecret(t)
+	const grace = time.Hour
+	var after activities.Endpoint
+	var afterState EndpointState
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		after, _ = queryConfig(env)
+		afterState = queryState(t, env)
+	}, time.Minute+grace+time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 3*time.Hour)
+
+	if after.PreviousSecret != "" || !after.PreviousUntil.IsZero() {
+		t.Errorf("config still carries the previous secret (until %s) after its grace ended", after.PreviousUntil)
+	}
+	if !afterState.Rotating.IsZero() {
+		t.Errorf("state still shows a rotation until %s after it ended", afterState.Rotating)
+	}
+}
+
+func TestEndpointSecretReplacedAtOnce(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	s1, s2, s3 := newSecret(t), newSecret(t), newSecret(t)
+	var replaced *putOutcome
+	env.RegisterDelayedCallback(func() { put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: s1}) }, time.Second)
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, RotateTo: s2, RotateGrace: time.Hour})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() { replaced = put(env, PutEndpointRequest{ID: testEndpointID, Secret: s3}) }, 2*time.Minute)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+
+	replaced.mustSucceed(t, "secret replacement")
+	ep := replaced.result.Endpoint
+	if ep.Secret != s3 || ep.PreviousSecret != "" || !ep.PreviousUntil.IsZero() {
+		t.Errorf("after --secret: current is s3 %v, previous %q until %s; want s3 alone, no grace", ep.Secret == s3, ep.PreviousSecret.String(), ep.PreviousUntil)
+	}
+}
+
+func TestEndpointUnregisteredLifetime(t *testing.T) {
+	tests := []struct {
+		name    string
+		putAt   time.Duration // 0: no put
+		req     PutEndpointRequest
+		closes  bool
+		closeAt time.Duration
+	}{
+		{name: "never registered", closes: true, closeAt: time.Minute},
+		{name: "rejected put", putAt: 30 * time.Second, req: PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/"},
+			closes: true, closeAt: time.Minute},
+		{name: "registered in time", putAt: 30 * time.Second, req: PutEndpointRequest{ID: testEndpointID, URL: testURL}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEndpointEnv(netguard.Policy{})
+			var cfgErr error
+			if tc.putAt > 0 {
+				req := tc.req
+				req.Secret = newSecret(t)
+				env.RegisterDelayedCallback(func() {
+					put(env, req)
+					_, cfgErr = queryConfig(env)
+				}, tc.putAt)
+			} else {
+				env.RegisterDelayedCallback(func() { _, cfgErr = queryConfig(env) }, 30*time.Second)
+			}
+			if !tc.closes {
+				runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+				if !env.Now().Equal(testStart.Add(time.Hour)) {
+					t.Errorf("registered endpoint workflow ended at %s, want it running until cancelled", env.Now())
+				}
+				return
+			}
+			env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID})
+			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+				t.Fatalf("completed %v, error %v; want a clean close", env.IsWorkflowCompleted(), env.GetWorkflowError())
+			}
+			if want := testStart.Add(tc.closeAt); !env.Now().Equal(want) {
+				t.Errorf("closed at %s, want %s", env.Now(), want)
+			}
+			if !errors.Is(cfgErr, activities.ErrNoEndpoint) && (cfgErr == nil || !strings.Contains(cfgErr.Error(), activities.ErrNoEndpoint.Error())) {
+				t.Errorf("config query of an unregistered endpoint: error %v, want %v", cfgErr, activities.ErrNoEndpoint)
+			}
+		})
+	}
+}
+
+func TestEndpointContinueAsNewKeepsState(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	secret := newSecret(t)
+	since := testStart.Add(-48 * time.Hour)
+	carried := activities.Report{Attempts: 100, Successes: 90, Failures: 10, LastAttemptAt: since, LastOutcome: "200 OK"}
+	early := activities.Report{Attempts: 3, Successes: 1, Failures: 2, RetryAfterHonoured: 1,
+		LastAttemptAt: testStart.Add(4 * time.Minute), LastOutcome: "429 Too Many Requests"}
+	last := activities.Report{Attempts: 2, Successes: 2, LastAttemptAt: testStart.Add(9 * time.Minute), LastOutcome: "200 OK"}
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalEndpointReport, early) }, 5*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		// The suggestion and the last report reach the workflow in the same workflow task:
+		// a zero-delay callback runs without a workflow task of its own, before the
+		// signal's. (Setting the suggestion here directly would continue as new in this
+		// callback's own task, before the test environment delivers the signal; a real
+		// server would instead fail that task and retry it with the signal.)
+		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
+		env.SignalWorkflow(SignalEndpointReport, last)
+	}, 10*time.Minute)
+	env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID, Counters: carried, Since: since})
+
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want a continue-as-new", err)
+	}
+	if can.WorkflowType == nil || can.WorkflowType.Name != EndpointWorkflowName {
+		t.Errorf("continues as %+v, want %s", can.WorkflowType, EndpointWorkflowName)
+	}
+	var next EndpointInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.ID != testEndpointID || next.Endpoint == nil || next.Endpoint.URL != testURL || next.Endpoint.Secret != secret || next.Endpoint.Version != 1 {
+		t.Fatalf("continues with %+v, want the registered endpoint", next)
+	}
+	want := carried
+	want.Merge(early)
+	want.Merge(last)
+	if !env.Now().Equal(testStart.Add(10 * time.Minute)) {
+		t.Errorf("continued as new at %s, want at the suggestion (start+10m)", env.Now())
+	}
+	if next.Counters != want {
+		t.Errorf("continues with counters %+v, want %+v (the last report included)", next.Counters, want)
+	}
+	if !next.Since.Equal(since) {
+		t.Errorf("continues with counters since %s, want %s", next.Since, since)
+	}
+}
