@@ -189,6 +189,7 @@ func TestEndpointPutValidation(t *testing.T) {
 		registered bool // a valid put registers the endpoint first
 		req        PutEndpointRequest
 		wantErr    string // "" means accepted
+		bug        string // set: a known bug makes this case fail; skipped
 	}{
 		{name: "valid new endpoint", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: other}},
 		{name: "ftp URL", req: PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/in", Secret: other},
@@ -223,11 +224,17 @@ func TestEndpointPutValidation(t *testing.T) {
 			wantErr: "retry-after"},
 		{name: "registered: timeout over the maximum", registered: true,
 			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 3 * time.Minute}}, wantErr: "timeout"},
+		{name: "registered: timeout under 1s", registered: true,
+			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 500 * time.Millisecond}}, wantErr: "timeout",
+			bug: "ValidatePut accepts a timeout in (0, 1s) although its own message gives the range as 1s..2m; see the report"},
 		{name: "registered: negative retention", registered: true,
 			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Retention: -time.Hour}}, wantErr: "retention"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.bug != "" {
+				t.Skip("bug: " + tc.bug)
+			}
 			env := newEndpointEnv(tc.net)
 			var first, got *putOutcome
 			var before, after EndpointState

@@ -71,7 +71,7 @@ Start here:
 	}
 	root.AddCommand(
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
-		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g),
+		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g),
 	)
 	return root
 }
