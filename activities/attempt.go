@@ -89,10 +89,15 @@ func (r Result) Summary() string {
 	}
 }
 
+// EndpointSource resolves an endpoint id to its current configuration.
+type EndpointSource interface {
+	Get(ctx context.Context, id string) (Endpoint, error)
+}
+
 // Activities are Herald's activities. One value is shared by all attempts of a worker.
 type Activities struct {
 	// Endpoints resolves endpoint ids to their current configuration.
-	Endpoints *Directory
+	Endpoints EndpointSource
 	// HTTP sends the attempts; it must not follow redirects (see NewHTTPClient).
 	HTTP *http.Client
 	// Defaults is the policy an endpoint uses unless it overrides it.

@@ -76,6 +76,10 @@ func (d *delivery) run(ctx workflow.Context) (Status, error) {
 		}
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
+		if workflow.GetVersion(ctx, "replay-marks-attempting", workflow.DefaultVersion, 1) == 1 {
+			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
+			d.setState(ctx, StateAttempting, true)
+		}
 		info := workflow.GetInfo(ctx)
 		if info.GetCurrentHistoryLength() > continueAsNewEvents || info.GetContinueAsNewSuggested() {
 			return d.status, d.continueAsNew(ctx)

@@ -678,7 +678,7 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 			return failedAttempt(now, p), nil
 		})
 		env.SetContinueAsNewSuggested(true)
-		carried := make([]AttemptRecord, 45)
+		carried := make([]AttemptRecord, 43)
 		for i := range carried {
 			carried[i] = AttemptRecord{Round: i / 8, Number: i%8 + 1, Result: failedAttempt(testStart, p)}
 		}
@@ -686,9 +686,9 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent(), Round: 5, Attempts: carried, Dropped: 4})
 
 		next := decodeContinueAsNew(t, env.GetWorkflowError())
-		// 45 carried + 8 new = 53: keep 50, drop 3 more.
-		if next.Round != 6 || len(next.Attempts) != MaxKeptAttempts || next.Dropped != 7 {
-			t.Errorf("continues with round %d, %d attempts, %d dropped; want round 6, %d attempts, 7 dropped",
+		// 43 carried + 8 new = 51, one past the limit: keep 50, drop 1 more.
+		if next.Round != 6 || len(next.Attempts) != MaxKeptAttempts || next.Dropped != 5 {
+			t.Errorf("continues with round %d, %d attempts, %d dropped; want round 6, %d attempts, 5 dropped",
 				next.Round, len(next.Attempts), next.Dropped, MaxKeptAttempts)
 		}
 		if last := next.Attempts[len(next.Attempts)-1]; last.Round != 5 || last.Number != 8 {

@@ -63,6 +63,43 @@ type EndpointState struct {
 	Counters   activities.Report    `json:"counters"`
 	// CountersSince is when the counters started.
 	CountersSince time.Time `json:"counters_since,omitempty"`
+
+	// Circuit is the circuit breaker's state.
+	Circuit CircuitView `json:"circuit"`
+	// InFlight is how many permits are out (attempts running or leased to workers).
+	InFlight int `json:"in_flight"`
+	// Cap is the current concurrency cap; MaxInFlight the configured one (the cap is
+	// lower while the endpoint is slow).
+	Cap         int `json:"cap"`
+	MaxInFlight int `json:"max_in_flight"`
+	// Leases are the blocks of permits held by workers and waiting deliveries.
+	Leases []LeaseView `json:"leases,omitempty"`
+	// Queue is how many deliveries wait for a permit or for the circuit to close.
+	Queue int `json:"queue"`
+	// P50 and P99 are attempt latencies over the recent window.
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+}
+
+// CircuitView is the circuit breaker as people see it.
+type CircuitView struct {
+	// State is closed, open or half_open.
+	State string `json:"state"`
+	// Since is when the circuit entered State.
+	Since time.Time `json:"since,omitempty"`
+	// Reason says what tripped it, e.g. "5 consecutive failures".
+	Reason string `json:"reason,omitempty"`
+	// TrippedAt is when it last opened.
+	TrippedAt time.Time `json:"tripped_at,omitempty"`
+	// NextProbeAt is when the next probe may go (open only).
+	NextProbeAt time.Time `json:"next_probe_at,omitempty"`
+}
+
+// LeaseView is one lease of permits.
+type LeaseView struct {
+	Holder  string    `json:"holder"`
+	Permits int       `json:"permits"`
+	Expires time.Time `json:"expires"`
 }
 
 // Limits of an endpoint workflow run.
@@ -212,7 +249,7 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 				return fmt.Errorf("endpoint %s: retry-after: %w", req.ID, err)
 			}
 		}
-		if o.Timeout < 0 || o.Timeout > MaxAttemptTimeout {
+		if o.Timeout != 0 && (o.Timeout < time.Second || o.Timeout > MaxAttemptTimeout) {
 			return fmt.Errorf("endpoint %s: timeout %s is outside 1s..%s", req.ID, o.Timeout, MaxAttemptTimeout)
 		}
 		if o.Retention < 0 {

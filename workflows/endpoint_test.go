@@ -225,8 +225,7 @@ func TestEndpointPutValidation(t *testing.T) {
 		{name: "registered: timeout over the maximum", registered: true,
 			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 3 * time.Minute}}, wantErr: "timeout"},
 		{name: "registered: timeout under 1s", registered: true,
-			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 500 * time.Millisecond}}, wantErr: "timeout",
-			bug: "ValidatePut accepts a timeout in (0, 1s) although its own message gives the range as 1s..2m; see the report"},
+			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 500 * time.Millisecond}}, wantErr: "timeout"},
 		{name: "registered: negative retention", registered: true,
 			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Retention: -time.Hour}}, wantErr: "retention"},
 	}

@@ -308,7 +308,9 @@ func waitFrontend(ctx context.Context, addr, namespace string) error {
 
 // waitUI polls the UI's health route until it answers 200.
 func waitUI(ctx context.Context, baseURL string) error {
-	client := &http.Client{}
+	transport := &http.Transport{} // no proxy: the UI is local
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
 	return poll(ctx, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/healthz", nil)
 		if err != nil {

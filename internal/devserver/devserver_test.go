@@ -32,7 +32,10 @@ const (
 	extraAttr  = "HeraldTestAttempts"
 )
 
-var statusKey = temporal.NewSearchAttributeKeyKeyword(statusAttr)
+var (
+	statusKey = temporal.NewSearchAttributeKeyKeyword(statusAttr)
+	extraKey  = temporal.NewSearchAttributeKeyInt64(extraAttr)
+)
 
 // markDone upserts the status search attribute and returns a greeting.
 func markDone(ctx workflow.Context, name string) (string, error) {
@@ -42,10 +45,14 @@ func markDone(ctx workflow.Context, name string) (string, error) {
 	return "hello " + name, nil
 }
 
-// waitForGo returns the value of the first "go" signal.
+// waitForGo returns the value of the first "go" signal, after setting the
+// extra search attribute (registered only when the server restarts).
 func waitForGo(ctx workflow.Context) (string, error) {
 	var v string
 	workflow.GetSignalChannel(ctx, "go").Receive(ctx, &v)
+	if err := workflow.UpsertTypedSearchAttributes(ctx, extraKey.ValueSet(3)); err != nil {
+		return "", err
+	}
 	return v, nil
 }
 
@@ -227,6 +234,12 @@ func TestStartOnFileSurvivesRestart(t *testing.T) {
 	if _, err := os.Stat(dbFile + "-wal"); err != nil {
 		t.Errorf("journal_mode=wal expected a write-ahead log beside the database: %v", err)
 	}
+	if s, err := Start(ctx, Options{DBFile: dbFile, UIPort: -1}); err == nil {
+		s.Stop()
+		t.Fatal("a second server started on a database file in use")
+	} else if !strings.Contains(err.Error(), "in use by another running dev server") {
+		t.Fatalf("second server on the same file: error %q, want it to say the file is in use", err)
+	}
 	w1.Stop()
 	c1.Close()
 	first.Stop()
@@ -244,12 +257,6 @@ func TestStartOnFileSurvivesRestart(t *testing.T) {
 	attrs := searchAttributes(t, c2, second.Namespace())
 	if attrs[statusAttr] != enums.INDEXED_VALUE_TYPE_KEYWORD || attrs[extraAttr] != enums.INDEXED_VALUE_TYPE_INT {
 		t.Fatalf("after restart search attributes = %v, want %s KEYWORD and %s INT", attrs, statusAttr, extraAttr)
-	}
-	// The attribute added on restart is usable in a query at once.
-	if _, err := c2.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-		Namespace: second.Namespace(), Query: extraAttr + " = 3",
-	}); err != nil {
-		t.Fatalf("query on search attribute added at restart: %v", err)
 	}
 
 	desc, err := c2.DescribeWorkflowExecution(ctx, "wf-restart", run.GetRunID())
@@ -270,6 +277,18 @@ func TestStartOnFileSurvivesRestart(t *testing.T) {
 	if got != "after restart" {
 		t.Fatalf("workflow result = %q, want %q", got, "after restart")
 	}
+	// The workflow set the attribute added at restart; a query finds it.
+	query := extraAttr + " = 3"
+	eventually(t, "visibility query "+query, func() error {
+		resp, err := c2.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: second.Namespace(), Query: query})
+		if err != nil {
+			return err
+		}
+		if n := len(resp.GetExecutions()); n != 1 {
+			return fmt.Errorf("got %d executions, want wf-restart alone", n)
+		}
+		return nil
+	})
 }
 
 func historyHas(ctx context.Context, c client.Client, run client.WorkflowRun, want enums.EventType) error {
@@ -325,6 +344,7 @@ func TestStartRefusesTakenPort(t *testing.T) {
 	}{
 		{"frontend", Options{FrontendPort: taken, UIPort: -1}, "frontend port"},
 		{"ui", Options{UIPort: taken}, "UI port"},
+		{"http", Options{HTTPPort: taken, UIPort: -1}, "HTTP API port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Start(context.Background(), tc.o)
