@@ -474,7 +474,7 @@ func TestDeliveryDeadLetterReplay(t *testing.T) {
 		t.Errorf("attempt record 9 = round %d number %d, want round 1 number 1", a.Round, a.Number)
 	}
 	up := rec.statuses()
-	wantTail := []string{StateDeadLetter, StateWaitingRetry, StateDelivered}
+	wantTail := []string{StateDeadLetter, StateAttempting, StateWaitingRetry, StateDelivered}
 	if len(up) < 3 || !equalStrings(up[len(up)-3:], wantTail) {
 		t.Errorf("HeraldStatus upserts %v, want them to end with %v", up, wantTail)
 	}
