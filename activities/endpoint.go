@@ -21,7 +21,9 @@ func EndpointWorkflowID(id string) string { return "endpoint:" + id }
 // Endpoint is a registered receiver: where to send, how to sign, and its policy overrides.
 // The endpoint workflow is its source of truth.
 type Endpoint struct {
-	ID     string           `json:"id"`
+	ID string `json:"id"`
+	// Tenant is the customer the endpoint belongs to (for the dashboard and tenant tokens).
+	Tenant string           `json:"tenant"`
 	URL    string           `json:"url"`
 	Secret signature.Secret `json:"secret"`
 	// PreviousSecret still signs, next to Secret, until PreviousUntil (secret rotation).
@@ -49,6 +51,10 @@ type Overrides struct {
 	RetryAfter *policy.RetryAfterRules `json:"retry_after,omitempty"`
 	Retention  time.Duration           `json:"retention,omitempty"`
 	Timeout    time.Duration           `json:"timeout,omitempty"`
+	// MaxInFlight is the endpoint's concurrency cap (1..500; default 100).
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// Breaker replaces the circuit breaker's settings.
+	Breaker *policy.BreakerConfig `json:"breaker,omitempty"`
 }
 
 // Defaults are the worker-wide policy values an endpoint uses unless it overrides them.
@@ -126,5 +132,11 @@ func (o *Overrides) Merge(n Overrides) {
 	}
 	if n.Timeout != 0 {
 		o.Timeout = n.Timeout
+	}
+	if n.MaxInFlight != 0 {
+		o.MaxInFlight = n.MaxInFlight
+	}
+	if n.Breaker != nil {
+		o.Breaker = n.Breaker
 	}
 }

@@ -27,6 +27,8 @@ type PutEndpointRequest struct {
 	ID string `json:"id"`
 	// URL is required when registering.
 	URL string `json:"url,omitempty"`
+	// Tenant sets the customer the endpoint belongs to; empty keeps it ("default" for a new endpoint).
+	Tenant string `json:"tenant,omitempty"`
 	// Secret replaces the signing secret at once, with no grace period.
 	Secret signature.Secret `json:"secret,omitempty"`
 	// DefaultSecret is used only when the endpoint has no secret yet (a new endpoint).
@@ -52,6 +54,7 @@ type PutEndpointResult struct {
 // EndpointState is what the state query shows of an endpoint: no secrets.
 type EndpointState struct {
 	ID         string               `json:"id"`
+	Tenant     string               `json:"tenant,omitempty"`
 	Registered bool                 `json:"registered"`
 	URL        string               `json:"url,omitempty"`
 	SecretHint string               `json:"secret_hint,omitempty"`
@@ -187,7 +190,7 @@ func (e *endpointRun) state() (EndpointState, error) {
 	s := EndpointState{ID: e.in.ID, Counters: e.in.Counters, CountersSince: e.in.Since}
 	if ep := e.in.Endpoint; ep != nil {
 		s.Registered = true
-		s.URL, s.SecretHint, s.Overrides = ep.URL, ep.Secret.String(), ep.Overrides
+		s.URL, s.SecretHint, s.Overrides, s.Tenant = ep.URL, ep.Secret.String(), ep.Overrides, ep.Tenant
 		s.Version, s.CreatedAt, s.UpdatedAt = ep.Version, ep.CreatedAt, ep.UpdatedAt
 		if ep.PreviousSecret != "" {
 			s.Rotating = ep.PreviousUntil
@@ -209,6 +212,11 @@ func (e *endpointRun) validate(ctx workflow.Context, req PutEndpointRequest) err
 func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) error {
 	if err := ValidateEndpointID(req.ID); err != nil {
 		return err
+	}
+	if req.Tenant != "" {
+		if err := ValidateTenant(req.Tenant); err != nil {
+			return err
+		}
 	}
 	if req.URL == "" && !registered {
 		return fmt.Errorf("endpoint %s is not registered yet: give its URL with --url", req.ID)
@@ -252,6 +260,15 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 		if o.Timeout != 0 && (o.Timeout < time.Second || o.Timeout > MaxAttemptTimeout) {
 			return fmt.Errorf("endpoint %s: timeout %s is outside 1s..%s", req.ID, o.Timeout, MaxAttemptTimeout)
 		}
+		if o.MaxInFlight != 0 && (o.MaxInFlight < policy.MinMaxInFlight || o.MaxInFlight > policy.MaxMaxInFlight) {
+			return fmt.Errorf("endpoint %s: max in-flight %d is outside %d..%d (use at least %d, and ask for at most %d)",
+				req.ID, o.MaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight)
+		}
+		if o.Breaker != nil {
+			if err := o.Breaker.Validate(); err != nil {
+				return fmt.Errorf("endpoint %s: breaker: %w", req.ID, err)
+			}
+		}
 		if o.Retention < 0 {
 			return fmt.Errorf("endpoint %s: retention %s is negative", req.ID, o.Retention)
 		}
@@ -269,6 +286,11 @@ func (e *endpointRun) put(ctx workflow.Context, req PutEndpointRequest) (PutEndp
 	}
 	if req.URL != "" {
 		ep.URL = req.URL
+	}
+	if req.Tenant != "" {
+		ep.Tenant = req.Tenant
+	} else if ep.Tenant == "" {
+		ep.Tenant = DefaultTenant
 	}
 	switch {
 	case req.Secret != "":

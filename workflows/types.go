@@ -42,6 +42,8 @@ const (
 
 	// DefaultTaskQueue is the task queue Herald's workers poll unless told otherwise.
 	DefaultTaskQueue = "herald"
+	// DefaultTenant owns endpoints registered without a tenant.
+	DefaultTenant = "default"
 )
 
 // Delivery states, as reported by the status query and the HeraldStatus search attribute.
@@ -94,16 +96,21 @@ func EventIDFromWorkflowID(workflowID string) (string, bool) {
 
 // ValidateEndpointID checks that id can be part of a workflow id and a URL path:
 // 1 to 128 characters of letters, digits, '-', '_' and '.'.
-func ValidateEndpointID(id string) error {
+func ValidateEndpointID(id string) error { return validateName("endpoint id", "acme-prod", id) }
+
+// ValidateTenant checks a tenant name, with the same rules as endpoint ids.
+func ValidateTenant(t string) error { return validateName("tenant", "acme", t) }
+
+func validateName(kind, example, id string) error {
 	if id == "" {
-		return fmt.Errorf("endpoint id is empty: give one like acme-prod")
+		return fmt.Errorf("%s is empty: give one like %s", kind, example)
 	}
 	if len(id) > 128 {
-		return fmt.Errorf("endpoint id %q is %d characters long: use at most 128", id, len(id))
+		return fmt.Errorf("%s %q is %d characters long: use at most 128", kind, id, len(id))
 	}
 	for _, r := range id {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return fmt.Errorf("endpoint id %q contains %q: use only letters, digits, '-', '_' and '.'", id, r)
+			return fmt.Errorf("%s %q contains %q: use only letters, digits, '-', '_' and '.'", kind, id, r)
 		}
 	}
 	return nil

@@ -30,6 +30,8 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		jitter                float64
 		timeout, retention    time.Duration
 		clear                 bool
+		tenant                string
+		maxInFlight           int
 	)
 	cmd := &cobra.Command{
 		Use:   "put ID --url URL",
@@ -43,7 +45,7 @@ Policy flags override the worker's defaults for this endpoint only.`,
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := workflows.PutEndpointRequest{ID: args[0], URL: url, ClearOverrides: clear}
+			req := workflows.PutEndpointRequest{ID: args[0], URL: url, Tenant: tenant, ClearOverrides: clear}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)
 				if err != nil {
@@ -73,6 +75,12 @@ Policy flags override the worker's defaults for this endpoint only.`,
 			}
 			if fl.Changed("retention") {
 				o.Retention, set = retention, true
+			}
+			if fl.Changed("max-in-flight") {
+				if maxInFlight < 1 || maxInFlight > 500 {
+					return fmt.Errorf("%w: --max-in-flight %d is outside 1..500: every endpoint may have at least 1 and at most 500 requests in flight", starter.ErrInvalid, maxInFlight)
+				}
+				o.MaxInFlight, set = maxInFlight, true
 			}
 			if set {
 				req.Overrides = &o
@@ -109,6 +117,8 @@ Policy flags override the worker's defaults for this endpoint only.`,
 	f.Float64Var(&jitter, "jitter", 0, "this endpoint's jitter fraction (0.2 = ±20%)")
 	f.DurationVar(&timeout, "timeout", 0, "this endpoint's attempt timeout (at most 2m)")
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
+	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
+	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
 }
