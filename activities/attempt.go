@@ -57,6 +57,11 @@ type AttemptInput struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	Round      int             `json:"round"`
 	Number     int             `json:"number"`
+	// Waiter is the delivery's workflow id: where the endpoint workflow sends a Permit
+	// when the attempt has to wait.
+	Waiter string `json:"waiter,omitempty"`
+	// Permit is a permit of its own the endpoint workflow handed the delivery.
+	Permit *Permit `json:"permit,omitempty"`
 }
 
 // Result is what happened on one attempt. A failed attempt is a Result, not an error.
@@ -74,6 +79,9 @@ type Result struct {
 	DateHeader       string `json:"date_header,omitempty"`
 	// Policy is the policy in force for this endpoint at this attempt.
 	Policy Effective `json:"policy"`
+	// Held is set when the endpoint's gate or breaker held the attempt back: then no
+	// request was made and the attempt does not count.
+	Held *Hold `json:"held,omitempty"`
 }
 
 // Delivered reports whether the attempt succeeded.
@@ -89,21 +97,14 @@ func (r Result) Summary() string {
 	}
 }
 
-// EndpointSource resolves an endpoint id to its current configuration.
-type EndpointSource interface {
-	Get(ctx context.Context, id string) (Endpoint, error)
-}
-
 // Activities are Herald's activities. One value is shared by all attempts of a worker.
 type Activities struct {
-	// Endpoints resolves endpoint ids to their current configuration.
-	Endpoints EndpointSource
+	// Gate admits attempts per endpoint and knows each endpoint's configuration.
+	Gate *Gate
 	// HTTP sends the attempts; it must not follow redirects (see NewHTTPClient).
 	HTTP *http.Client
 	// Defaults is the policy an endpoint uses unless it overrides it.
 	Defaults Defaults
-	// Reports, if set, receives every outcome for the endpoint's counters.
-	Reports *Reporter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -131,47 +132,61 @@ type envelope struct {
 // returns an error only when the worker itself is shutting down; every failure of the
 // receiver is reported in the Result.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, error) {
-	now := a.now()
-	res := Result{Number: in.Number, StartedAt: now, Policy: a.Defaults.Apply(Overrides{})}
-	ep, err := a.Endpoints.Get(ctx, in.EndpointID)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
+	res := Result{Number: in.Number, StartedAt: a.now(), Policy: a.Defaults.Apply(Overrides{})}
+	fresh := in.Number > 1 || in.Round > 0 // a retry uses the endpoint's current configuration
+	adm, hold, err := a.Gate.Acquire(ctx, in.EndpointID, in.Waiter, in.Permit, fresh)
+	switch {
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case errors.Is(err, ErrNoEndpoint):
 		res.Outcome, res.Error = OutcomeNoEndpoint, err.Error()
 		return res, nil
+	case err != nil:
+		// The endpoint workflow could not be reached: wait, this is not the receiver's fault.
+		res.Held = &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), RetryAt: res.StartedAt.Add(10 * time.Second)}
+		return res, nil
+	case hold != nil:
+		res.Held = hold
+		return res, nil
 	}
-	res.Policy = a.Defaults.Apply(ep.Overrides)
-	res.URL = displayURL(ep.URL)
+	res = a.send(ctx, in, adm.Endpoint)
+	if ctx.Err() != nil {
+		// The worker is stopping: the request was cut short, not answered.
+		a.Gate.Release(context.WithoutCancel(ctx), adm)
+		return res, ctx.Err()
+	}
+	a.Gate.Finish(ctx, adm, res)
+	return res, nil
+}
 
+// send makes the HTTP request of one admitted attempt.
+func (a *Activities) send(ctx context.Context, in AttemptInput, ep Endpoint) Result {
+	now := a.now()
+	res := Result{Number: in.Number, StartedAt: now, Policy: a.Defaults.Apply(ep.Overrides), URL: displayURL(ep.URL)}
 	body, err := json.Marshal(envelope{ID: in.EventID, Type: in.Type, CreatedAt: in.CreatedAt, Data: in.Data})
 	if err != nil {
 		res.Outcome, res.Error = OutcomeRefused, fmt.Sprintf("encode body: %v", err)
-		return res, nil
+		return res
 	}
 	actx, cancel := context.WithTimeout(ctx, res.Policy.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
 		res.Outcome, res.Error = OutcomeRefused, fmt.Sprintf("bad endpoint URL: %v", err)
-		return res, nil
+		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	if err := signature.Headers(req.Header, in.EventID, now, body, ep.Secrets(now)...); err != nil {
 		res.Outcome, res.Error = OutcomeRefused, fmt.Sprintf("sign: %v", err)
-		return res, nil
+		return res
 	}
 
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
 		res.Duration = a.now().Sub(now)
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
 		res.Outcome, res.Error = classify(err, res.Policy.Timeout)
-		a.report(in.EndpointID, res)
-		return res, nil
+		return res
 	}
 	snippet, readErr := readCapped(resp.Body)
 	resp.Body.Close()
@@ -192,14 +207,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 			res.Error = fmt.Sprintf("redirect to %q not followed: webhooks must answer 2xx at the registered URL", resp.Header.Get("Location"))
 		}
 	}
-	a.report(in.EndpointID, res)
-	return res, nil
-}
-
-func (a *Activities) report(endpointID string, res Result) {
-	if a.Reports != nil {
-		a.Reports.Record(endpointID, res)
-	}
+	return res
 }
 
 func (a *Activities) now() time.Time {

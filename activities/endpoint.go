@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"errors"
 	"time"
 
 	"github.com/heraldhq/herald/policy"
@@ -55,6 +56,8 @@ type Overrides struct {
 	MaxInFlight int `json:"max_in_flight,omitempty"`
 	// Breaker replaces the circuit breaker's settings.
 	Breaker *policy.BreakerConfig `json:"breaker,omitempty"`
+	// Capacity replaces the adaptive cap's settings (MaxInFlight, when set, still wins).
+	Capacity *policy.CapacityConfig `json:"capacity,omitempty"`
 }
 
 // Defaults are the worker-wide policy values an endpoint uses unless it overrides them.
@@ -139,4 +142,10 @@ func (o *Overrides) Merge(n Overrides) {
 	if n.Breaker != nil {
 		o.Breaker = n.Breaker
 	}
+	if n.Capacity != nil {
+		o.Capacity = n.Capacity
+	}
 }
+
+// ErrNoEndpoint means the endpoint is not registered.
+var ErrNoEndpoint = errors.New("endpoint is not registered")

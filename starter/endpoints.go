@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -95,13 +97,46 @@ func (s *Client) GetEndpoint(ctx context.Context, id string) (workflows.Endpoint
 	return st, nil
 }
 
-// ListEndpoints returns every registered endpoint's state, sorted by id.
-func (s *Client) ListEndpoints(ctx context.Context) ([]workflows.EndpointState, error) {
-	var ids []string
+// ResetCircuit closes an endpoint's circuit by hand and returns its state.
+func (s *Client) ResetCircuit(ctx context.Context, id string) (workflows.EndpointState, error) {
+	var st workflows.EndpointState
+	if err := workflows.ValidateEndpointID(id); err != nil {
+		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   workflows.EndpointWorkflowID(id),
+		UpdateName:   workflows.UpdateReset,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, &st)
+	}
+	if err != nil {
+		if isNotFound(err) {
+			return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)
+		}
+		return st, fmt.Errorf("reset endpoint %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// ListEndpoints returns every registered endpoint's state, sorted by id. A non-empty
+// circuit ("closed", "open" or "half_open") keeps only endpoints in that state.
+func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows.EndpointState, error) {
+	// HeraldCircuit is set once an endpoint is registered.
+	query := "WorkflowType = 'Endpoint' AND ExecutionStatus = 'Running' AND HeraldCircuit IS NOT NULL"
+	switch circuit {
+	case "":
+	case "closed", "open", "half_open":
+		query += fmt.Sprintf(" AND %s = '%s'", workflows.AttrCircuit.GetName(), circuit)
+	default:
+		return nil, fmt.Errorf("%w: circuit state %q: use closed, open or half_open", ErrInvalid, circuit)
+	}
+	var listed []workflows.EndpointState
 	var token []byte
 	for {
 		resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         "WorkflowType = 'Endpoint' AND ExecutionStatus = 'Running'",
+			Query:         query,
 			PageSize:      500,
 			NextPageToken: token,
 		})
@@ -109,26 +144,44 @@ func (s *Client) ListEndpoints(ctx context.Context) ([]workflows.EndpointState, 
 			return nil, fmt.Errorf("list endpoints: %w", err)
 		}
 		for _, ex := range resp.GetExecutions() {
-			if id, ok := strings.CutPrefix(ex.GetExecution().GetWorkflowId(), "endpoint:"); ok {
-				ids = append(ids, id)
+			id, ok := strings.CutPrefix(ex.GetExecution().GetWorkflowId(), "endpoint:")
+			if !ok {
+				continue
 			}
+			st := workflows.EndpointState{ID: id, Registered: true}
+			st.Circuit.State = keyword(ex.GetSearchAttributes().GetIndexedFields()[workflows.AttrCircuit.GetName()].GetData())
+			listed = append(listed, st)
 		}
 		token = resp.GetNextPageToken()
 		if len(token) == 0 {
 			break
 		}
 	}
-	sort.Strings(ids)
-	out := make([]workflows.EndpointState, 0, len(ids))
-	for _, id := range ids {
-		st, err := s.GetEndpoint(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
+	sort.Slice(listed, func(i, j int) bool { return listed[i].ID < listed[j].ID })
+	// Read each endpoint's state, a few at a time; one that does not answer (no worker
+	// polls its task queue) is listed with what visibility knows and the error.
+	out := make([]workflows.EndpointState, len(listed))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, l := range listed {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			st, err := s.GetEndpoint(qctx, l.ID)
+			if err != nil {
+				st = l
+				st.Error = err.Error()
+			}
+			out[i] = st
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	return out, nil
 }

@@ -76,10 +76,9 @@ func startStack(ctx context.Context, dbFile string) (*stack, error) {
 		return nil, err
 	}
 	w, err := worker.New(c, worker.Options{
-		Net:            loopback,
-		ConfigTTL:      50 * time.Millisecond,
-		ReportInterval: 100 * time.Millisecond,
-		Logger:         quiet,
+		Net:           loopback,
+		RenewInterval: 200 * time.Millisecond,
+		Logger:        quiet,
 	})
 	if err == nil {
 		err = w.Start()

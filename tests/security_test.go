@@ -54,7 +54,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	w, err := worker.New(enc, worker.Options{Net: loopback, ConfigTTL: time.Millisecond, Logger: quiet})
+	w, err := worker.New(enc, worker.Options{Net: loopback, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestSSRFGuard(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const queue = "herald-strict"
-	w, err := worker.New(shared.client, worker.Options{TaskQueue: queue, ConfigTTL: time.Millisecond, Logger: quiet})
+	w, err := worker.New(shared.client, worker.Options{TaskQueue: queue, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

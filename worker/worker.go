@@ -1,5 +1,5 @@
 // Package worker assembles a Herald worker: it registers the workflows and activities on a
-// task queue and runs the background reporter that feeds the endpoint workflows' counters.
+// task queue and runs the gate that leases permits from the endpoint workflows.
 package worker
 
 import (
@@ -25,10 +25,9 @@ type Options struct {
 	Defaults activities.Defaults
 	// Net is the SSRF policy: which addresses attempts may dial.
 	Net netguard.Policy
-	// ConfigTTL is how long an endpoint's configuration is cached; default 1s.
-	ConfigTTL time.Duration
-	// ReportInterval is how often outcome counts are sent to endpoint workflows; default 1s.
-	ReportInterval time.Duration
+	// RenewInterval is how often the gate renews its leases of permits, carrying the
+	// outcomes seen since; default 1s.
+	RenewInterval time.Duration
 	// Logger receives the worker's logs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -40,11 +39,8 @@ func (o *Options) setDefaults() {
 	if o.Defaults.Ladder.Attempts == 0 {
 		o.Defaults = activities.DefaultDefaults()
 	}
-	if o.ConfigTTL == 0 {
-		o.ConfigTTL = time.Second
-	}
-	if o.ReportInterval == 0 {
-		o.ReportInterval = time.Second
+	if o.RenewInterval == 0 {
+		o.RenewInterval = time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -53,10 +49,10 @@ func (o *Options) setDefaults() {
 
 // Worker is a Herald worker bound to one Temporal client.
 type Worker struct {
-	w        sdkworker.Worker
-	reporter *activities.Reporter
-	cancel   context.CancelFunc
-	done     chan struct{}
+	w      sdkworker.Worker
+	gate   *activities.Gate
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New registers Herald's workflows and activities on a new worker for c. It validates the
@@ -76,16 +72,18 @@ func New(c client.Client, o Options) (*Worker, error) {
 		return nil, fmt.Errorf("dead-letter retention %s must be positive", o.Defaults.Retention)
 	}
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{})
-	reporter := activities.NewReporter(c, o.ReportInterval, o.Logger)
+	defaults := o.Defaults
+	gate := activities.NewGate(c, o.RenewInterval, func(ep activities.Endpoint) time.Duration {
+		return defaults.Apply(ep.Overrides).Timeout
+	}, o.Logger)
 	Register(w, o.Net)
 	w.RegisterActivity(&activities.Activities{
-		Endpoints: activities.NewDirectory(c, o.ConfigTTL),
-		HTTP:      activities.NewHTTPClient(o.Net),
-		Defaults:  o.Defaults,
-		Reports:   reporter,
+		Gate:     gate,
+		HTTP:     activities.NewHTTPClient(o.Net),
+		Defaults: o.Defaults,
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
-	return &Worker{w: w, reporter: reporter}, nil
+	return &Worker{w: w, gate: gate}, nil
 }
 
 // Register registers Herald's workflows on r (a worker or a replayer). net is the SSRF
@@ -99,7 +97,7 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: workflows.BulkReplayWorkflowName})
 }
 
-// Start starts polling and the reporter; it returns once the worker is running.
+// Start starts polling and the gate's lease renewals; it returns once the worker is running.
 func (w *Worker) Start() error {
 	if err := w.w.Start(); err != nil {
 		return err
@@ -108,12 +106,12 @@ func (w *Worker) Start() error {
 	w.cancel, w.done = cancel, make(chan struct{})
 	go func() {
 		defer close(w.done)
-		w.reporter.Run(ctx)
+		w.gate.Run(ctx)
 	}()
 	return nil
 }
 
-// Stop stops polling, waits for running attempts, and flushes the last reports.
+// Stop stops polling, waits for running attempts, and gives the leased permits back.
 func (w *Worker) Stop() {
 	w.w.Stop()
 	if w.cancel != nil {

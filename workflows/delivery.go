@@ -34,6 +34,8 @@ const (
 	attemptTimeout = MaxAttemptTimeout + 30*time.Second
 	// MaxAttemptTimeout is the longest HTTP timeout an endpoint may set.
 	MaxAttemptTimeout = 2 * time.Minute
+	// maxQueuedWait is how long a queued delivery waits for its permit before it asks again.
+	maxQueuedWait = 10 * time.Minute
 )
 
 // Delivery is the workflow of one event: it runs the retry ladder with durable timers,
@@ -53,6 +55,7 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (Status, error) {
 		return d.status, err
 	}
 	d.replays = workflow.GetSignalChannel(ctx, SignalReplay)
+	d.permits = workflow.GetSignalChannel(ctx, SignalPermit)
 	return d.run(ctx)
 }
 
@@ -60,6 +63,8 @@ type delivery struct {
 	in      DeliveryInput
 	status  Status
 	replays workflow.ReceiveChannel
+	permits workflow.ReceiveChannel
+	permit  *activities.Permit
 }
 
 func (d *delivery) run(ctx workflow.Context) (Status, error) {
@@ -99,7 +104,9 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		in := activities.AttemptInput{
 			EventID: ev.ID, EndpointID: ev.EndpointID, Type: ev.Type, Data: ev.Data,
 			CreatedAt: ev.CreatedAt, Round: round, Number: n,
+			Waiter: workflow.GetInfo(ctx).WorkflowExecution.ID, Permit: d.permit,
 		}
+		d.permit = nil
 		var res activities.Result
 		opts := workflow.LocalActivityOptions{
 			StartToCloseTimeout: attemptTimeout,
@@ -117,6 +124,16 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			res = activities.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: activities.OutcomeNetwork,
 				Error: "attempt did not complete: " + err.Error(), Policy: lastPolicy(d.status.Attempts)}
 		}
+		if res.Held != nil {
+			// The endpoint's gate or breaker held the attempt back: no request was made,
+			// no attempt is used up. Wait for a permit, then try attempt n again.
+			if err := d.wait(ctx, res.Held); err != nil {
+				return activities.Effective{}, false, err
+			}
+			n--
+			continue
+		}
+		d.status.Waiting = nil
 		rec := AttemptRecord{Round: round, Number: n, Result: res}
 		if res.Delivered() {
 			d.record(rec)
@@ -142,6 +159,39 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			return activities.Effective{}, false, err
 		}
 	}
+}
+
+// wait waits for the endpoint workflow to hand this delivery a permit, or until it is time
+// to ask again.
+func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) error {
+	// Waiting on the endpoint came with the gate; histories from before never reach here.
+	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
+	now := workflow.Now(ctx)
+	d.status.Waiting = &Waiting{Hold: *h, Since: now}
+	d.setState(ctx, StateWaitingEndpoint, true)
+	// Queued: the endpoint workflow signals when our turn comes; ask again after a while
+	// all the same, in case that signal is lost. Not queued: ask again at RetryAt.
+	again := maxQueuedWait
+	if !h.Queued {
+		again = time.Second
+	}
+	if !h.RetryAt.IsZero() && h.RetryAt.After(now) && (!h.Queued || h.RetryAt.Sub(now) < again) {
+		again = h.RetryAt.Sub(now) + time.Second
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(tctx, again, workflow.TimerOptions{
+		Summary: "waiting: " + h.Reason,
+	})
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
+		var p activities.Permit
+		c.Receive(ctx, &p)
+		d.permit = &p
+	})
+	sel.AddFuture(timer, func(workflow.Future) {})
+	sel.Select(ctx)
+	return nil
 }
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).

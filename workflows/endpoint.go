@@ -20,6 +20,10 @@ type EndpointInput struct {
 	Endpoint *activities.Endpoint `json:"endpoint,omitempty"`
 	Counters activities.Report    `json:"counters"`
 	Since    time.Time            `json:"since,omitempty"`
+	// Guard is the circuit breaker, the concurrency cap, the leases and the queue.
+	Guard *policy.Guard `json:"guard,omitempty"`
+	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
+	Circuit policy.CircuitState `json:"circuit,omitempty"`
 }
 
 // PutEndpointRequest registers an endpoint or changes it; empty fields keep what is stored.
@@ -82,6 +86,8 @@ type EndpointState struct {
 	// P50 and P99 are attempt latencies over the recent window.
 	P50 time.Duration `json:"p50"`
 	P99 time.Duration `json:"p99"`
+	// Error is set in a listing when the endpoint's state could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // CircuitView is the circuit breaker as people see it.
@@ -130,7 +136,9 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryEndpointConfig, e.config); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryEndpointState, e.state); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueryEndpointState, func() (EndpointState, error) {
+		return e.view(workflow.Now(ctx)), nil
+	}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePutEndpoint, e.put,
@@ -138,6 +146,16 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 		return err
 	}
 	reports := workflow.GetSignalChannel(ctx, SignalEndpointReport)
+	if workflow.GetVersion(ctx, "endpoint-guard", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return e.runCounters(ctx, reports)
+	}
+	return e.runGuard(ctx, reports)
+}
+
+// runCounters is the endpoint workflow before it held the circuit breaker and the
+// concurrency gate: configuration and counters only. Kept so that runs started by that
+// version replay.
+func (e *endpointRun) runCounters(ctx workflow.Context, reports workflow.ReceiveChannel) error {
 	drain := func() {
 		var r activities.Report
 		for reports.ReceiveAsync(&r) {
@@ -172,6 +190,8 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 type endpointRun struct {
 	net netguard.Policy
 	in  EndpointInput
+	// dirty is set by every message that may let a waiter go.
+	dirty bool
 }
 
 func (e *endpointRun) continueAsNew(ctx workflow.Context) bool {
@@ -186,8 +206,18 @@ func (e *endpointRun) config() (activities.Endpoint, error) {
 	return *e.in.Endpoint, nil
 }
 
-func (e *endpointRun) state() (EndpointState, error) {
+// view is what the state query shows at now.
+func (e *endpointRun) view(now time.Time) EndpointState {
 	s := EndpointState{ID: e.in.ID, Counters: e.in.Counters, CountersSince: e.in.Since}
+	s.Circuit.State = string(policy.CircuitClosed)
+	if g := e.in.Guard; g != nil {
+		v := g.View(now)
+		s.Circuit = CircuitView{State: string(v.Circuit), Since: v.Since, Reason: v.Reason, TrippedAt: v.TrippedAt, NextProbeAt: v.NextProbeAt}
+		s.InFlight, s.Cap, s.MaxInFlight, s.Queue, s.P50, s.P99 = v.InFlight, v.Cap, v.MaxInFlight, v.Queue, v.P50, v.P99
+		for _, l := range v.Leases {
+			s.Leases = append(s.Leases, LeaseView{Holder: l.Holder, Permits: l.Permits, Expires: l.Expires})
+		}
+	}
 	if ep := e.in.Endpoint; ep != nil {
 		s.Registered = true
 		s.URL, s.SecretHint, s.Overrides, s.Tenant = ep.URL, ep.Secret.String(), ep.Overrides, ep.Tenant
@@ -196,7 +226,7 @@ func (e *endpointRun) state() (EndpointState, error) {
 			s.Rotating = ep.PreviousUntil
 		}
 	}
-	return s, nil
+	return s
 }
 
 // validate refuses a put that would leave the endpoint unusable; a refused update leaves no
@@ -269,6 +299,11 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 				return fmt.Errorf("endpoint %s: breaker: %w", req.ID, err)
 			}
 		}
+		if o.Capacity != nil {
+			if err := o.Capacity.Validate(); err != nil {
+				return fmt.Errorf("endpoint %s: capacity: %w", req.ID, err)
+			}
+		}
 		if o.Retention < 0 {
 			return fmt.Errorf("endpoint %s: retention %s is negative", req.ID, o.Retention)
 		}
@@ -314,6 +349,10 @@ func (e *endpointRun) put(ctx workflow.Context, req PutEndpointRequest) (PutEndp
 	ep.Version++
 	ep.UpdatedAt = now
 	e.in.Endpoint = ep
+	if e.in.Guard != nil {
+		e.ensureGuard()
+		e.dirty = true
+	}
 	res.Endpoint = *ep
 	return res, nil
 }

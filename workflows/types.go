@@ -24,6 +24,15 @@ const (
 	// BulkReplayWorkflowName is the workflow type of a bulk replay of dead letters.
 	BulkReplayWorkflowName = "BulkReplay"
 
+	// SignalPermit hands a waiting delivery a permit of its own.
+	SignalPermit = activities.SignalPermit
+	// UpdateLease leases permits to a worker's gate.
+	UpdateLease = activities.UpdateLease
+	// SignalDone returns a delivery's own permit.
+	SignalDone = activities.SignalDone
+	// UpdateReset closes an endpoint's circuit by hand.
+	UpdateReset = "reset"
+
 	// SignalReplay asks a dead-lettered delivery to run its ladder again with the same event id.
 	SignalReplay = activities.SignalReplay
 	// QueryStatus returns a delivery's Status.
@@ -51,9 +60,12 @@ const (
 	StateScheduled    = "scheduled"
 	StateAttempting   = "attempting"
 	StateWaitingRetry = "waiting_retry"
-	StateDelivered    = "delivered"
-	StateDeadLetter   = "dead_letter"
-	StateExpired      = "expired"
+	// StateWaitingEndpoint: the endpoint's concurrency cap or open circuit holds the
+	// attempt back; it waits in the endpoint's queue and uses no attempt.
+	StateWaitingEndpoint = "waiting_endpoint"
+	StateDelivered       = "delivered"
+	StateDeadLetter      = "dead_letter"
+	StateExpired         = "expired"
 )
 
 // Search attributes Herald registers in its namespace and sets on its workflows.
@@ -66,10 +78,12 @@ var (
 	AttrEndpoint = temporal.NewSearchAttributeKeyKeyword("HeraldEndpoint")
 	// AttrEventType is the event type of a delivery.
 	AttrEventType = temporal.NewSearchAttributeKeyKeyword("HeraldEventType")
+	// AttrCircuit is an endpoint workflow's circuit state (closed, open, half_open).
+	AttrCircuit = temporal.NewSearchAttributeKeyKeyword("HeraldCircuit")
 )
 
 // SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
-var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName()}
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName()}
 
 // MaxDataBytes is the largest event payload Herald accepts.
 const MaxDataBytes = 256 << 10
@@ -144,6 +158,14 @@ type Status struct {
 	DeliveredAt   time.Time       `json:"delivered_at,omitempty"`
 	DeadAt        time.Time       `json:"dead_lettered_at,omitempty"`
 	ExpiresAt     time.Time       `json:"expires_at,omitempty"`
+	// Waiting says why the next attempt is held back, while it is.
+	Waiting *Waiting `json:"waiting,omitempty"`
+}
+
+// Waiting is a hold on a delivery by its endpoint's gate or breaker.
+type Waiting struct {
+	activities.Hold
+	Since time.Time `json:"since"`
 }
 
 // EventSummary is an event without its payload.

@@ -19,7 +19,7 @@ func newEndpointCmd(g *globals) *cobra.Command {
 		Use:   "endpoint",
 		Short: "Register, inspect and list endpoints (the receivers events are sent to)",
 	}
-	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g))
+	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g), newEndpointResetCmd(g))
 	return cmd
 }
 
@@ -153,13 +153,14 @@ func newEndpointGetCmd(g *globals) *cobra.Command {
 }
 
 func newEndpointListCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List registered endpoints",
+	var state string
+	cmd := &cobra.Command{
+		Use:   "list [--state open]",
+		Short: "List registered endpoints, with their circuit state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				list, err := s.ListEndpoints(ctx)
+				list, err := s.ListEndpoints(ctx, state)
 				if err != nil {
 					return err
 				}
@@ -173,11 +174,36 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout(), "No endpoints yet. Register one: herald endpoint put ID --url URL")
 					return nil
 				}
-				tw := newTable(cmd.OutOrStdout(), "ID", "URL", "ATTEMPTS", "FAILED", "LAST")
+				tw := newTable(cmd.OutOrStdout(), "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
 				for _, e := range list {
-					tw.row(e.ID, e.URL, e.Counters.Attempts, e.Counters.Failures, oneLine(e.Counters.LastOutcome, 40))
+					tw.row(e.ID, e.Circuit.State, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
 				}
 				return tw.flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only endpoints whose circuit is closed, open or half_open")
+	return cmd
+}
+
+func newEndpointResetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset ID",
+		Short: "Close an endpoint's circuit by hand",
+		Long: `Close an endpoint's circuit breaker by hand, for when you know the receiver is healthy
+again: deliveries waiting on the circuit flow out through the concurrency gate at once.`,
+		Args: exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				st, err := s.ResetCircuit(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					return printJSON(cmd.OutOrStdout(), st)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Circuit of %s is %s; %d deliveries waiting.\n", st.ID, st.Circuit.State, st.Queue)
+				return nil
 			})
 		},
 	}

@@ -32,6 +32,12 @@ func printStatus(w io.Writer, st workflows.Status) {
 		fmt.Fprintf(w, "Replays    %d\n", st.Round)
 	}
 	switch {
+	case st.Waiting != nil:
+		fmt.Fprintf(w, "Waiting    since %s: %s", fmtTime(st.Waiting.Since), st.Waiting.Reason)
+		if st.Waiting.Queued {
+			fmt.Fprintf(w, " (position %d in the endpoint's queue)", st.Waiting.Position)
+		}
+		fmt.Fprintln(w)
 	case !st.NextAttemptAt.IsZero():
 		fmt.Fprintf(w, "Next       attempt at %s\n", fmtTime(st.NextAttemptAt))
 	case !st.DeliveredAt.IsZero() && st.State == workflows.StateDelivered:
@@ -73,8 +79,34 @@ func printStatus(w io.Writer, st workflows.Status) {
 	tw.Flush()
 }
 
+// circuitBanner is the one-line warning shown whenever a circuit is not closed, or "".
+func circuitBanner(st workflows.EndpointState) string {
+	c := st.Circuit
+	switch c.State {
+	case "open":
+		msg := fmt.Sprintf("endpoint %s is in circuit-open since %s after %s", st.ID, clock(c.TrippedAt), c.Reason)
+		if !c.NextProbeAt.IsZero() {
+			msg += fmt.Sprintf("; next probe at %s", clock(c.NextProbeAt))
+		}
+		return msg
+	case "half_open":
+		return fmt.Sprintf("endpoint %s is in circuit-half-open since %s: one attempt at a time until it proves healthy", st.ID, clock(c.Since))
+	}
+	return ""
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("15:04:05")
+}
+
 func printEndpoint(w io.Writer, st workflows.EndpointState) {
-	fmt.Fprintf(w, "Endpoint   %s\n", st.ID)
+	if b := circuitBanner(st); b != "" {
+		fmt.Fprintf(w, "!! %s\n\n", b)
+	}
+	fmt.Fprintf(w, "Endpoint   %s (tenant %s)\n", st.ID, st.Tenant)
 	fmt.Fprintf(w, "URL        %s\n", st.URL)
 	fmt.Fprintf(w, "Secret     %s", st.SecretHint)
 	if !st.Rotating.IsZero() {
@@ -105,6 +137,19 @@ func printEndpoint(w io.Writer, st workflows.EndpointState) {
 	}
 	fmt.Fprintf(w, "Policy     %s\n", strings.Join(ov, ", "))
 	fmt.Fprintf(w, "Version    %d, updated %s\n", st.Version, fmtTime(st.UpdatedAt))
+	fmt.Fprintf(w, "Circuit    %s", st.Circuit.State)
+	if st.Circuit.Reason != "" {
+		fmt.Fprintf(w, " (%s)", st.Circuit.Reason)
+	}
+	if !st.Circuit.Since.IsZero() {
+		fmt.Fprintf(w, " since %s", fmtTime(st.Circuit.Since))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "In flight  %d of cap %d (configured %d); %d waiting; latency p50 %s, p99 %s\n",
+		st.InFlight, st.Cap, st.MaxInFlight, st.Queue, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond))
+	for _, l := range st.Leases {
+		fmt.Fprintf(w, "  lease    %s: %d permits until %s\n", l.Holder, l.Permits, clock(l.Expires))
+	}
 	c := st.Counters
 	fmt.Fprintf(w, "Attempts   %d (%d succeeded, %d failed) since %s\n", c.Attempts, c.Successes, c.Failures, fmtTime(st.CountersSince))
 	fmt.Fprintf(w, "Retry-After honoured %d, capped %d, ignored %d; %d asked for 60-300s\n",

@@ -1,0 +1,63 @@
+package activities
+
+import (
+	"time"
+
+	"github.com/heraldhq/herald/policy"
+)
+
+// Messages between a worker's gate and the endpoint workflows. Package workflows re-exports them.
+const (
+	// UpdateLease asks an endpoint workflow for permits (LeaseRequest → LeaseReply).
+	UpdateLease = "lease"
+	// SignalDone returns a waiter's own permit with its outcome (Done).
+	SignalDone = "done"
+	// SignalPermit, sent by an endpoint workflow to a waiting delivery, hands it a permit (Permit).
+	SignalPermit = "permit"
+)
+
+// LeaseRequest is what a worker's gate sends to an endpoint workflow: the permits it wants,
+// the outcomes since its last request, and the attempts it could not admit.
+type LeaseRequest struct {
+	policy.LeaseRequest
+	// Report counts the outcomes for the endpoint's counters.
+	Report Report `json:"report"`
+}
+
+// LeaseReply is the endpoint workflow's answer: the holder's lease, what became of its
+// waiters, and the endpoint's current configuration.
+type LeaseReply struct {
+	policy.LeaseReply
+	Endpoint Endpoint `json:"endpoint"`
+	// Threshold is how many consecutive failures make the gate stop admitting at once,
+	// before the endpoint workflow has heard of them.
+	Threshold int `json:"threshold"`
+	// Reason says why attempts wait, when they do.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Permit is a permit of its own handed to one delivery: for a probe, a half-open attempt,
+// or a queued attempt whose turn has come.
+type Permit struct {
+	Ticket policy.Ticket `json:"ticket"`
+	Until  time.Time     `json:"until"`
+}
+
+// Done returns a delivery's own permit to the endpoint workflow, with the outcome of the
+// attempt it made (nil if it made none).
+type Done struct {
+	Waiter  string          `json:"waiter"`
+	Outcome *policy.Outcome `json:"outcome,omitempty"`
+	Report  Report          `json:"report"`
+}
+
+// Hold says why an attempt did not go: the endpoint's gate or breaker held it back. A held
+// attempt is not a failed attempt and uses none of the ladder.
+type Hold struct {
+	Reason string `json:"reason"`
+	// Queued is true when the delivery waits in the endpoint's queue, at Position, for a
+	// Permit signal; otherwise it asks again at RetryAt.
+	Queued   bool      `json:"queued,omitempty"`
+	Position int       `json:"position,omitempty"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
+}

@@ -1,0 +1,398 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// GuardConfig configures a Guard.
+type GuardConfig struct {
+	Breaker  BreakerConfig  `json:"breaker"`
+	Capacity CapacityConfig `json:"capacity"`
+	// LeaseTTL is how long a grant of permits lasts unless renewed. It must exceed the
+	// attempt timeout, so that an attempt admitted just before a holder stops renewing
+	// finishes before its permit returns to the pool.
+	LeaseTTL time.Duration `json:"lease_ttl"`
+	// MaxQueue bounds the queue of waiting attempts; beyond it, waiters are told to come
+	// back later instead of being queued.
+	MaxQueue int `json:"max_queue"`
+}
+
+// MaxLeaseTTL bounds the TTL a holder may ask for, so that a dead holder's permits always
+// come back: the longest attempt timeout plus margin.
+const MaxLeaseTTL = 3 * time.Minute
+
+// DefaultGuardConfig returns the article's breaker and cap, leases of 40 s (a 30 s attempt
+// timeout plus margin) and a queue of at most 10,000 waiters.
+func DefaultGuardConfig() GuardConfig {
+	return GuardConfig{
+		Breaker:  DefaultBreakerConfig(),
+		Capacity: DefaultCapacityConfig(),
+		LeaseTTL: 40 * time.Second,
+		MaxQueue: 10000,
+	}
+}
+
+// Validate reports every problem with c.
+func (c GuardConfig) Validate() error {
+	var errs []error
+	if err := c.Breaker.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Capacity.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LeaseTTL <= 0 {
+		errs = append(errs, fmt.Errorf("lease TTL %s must be positive", c.LeaseTTL))
+	}
+	if c.MaxQueue < 1 {
+		errs = append(errs, fmt.Errorf("max queue %d must be at least 1", c.MaxQueue))
+	}
+	return errors.Join(errs...)
+}
+
+// Guard is one endpoint's protection: the circuit breaker, the adaptive concurrency cap,
+// the ledger of leased permits and the FIFO queue of attempts waiting for a permit. Worker
+// processes lease permits in blocks (Lease) and admit attempts against them without asking
+// again; attempts that cannot be admitted wait in the queue and are woken one by one
+// (Tick) when a permit frees up, when the probe of an open circuit is due, or for each
+// half-open trickle attempt. It is a value with exported fields so that it round-trips
+// through encoding/json (continue-as-new); change it only through its methods.
+type Guard struct {
+	Config   GuardConfig `json:"config"`
+	Breaker  Breaker     `json:"breaker"`
+	Capacity Capacity    `json:"capacity"`
+	Permits  Permits     `json:"permits"`
+	// Singles are the one-permit grants to woken waiters, with the ticket each runs under.
+	Singles []Single `json:"singles,omitempty"`
+}
+
+// Single is a one-permit grant to a waiter (a delivery), which reports its own outcome.
+type Single struct {
+	Waiter string    `json:"waiter"`
+	Ticket Ticket    `json:"ticket"`
+	Until  time.Time `json:"until"`
+}
+
+// Outcome is the result of one admitted attempt, as reported to the guard.
+type Outcome struct {
+	At      time.Time     `json:"at"`
+	OK      bool          `json:"ok"`
+	Latency time.Duration `json:"latency"`
+	Ticket  Ticket        `json:"ticket"`
+}
+
+// LeaseRequest is a holder's (a worker process's) request for permits, carrying the
+// outcomes of the attempts it ran since its last request.
+type LeaseRequest struct {
+	Holder string `json:"holder"`
+	// InUse is how many attempts the holder has running now under its lease.
+	InUse int `json:"in_use"`
+	// Want is how many permits the holder would like to hold in all (at least InUse).
+	Want     int       `json:"want"`
+	Outcomes []Outcome `json:"outcomes,omitempty"`
+	// Waiters are attempts at this holder that its lease could not admit. As many as the
+	// renewed lease has room for are covered by it; each of the others is granted a permit
+	// of its own, or queued.
+	Waiters []string `json:"waiters,omitempty"`
+	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
+	// Give the holder's attempt timeout plus a margin.
+	TTL time.Duration `json:"ttl,omitempty"`
+}
+
+// LeaseReply answers a LeaseRequest.
+type LeaseReply struct {
+	// Permits is the holder's lease (attempts it may have in flight) until Expires.
+	Permits int       `json:"permits"`
+	Expires time.Time `json:"expires,omitzero"`
+	// Ticket goes with every outcome of attempts admitted under the lease.
+	Ticket  Ticket        `json:"ticket"`
+	Circuit CircuitState  `json:"circuit"`
+	Waiters []WaiterReply `json:"waiters,omitempty"`
+}
+
+// WaiterReply says what became of one waiter.
+type WaiterReply struct {
+	Waiter string `json:"waiter"`
+	// Covered: the holder's renewed lease has room for it; admit it under the lease.
+	Covered bool `json:"covered,omitempty"`
+	// Granted: the waiter holds a permit of its own until Until and runs under Ticket.
+	Granted bool      `json:"granted,omitempty"`
+	Ticket  Ticket    `json:"ticket,omitzero"`
+	Until   time.Time `json:"until,omitzero"`
+	// Queued: the waiter waits in the queue at Position (1 = next) and is woken later.
+	Queued   bool `json:"queued,omitempty"`
+	Position int  `json:"position,omitempty"`
+	// Reason says why it was not granted; RetryAt is when that may change (for a full queue:
+	// when to ask again).
+	Reason  string    `json:"reason,omitempty"`
+	RetryAt time.Time `json:"retry_at,omitzero"`
+}
+
+// Wake is a queued waiter given a permit of its own.
+type Wake struct {
+	Waiter string    `json:"waiter"`
+	Ticket Ticket    `json:"ticket"`
+	Until  time.Time `json:"until"`
+}
+
+// NewGuard returns a guard with a closed circuit and no permits out. Check c first.
+func NewGuard(c GuardConfig) Guard {
+	return Guard{Config: c, Breaker: NewBreaker(c.Breaker), Capacity: NewCapacity(c.Capacity), Permits: NewPermits()}
+}
+
+// Reconfigure changes the breaker and cap settings, keeping the state.
+func (g *Guard) Reconfigure(c GuardConfig) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if err := g.Breaker.Reconfigure(c.Breaker); err != nil {
+		return err
+	}
+	if err := g.Capacity.Reconfigure(c.Capacity); err != nil {
+		return err
+	}
+	g.Config = c
+	return nil
+}
+
+// Cap is the concurrency cap in force now.
+func (g *Guard) Cap() int { return max(g.Capacity.Cap(), 1) }
+
+// Lease records the holder's outcomes and answers its request: while the circuit is
+// closed and nobody waits, it gets up to Want permits within the cap; otherwise its lease
+// only covers the attempts it has running. Each of its waiters is granted a permit of its
+// own when one may go now (the probe of an open circuit, a half-open trickle attempt, or
+// a free permit while closed), or else queued behind those already waiting.
+func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
+	g.Record(now, r.Outcomes)
+	g.expire(now)
+	want := max(r.Want, r.InUse)
+	closed := g.Breaker.State() == CircuitClosed
+	if !closed || len(g.Permits.Waiting) > 0 {
+		want = r.InUse // no new permits: the queue (or the breaker) comes first
+	}
+	capNow := g.Cap()
+	if !closed {
+		capNow = 0
+	}
+	ttl := r.TTL
+	if ttl <= 0 {
+		ttl = g.Config.LeaseTTL
+	}
+	ttl = min(ttl, MaxLeaseTTL)
+	l := g.Permits.Grant(r.Holder, want, capNow, ttl, now)
+	reply := LeaseReply{Permits: l.Permits, Expires: l.Expires, Circuit: g.Breaker.State()}
+	if t, ok := g.Breaker.Ticket(); ok {
+		reply.Ticket = t
+	}
+	room := l.Permits - r.InUse
+	for _, w := range r.Waiters {
+		if room > 0 && g.single(w) < 0 {
+			room--
+			g.Permits.Remove(w)
+			reply.Waiters = append(reply.Waiters, WaiterReply{Waiter: w, Covered: true})
+			continue
+		}
+		reply.Waiters = append(reply.Waiters, g.waiter(now, w, ttl))
+	}
+	return reply
+}
+
+// waiter grants w a permit of its own now, or queues it.
+func (g *Guard) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
+	if i := g.single(w); i >= 0 {
+		// Already granted (the wake may not have reached it yet): renew and repeat it.
+		if t := g.Singles[i].Ticket; t.Kind != TicketNormal && t.Epoch == g.Breaker.Epoch && g.Breaker.ownsSlot(t) {
+			g.Breaker.SlotAt = now // the probe or trickle waiter is alive: keep its slot
+		}
+		l := g.Permits.Grant(w, 1, g.Cap(), ttl, now)
+		if l.Permits > 0 {
+			g.Singles[i].Until = l.Expires
+			s := g.Singles[i]
+			return WaiterReply{Waiter: w, Granted: true, Ticket: s.Ticket, Until: s.Until}
+		}
+	}
+	if pos := slices.Index(g.Permits.Waiting, w); pos >= 0 {
+		return g.queued(now, w, pos+1)
+	}
+	if len(g.Permits.Waiting) == 0 {
+		if s, ok := g.admitOne(now, w, ttl); ok {
+			return WaiterReply{Waiter: w, Granted: true, Ticket: s.Ticket, Until: s.Until}
+		}
+	}
+	if len(g.Permits.Waiting) >= g.Config.MaxQueue {
+		return WaiterReply{Waiter: w, Reason: fmt.Sprintf("the queue is full (%d waiting)", len(g.Permits.Waiting)),
+			RetryAt: now.Add(time.Minute)}
+	}
+	g.Permits.Enqueue(w)
+	return g.queued(now, w, len(g.Permits.Waiting))
+}
+
+func (g *Guard) queued(now time.Time, w string, pos int) WaiterReply {
+	r := WaiterReply{Waiter: w, Queued: true, Position: pos}
+	r.Reason, r.RetryAt = g.holdReason(now)
+	return r
+}
+
+// holdReason says why attempts wait now.
+func (g *Guard) holdReason(now time.Time) (string, time.Time) {
+	switch g.Breaker.State() {
+	case CircuitOpen:
+		return fmt.Sprintf("circuit open after %s", g.Breaker.TripReason()), g.Breaker.NextProbeAt()
+	case CircuitHalfOpen:
+		return "circuit half-open: one attempt at a time", time.Time{}
+	}
+	return fmt.Sprintf("endpoint at its concurrency cap of %d", g.Cap()), time.Time{}
+}
+
+// admitOne grants w one permit if an attempt may go now: the breaker admits it and the
+// cap has room.
+func (g *Guard) admitOne(now time.Time, w string, ttl time.Duration) (Single, bool) {
+	if g.Permits.Free(g.Cap(), now) < 1 {
+		return Single{}, false
+	}
+	adm := g.Breaker.Admit(now)
+	if !adm.OK {
+		return Single{}, false
+	}
+	l := g.Permits.Grant(w, 1, g.Cap(), ttl, now)
+	s := Single{Waiter: w, Ticket: adm.Ticket, Until: l.Expires}
+	g.Singles = append(slices.Clip(g.Singles), s)
+	return s, true
+}
+
+// Tick returns the permits due now, expiring leases first: queued waiters woken in order
+// while the circuit is closed and the cap has room, or the single probe or half-open
+// attempt otherwise.
+func (g *Guard) Tick(now time.Time) []Wake {
+	g.expire(now)
+	var wakes []Wake
+	for len(g.Permits.Waiting) > 0 {
+		w := g.Permits.Waiting[0]
+		s, ok := g.admitOne(now, w, g.Config.LeaseTTL)
+		if !ok {
+			break
+		}
+		g.Permits.Remove(w)
+		wakes = append(wakes, Wake(s))
+		if s.Ticket.Kind != TicketNormal {
+			break // one probe or trickle attempt at a time
+		}
+	}
+	return wakes
+}
+
+// Record feeds outcomes of admitted attempts to the breaker and the cap, oldest first.
+func (g *Guard) Record(now time.Time, outs []Outcome) {
+	outs = slices.Clone(outs)
+	slices.SortStableFunc(outs, func(a, b Outcome) int { return a.At.Compare(b.At) })
+	for _, o := range outs {
+		g.Breaker.Record(o.At, o.Ticket, o.OK)
+		g.Capacity.Observe(o.At, o.Latency)
+	}
+}
+
+// Done takes the outcome of a waiter's own permit (nil if the attempt never ran) and
+// returns the permit.
+func (g *Guard) Done(now time.Time, waiter string, o *Outcome) {
+	i := g.single(waiter)
+	if o != nil {
+		g.Record(now, []Outcome{*o})
+	} else if i >= 0 {
+		g.Breaker.Release(now, g.Singles[i].Ticket)
+	}
+	if i >= 0 {
+		g.Singles = slices.Delete(slices.Clone(g.Singles), i, i+1)
+	}
+	g.Permits.Return(waiter, 1)
+	g.Permits.Remove(waiter)
+}
+
+// Reset closes the circuit by hand.
+func (g *Guard) Reset(now time.Time) { g.Breaker.Reset(now) }
+
+// NextDeadline returns the next time Tick may have something to do without any message
+// arriving (a lease expiring, the probe falling due, a stuck probe timing out), or zero.
+func (g *Guard) NextDeadline(now time.Time) time.Time {
+	var next time.Time
+	take := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, l := range g.Permits.Held {
+		take(l.Expires)
+	}
+	if len(g.Permits.Waiting) > 0 {
+		if g.Breaker.SlotBusy {
+			take(g.Breaker.SlotAt.Add(g.Breaker.Config.ProbeTimeout))
+		} else if due := g.Breaker.NextProbeAt(); due.After(now) {
+			take(due)
+		}
+	}
+	if !next.IsZero() && next.Before(now) {
+		next = now
+	}
+	return next
+}
+
+// expire drops expired leases and the waiter grants they carried.
+func (g *Guard) expire(now time.Time) {
+	g.Permits.Expire(now)
+	kept := g.Singles[:0:0]
+	for _, s := range g.Singles {
+		if s.Until.After(now) {
+			kept = append(kept, s)
+		} else {
+			g.Breaker.Release(now, s.Ticket)
+		}
+	}
+	g.Singles = kept
+}
+
+func (g *Guard) single(w string) int {
+	return slices.IndexFunc(g.Singles, func(s Single) bool { return s.Waiter == w })
+}
+
+// GuardView is the guard as people see it.
+type GuardView struct {
+	Circuit     CircuitState  `json:"circuit"`
+	Since       time.Time     `json:"since,omitzero"`
+	Reason      string        `json:"reason,omitempty"`
+	TrippedAt   time.Time     `json:"tripped_at,omitzero"`
+	NextProbeAt time.Time     `json:"next_probe_at,omitzero"`
+	InFlight    int           `json:"in_flight"`
+	Cap         int           `json:"cap"`
+	MaxInFlight int           `json:"max_in_flight"`
+	Leases      []Lease       `json:"leases,omitempty"`
+	Queue       int           `json:"queue"`
+	P50         time.Duration `json:"p50"`
+	P99         time.Duration `json:"p99"`
+}
+
+// View summarizes the guard at now.
+func (g *Guard) View(now time.Time) GuardView {
+	var live []Lease
+	for _, l := range g.Permits.Held {
+		if l.Expires.After(now) {
+			live = append(live, l)
+		}
+	}
+	return GuardView{
+		Circuit:     g.Breaker.State(),
+		Since:       g.Breaker.Since(),
+		Reason:      g.Breaker.TripReason(),
+		TrippedAt:   g.Breaker.TrippedAt,
+		NextProbeAt: g.Breaker.NextProbeAt(),
+		InFlight:    g.Permits.InUse(now),
+		Cap:         g.Cap(),
+		MaxInFlight: g.Capacity.Config.MaxInFlight,
+		Leases:      live,
+		Queue:       len(g.Permits.Waiting),
+		P50:         g.Capacity.Percentile(now, 0.5),
+		P99:         g.Capacity.Percentile(now, 0.99),
+	}
+}

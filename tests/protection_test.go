@@ -1,0 +1,273 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// scaledBreaker is the article's breaker with seconds for minutes.
+func scaledBreaker() *policy.BreakerConfig {
+	b := policy.DefaultBreakerConfig()
+	b.ProbeDelay, b.MaxProbeDelay, b.HalfOpenSuccesses = 2*time.Second, 8*time.Second, 2
+	return &b
+}
+
+func endpointState(t *testing.T, id string) workflows.EndpointState {
+	t.Helper()
+	st, err := shared.starter.GetEndpoint(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func sendN(t *testing.T, endpoint string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: endpoint, Data: json.RawMessage(`{}`)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids[i] = res.EventID
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestCircuitBreaker: a failing receiver opens the circuit after 5 failures and receives
+// nothing while open but the probe; when it recovers, the probe closes the circuit (through
+// half-open) and every waiting delivery goes out.
+func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
+	var healthy atomic.Bool
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+		if healthy.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	o := fast(3, 8*time.Second)
+	o.Breaker = scaledBreaker()
+	putEndpoint(t, "breaker", rcv.URL, o)
+
+	first := sendN(t, "breaker", 5)
+	eventually(t, "the circuit to open after 5 failures", func() bool {
+		return endpointState(t, "breaker").Circuit.State == "open"
+	})
+	st := endpointState(t, "breaker")
+	if !strings.Contains(st.Circuit.Reason, "5 consecutive failures") || st.Circuit.NextProbeAt.IsZero() {
+		t.Errorf("circuit = %+v, want open after 5 consecutive failures with a probe scheduled", st.Circuit)
+	}
+	if n := len(rcv.requests()); n != 5 {
+		t.Fatalf("receiver saw %d requests before the circuit opened, want 5", n)
+	}
+
+	// New deliveries wait, using no attempt, and the receiver sees nothing.
+	later := sendN(t, "breaker", 5)
+	for _, id := range later {
+		s := waitState(t, id, workflows.StateWaitingEndpoint)
+		if s.Waiting == nil || !strings.Contains(s.Waiting.Reason, "circuit open") || len(s.Attempts) != 0 {
+			t.Errorf("held delivery %s: waiting %+v with %d attempts", id, s.Waiting, len(s.Attempts))
+		}
+	}
+	// One probe at the probe delay, which fails; then nothing until the next probe.
+	eventually(t, "the probe", func() bool { return len(rcv.requests()) == 6 })
+	healthy.Store(true)
+	st = endpointState(t, "breaker")
+	if st.Circuit.State != "open" || !strings.Contains(st.Circuit.Reason, "probe failed") {
+		t.Errorf("after a failed probe the circuit is %+v, want open (probe failed)", st.Circuit)
+	}
+	reqs := rcv.requests()
+	if gap := reqs[5].At.Sub(reqs[4].At); gap < 2*time.Second {
+		t.Errorf("the probe came %s after the last failure, before the 2s probe delay", gap)
+	}
+
+	for _, id := range append(first, later...) {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	st = endpointState(t, "breaker")
+	if st.Circuit.State != "closed" {
+		t.Errorf("circuit is %s after recovery, want closed", st.Circuit.State)
+	}
+	// 5 failures, 1 failed probe, then each of the 10 delivered once.
+	if n := len(rcv.requests()); n != 16 {
+		t.Errorf("receiver saw %d requests in all, want 16", n)
+	}
+	// The second probe came no sooner than the doubled delay after the first.
+	reqs = rcv.requests()
+	if gap := reqs[6].At.Sub(reqs[5].At); gap < 4*time.Second {
+		t.Errorf("second probe came %s after the failed one, want at least the doubled 4s", gap)
+	}
+	list, err := shared.starter.ListEndpoints(context.Background(), "closed")
+	if err != nil || !containsEndpoint(list, "breaker") {
+		t.Errorf("endpoint list --state closed: %v, %v", list, err)
+	}
+}
+
+func containsEndpoint(list []workflows.EndpointState, id string) bool {
+	for _, e := range list {
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// concurrency counts the requests a receiver is handling at once.
+type concurrency struct {
+	now, peak atomic.Int64
+}
+
+func (c *concurrency) handler(hold time.Duration) func(int, http.ResponseWriter) {
+	return func(_ int, w http.ResponseWriter) {
+		n := c.now.Add(1)
+		for {
+			p := c.peak.Load()
+			if n <= p || c.peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(hold)
+		c.now.Add(-1)
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// TestConcurrencyCap: the receiver never sees more concurrent requests than the cap,
+// with two workers (each with its own gate and Temporal connection).
+func TestConcurrencyCap(t *testing.T) {
+	t.Parallel()
+	c2, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	w2, err := worker.New(c2, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+
+	var conc concurrency
+	rcv := newReceiver(t, conc.handler(100*time.Millisecond))
+	o := fast(3, time.Second)
+	o.MaxInFlight = 5
+	putEndpoint(t, "capped", rcv.URL, o)
+	ids := sendN(t, "capped", 50)
+	for _, id := range ids {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	if p := conc.peak.Load(); p > 5 {
+		t.Errorf("receiver saw %d concurrent requests, cap is 5", p)
+	} else if p < 2 {
+		t.Errorf("receiver saw at most %d concurrent request(s): the cap is not used", p)
+	}
+	if n := len(rcv.requests()); n != 50 {
+		t.Errorf("receiver saw %d requests for 50 events (no retries expected)", n)
+	}
+	t.Logf("peak concurrency %d (cap 5), %d requests", conc.peak.Load(), len(rcv.requests()))
+}
+
+// TestSlowEndpointCapHalves: when p99 latency passes the slow threshold the cap halves.
+func TestSlowEndpointCapHalves(t *testing.T) {
+	t.Parallel()
+	var conc concurrency
+	rcv := newReceiver(t, conc.handler(300*time.Millisecond))
+	o := fast(3, time.Second)
+	capCfg := policy.DefaultCapacityConfig()
+	capCfg.SlowP99, capCfg.RecoverP99 = 200*time.Millisecond, 50*time.Millisecond
+	capCfg.MinSamples, capCfg.MinChangeInterval, capCfg.Window = 5, time.Hour, time.Hour
+	o.Capacity, o.MaxInFlight = &capCfg, 8
+	putEndpoint(t, "slow", rcv.URL, o)
+	ids := sendN(t, "slow", 8)
+	for _, id := range ids {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	eventually(t, "the cap to halve", func() bool {
+		st := endpointState(t, "slow")
+		return st.Cap == 4 && st.MaxInFlight == 8 && st.P99 >= 300*time.Millisecond
+	})
+	conc.peak.Store(0)
+	for _, id := range sendN(t, "slow", 12) {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	if p := conc.peak.Load(); p > 4 {
+		t.Errorf("after halving, the receiver saw %d concurrent requests, want at most 4", p)
+	}
+}
+
+// TestDeadHolderLeaseExpires: a worker that took every permit and died (it never renews
+// nor returns them) holds deliveries back only until its lease expires.
+func TestDeadHolderLeaseExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rcv := newReceiver(t, status(http.StatusOK))
+	o := fast(3, time.Second)
+	o.MaxInFlight = 3
+	putEndpoint(t, "orphaned", rcv.URL, o)
+
+	h, err := shared.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.EndpointWorkflowID("orphaned"), UpdateName: workflows.UpdateLease,
+		Args: []any{activities.LeaseRequest{LeaseRequest: policy.LeaseRequest{
+			Holder: "worker:dead", InUse: 3, Want: 3, TTL: 3 * time.Second}}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply activities.LeaseReply
+	if err := h.Get(ctx, &reply); err != nil || reply.Permits != 3 {
+		t.Fatalf("dead worker's lease: %+v, %v", reply, err)
+	}
+	took := time.Now()
+	ids := sendN(t, "orphaned", 2)
+	for _, id := range ids {
+		s := waitState(t, id, workflows.StateWaitingEndpoint)
+		if s.Waiting == nil || !strings.Contains(s.Waiting.Reason, "cap of 3") {
+			t.Errorf("delivery %s waits for %+v, want the cap", id, s.Waiting)
+		}
+	}
+	if st := endpointState(t, "orphaned"); st.InFlight != 3 || st.Queue != 2 {
+		t.Errorf("endpoint: %d in flight, %d queued; want 3 and 2", st.InFlight, st.Queue)
+	}
+	for _, id := range ids {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	if waited := time.Since(took); waited < 3*time.Second {
+		t.Errorf("deliveries went after %s, before the dead lease expired", waited)
+	}
+	if n := len(rcv.requests()); n != 2 {
+		t.Errorf("receiver saw %d requests, want 2", n)
+	}
+}

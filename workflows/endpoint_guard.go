@@ -1,0 +1,190 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
+)
+
+// runGuard is the endpoint workflow as the authority that protects its endpoint: it leases
+// permits to the workers' gates, aggregates their outcomes into the circuit breaker and the
+// adaptive cap, and holds the durable queue of deliveries waiting for a permit, waking them
+// through the gate. Every decision is policy.Guard's; this loop only moves messages and
+// sets the one timer the guard asks for.
+func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveChannel) error {
+	dones := workflow.GetSignalChannel(ctx, SignalDone)
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateLease, e.lease,
+		workflow.UpdateHandlerOptions{Validator: e.validateLease}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateReset, e.reset); err != nil {
+		return err
+	}
+	if e.in.Endpoint == nil {
+		ok, err := workflow.AwaitWithTimeout(ctx, unregisteredLifetime, func() bool { return e.in.Endpoint != nil })
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+	}
+	e.ensureGuard()
+
+	drain := func(ctx workflow.Context) {
+		var r activities.Report
+		for reports.ReceiveAsync(&r) { // from workers of the version before the gate
+			e.in.Counters.Merge(r)
+			r = activities.Report{}
+		}
+		var d activities.Done
+		for dones.ReceiveAsync(&d) {
+			e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
+			e.in.Counters.Merge(d.Report)
+			d = activities.Done{}
+		}
+	}
+	var (
+		timerAt     time.Time
+		fired       bool
+		cancelTimer workflow.CancelFunc
+	)
+	for {
+		now := workflow.Now(ctx)
+		e.expirePreviousSecret(now)
+		for _, w := range e.in.Guard.Tick(now) {
+			e.wake(ctx, w)
+		}
+		e.showCircuit(ctx)
+
+		next := e.in.Guard.NextDeadline(now)
+		if ep := e.in.Endpoint; ep.PreviousSecret != "" && (next.IsZero() || ep.PreviousUntil.Before(next)) {
+			next = ep.PreviousUntil
+		}
+		if !next.IsZero() && (timerAt.IsZero() || next.Before(timerAt)) {
+			if cancelTimer != nil {
+				cancelTimer()
+			}
+			var tctx workflow.Context
+			tctx, cancelTimer = workflow.WithCancel(ctx)
+			timer := workflow.NewTimerWithOptions(tctx, max(next.Sub(now), time.Millisecond),
+				workflow.TimerOptions{Summary: "next deadline: lease expiry, probe or secret rotation"})
+			timerAt, fired = next, false
+			workflow.Go(ctx, func(gctx workflow.Context) {
+				if timer.Get(gctx, nil) == nil {
+					fired = true
+				}
+			})
+		}
+
+		e.dirty = false
+		err := workflow.Await(ctx, func() bool {
+			return e.dirty || fired || reports.Len() > 0 || dones.Len() > 0 || e.continueAsNew(ctx)
+		})
+		if err != nil {
+			return err
+		}
+		if fired {
+			timerAt, fired, cancelTimer = time.Time{}, false, nil
+		}
+		drain(ctx)
+		if e.continueAsNew(ctx) {
+			if cancelTimer != nil {
+				cancelTimer()
+			}
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			drain(ctx)
+			return workflow.NewContinueAsNewError(ctx, EndpointWorkflowName, e.in)
+		}
+	}
+}
+
+// ensureGuard creates the guard, or brings its settings in line with the endpoint's.
+func (e *endpointRun) ensureGuard() {
+	cfg := guardConfig(e.in.Endpoint.Overrides)
+	if e.in.Guard == nil {
+		g := policy.NewGuard(cfg)
+		e.in.Guard = &g
+		return
+	}
+	// The overrides were validated by the put that set them.
+	_ = e.in.Guard.Reconfigure(cfg)
+}
+
+// guardConfig is the guard's configuration for an endpoint with overrides o.
+func guardConfig(o activities.Overrides) policy.GuardConfig {
+	c := policy.DefaultGuardConfig()
+	if o.Breaker != nil {
+		c.Breaker = *o.Breaker
+	}
+	if o.Capacity != nil {
+		c.Capacity = *o.Capacity
+	}
+	if o.MaxInFlight != 0 {
+		c.Capacity.MaxInFlight = o.MaxInFlight
+	}
+	return c
+}
+
+func (e *endpointRun) validateLease(ctx workflow.Context, req activities.LeaseRequest) error {
+	if e.in.Endpoint == nil || e.in.Guard == nil {
+		return fmt.Errorf("endpoint %s: %w", e.in.ID, activities.ErrNoEndpoint)
+	}
+	return nil
+}
+
+// lease answers a worker's gate: its permits, its waiters, and the configuration.
+func (e *endpointRun) lease(ctx workflow.Context, req activities.LeaseRequest) (activities.LeaseReply, error) {
+	now := workflow.Now(ctx)
+	e.in.Counters.Merge(req.Report)
+	r := e.in.Guard.Lease(now, req.LeaseRequest)
+	e.dirty = true
+	return activities.LeaseReply{
+		LeaseReply: r,
+		Endpoint:   *e.in.Endpoint,
+		Threshold:  e.in.Guard.Config.Breaker.ConsecutiveFailures,
+	}, nil
+}
+
+// reset closes the circuit by hand.
+func (e *endpointRun) reset(ctx workflow.Context) (EndpointState, error) {
+	if e.in.Guard == nil {
+		return EndpointState{}, fmt.Errorf("endpoint %s: %w", e.in.ID, activities.ErrNoEndpoint)
+	}
+	e.in.Guard.Reset(workflow.Now(ctx))
+	e.dirty = true
+	return e.view(workflow.Now(ctx)), nil
+}
+
+// wake hands waiter w its permit. A delivery that is gone gives the permit back.
+func (e *endpointRun) wake(ctx workflow.Context, w policy.Wake) {
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", SignalPermit, activities.Permit{Ticket: w.Ticket, Until: w.Until})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if err := f.Get(gctx, nil); err != nil {
+			e.in.Guard.Done(workflow.Now(gctx), w.Waiter, nil)
+			e.dirty = true
+		}
+	})
+}
+
+// showCircuit writes a changed circuit state to the HeraldCircuit search attribute (set
+// first when the endpoint is registered: listings show registered endpoints only).
+func (e *endpointRun) showCircuit(ctx workflow.Context) {
+	if s := e.in.Guard.Breaker.State(); s != e.in.Circuit {
+		e.in.Circuit = s
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrCircuit.ValueSet(string(s)))
+	}
+}
+
+// expirePreviousSecret forgets the previous secret once its grace period has ended.
+func (e *endpointRun) expirePreviousSecret(now time.Time) {
+	if ep := e.in.Endpoint; ep != nil && ep.PreviousSecret != "" && !now.Before(ep.PreviousUntil) {
+		ep.PreviousSecret, ep.PreviousUntil = "", time.Time{}
+	}
+}
