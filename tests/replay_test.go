@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 	heraldworker "github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
@@ -70,7 +71,18 @@ func TestRecordHistories(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	down := newReceiver(t, status(http.StatusServiceUnavailable))
+	tripping := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
 	putEndpoint(t, "rec-ok", ok.URL, fast(3, time.Second))
+	brk := fast(3, 200*time.Millisecond)
+	brk.Breaker = &policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: time.Minute, VolumeFailures: 20,
+		VolumeWindow: 5 * time.Minute, ProbeDelay: time.Second, MaxProbeDelay: time.Minute, HalfOpenSuccesses: 0, ProbeTimeout: time.Minute}
+	putEndpoint(t, "rec-breaker", tripping.URL, brk)
 	putEndpoint(t, "rec-flaky", flaky.URL, fast(3, 30*time.Second))
 	putEndpoint(t, "rec-down", down.URL, fast(2, 200*time.Millisecond))
 
@@ -82,9 +94,11 @@ func TestRecordHistories(t *testing.T) {
 	send("evt_rec_first_try", "rec-ok")
 	send("evt_rec_retry_after", "rec-flaky")
 	send("evt_rec_dead_replayed", "rec-down")
+	send("evt_rec_held_by_breaker", "rec-breaker")
 	waitState(t, "evt_rec_first_try", workflows.StateDelivered)
 	waitState(t, "evt_rec_retry_after", workflows.StateDelivered)
 	waitState(t, "evt_rec_dead_replayed", workflows.StateDeadLetter)
+	waitState(t, "evt_rec_held_by_breaker", workflows.StateDelivered)
 	down.setAnswer(status(http.StatusOK))
 	if err := shared.starter.Replay(ctx, "evt_rec_dead_replayed"); err != nil {
 		t.Fatal(err)
@@ -108,7 +122,9 @@ func TestRecordHistories(t *testing.T) {
 	save(t, "delivery_first_try.json", workflows.DeliveryID("evt_rec_first_try"))
 	save(t, "delivery_retry_after.json", workflows.DeliveryID("evt_rec_retry_after"))
 	save(t, "delivery_dead_letter_replayed.json", workflows.DeliveryID("evt_rec_dead_replayed"))
-	save(t, "endpoint_put_and_reports.json", workflows.EndpointWorkflowID("rec-down"))
+	save(t, "endpoint_put_and_leases.json", workflows.EndpointWorkflowID("rec-down"))
+	save(t, "delivery_held_by_breaker.json", workflows.DeliveryID("evt_rec_held_by_breaker"))
+	save(t, "endpoint_breaker_probe.json", workflows.EndpointWorkflowID("rec-breaker"))
 	save(t, "bulk_replay_at.json", wfID)
 }
 

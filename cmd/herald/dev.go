@@ -16,6 +16,9 @@ import (
 
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/devserver"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/server"
+	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -88,7 +91,14 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			}
 			defer srv.Stop()
 
+			rec, err := metrics.New()
+			if err != nil {
+				httpLn.Close()
+				return err
+			}
+			defer rec.Close()
 			mux := http.NewServeMux()
+			mux.Handle("/metrics", rec.Handler())
 			if g.keys != nil {
 				mux.Handle("/codec/", codec.Handler(g.keys, []string{srv.UIAddress()}))
 			}
@@ -96,7 +106,9 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			go func() { _ = httpSrv.Serve(httpLn) }()
 			defer httpSrv.Close()
 
-			c, err := client.DialContext(ctx, g.clientOptions(srv.FrontendAddress()))
+			copts := g.clientOptions(srv.FrontendAddress())
+			copts.MetricsHandler = rec.SDKHandler()
+			c, err := client.DialContext(ctx, copts)
 			if err != nil {
 				return fmt.Errorf("connect to the embedded Temporal: %w", err)
 			}
@@ -111,6 +123,19 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			}
 			defer w.Stop()
 
+			tokens, err := server.OpenTokenStore(envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile))
+			if err != nil {
+				return err
+			}
+			dashboard, err := server.New(server.Options{
+				Starter: starter.New(c, starter.Options{TaskQueue: g.taskQueue, EagerStart: true}), Client: c, Tokens: tokens,
+				Namespace: srv.Namespace(), TemporalUI: srv.UIAddress(), Logger: g.logger(),
+			})
+			if err != nil {
+				return err
+			}
+			mux.Handle("/", dashboard)
+
 			storage := db
 			if storage == "" {
 				storage = "in memory (lost on exit)"
@@ -121,6 +146,8 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 				fmt.Fprintf(out, "  Temporal Web UI    %s/namespaces/%s/workflows\n", srv.UIAddress(), srv.Namespace())
 			}
 			fmt.Fprintf(out, "  Storage            %s\n", storage)
+			fmt.Fprintf(out, "  Metrics            %s/metrics (Prometheus)\n", httpURL)
+			fmt.Fprintf(out, "  Dashboard and API  %s/ (API under /v1; sign in with a token from herald token create --operator, kept in %s)\n", httpURL, tokens.Path())
 			if g.keys != nil {
 				fmt.Fprintf(out, "  Payloads           encrypted with key %s (%s); UI decodes through %s\n", g.keys.ActiveKeyID(), g.keyFile, codecEndpoint)
 			} else {

@@ -1,17 +1,26 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/worker"
 )
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	wf := &workerFlags{}
+	var metricsListen string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Herald worker against any Temporal server",
@@ -19,7 +28,10 @@ func newWorkerCmd(g *globals) *cobra.Command {
 workflows and makes the HTTP attempts. Point it at a Temporal cluster with --address and
 --namespace (or TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE). The namespace needs Herald's search
 attributes (HeraldStatus, HeraldEndpoint, HeraldEventType, all Keyword); see the README.
-Run as many workers as you like on the same task queue.`,
+Run as many workers as you like on the same task queue.
+
+With --metrics-listen HOST:PORT the worker serves Prometheus metrics on /metrics there: the
+Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := wf.options(g.taskQueue)
@@ -31,7 +43,19 @@ Run as many workers as you like on the same task queue.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			c, err := g.dial(ctx)
+			var rec *metrics.Recorder
+			if metricsListen != "" {
+				if rec, err = metrics.New(); err != nil {
+					return err
+				}
+				defer rec.Close()
+				stopMetrics, err := serveMetrics(metricsListen, rec, g.logger())
+				if err != nil {
+					return err
+				}
+				defer stopMetrics()
+			}
+			c, err := dialWithMetrics(ctx, g, rec)
 			if err != nil {
 				return err
 			}
@@ -45,6 +69,9 @@ Run as many workers as you like on the same task queue.`,
 				return fmt.Errorf("start worker: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Herald worker polling task queue %q on %s (namespace %s). Ctrl-C stops it.\n", g.taskQueue, g.address, g.namespace)
+			if metricsListen != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Metrics on http://%s/metrics\n", metricsListen)
+			}
 			<-ctx.Done()
 			fmt.Fprintln(cmd.OutOrStdout(), "Stopping: finishing running attempts...")
 			w.Stop()
@@ -52,5 +79,39 @@ Run as many workers as you like on the same task queue.`,
 		},
 	}
 	wf.bind(cmd.Flags(), nil)
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://HOST:PORT/metrics, e.g. 127.0.0.1:9090 (default: no metrics)")
 	return cmd
+}
+
+// serveMetrics serves rec on addr's /metrics until the returned function is called.
+func serveMetrics(addr string, rec *metrics.Recorder, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", rec.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "listen", addr, "error", err)
+		}
+	}()
+	return func() { _ = srv.Close() }, nil
+}
+
+// dialWithMetrics is g.dial with the SDK's metrics going to rec (nil: no metrics).
+func dialWithMetrics(ctx context.Context, g *globals, rec *metrics.Recorder) (client.Client, error) {
+	if rec == nil {
+		return g.dial(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	o := g.clientOptions(g.address)
+	o.MetricsHandler = rec.SDKHandler()
+	c, err := client.DialContext(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nIs `herald dev` running? Point elsewhere with --address or TEMPORAL_ADDRESS", g.address, g.namespace, err)
+	}
+	return c, nil
 }

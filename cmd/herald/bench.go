@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/internal/bench"
+)
+
+func newBenchCmd(g *globals) *cobra.Command {
+	cfg := bench.DefaultConfig()
+	var (
+		scenarios  []string
+		dynamic    []string
+		pragmas    []string
+		cpuProfile string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure Herald on this machine: throughput, history cost, retry storm, isolation, cap, breaker",
+		Long: `Measure Herald on this machine. The bench starts its own embedded Temporal server (in
+memory unless --db-file is given), a Herald worker and HTTP receivers on 127.0.0.1, all in
+this process; it needs nothing else running and touches nothing outside a --db-file.
+
+Scenarios (--scenario, repeatable; default all, in this order):
+  throughput  N events over M endpoints whose receivers answer 204 at once: deliveries per
+              second and the latency from just before Send to the receiver's first request,
+              at full load (C concurrent senders) and at a steady rate; the same N through a
+              naive workflow (one regular activity) and through the engine's limit (eager
+              start, one local activity), each on its own task queue, and the ratios.
+  cost        history events per first-try delivery: its own workflow's, read back, plus its
+              share of the endpoint workflow's events during the run.
+  storm       events whose first attempts fail together (503, all at the same moment): how
+              the second attempts spread over time (takes about 1.5 × --storm-rung).
+  isolation   the healthy endpoints' latency while one endpoint hangs until its attempt
+              timeout, against the same load without it.
+  cap         an endpoint capped at --cap concurrent requests, with a slow receiver: the most
+              concurrent requests it saw.
+  breaker     an endpoint failing every request: how many requests reached it while its
+              circuit was open (only probes should).
+
+The table shows each figure, its target where there is one, and whether it was met. The
+figures are measurements, not pass/fail tests: run on a quiet machine, and compare runs
+on the same machine. -o json prints everything measured.`,
+		Example: `  herald bench                                  # every scenario, default sizes
+  herald bench --scenario throughput --events 2000
+  herald bench --scenario storm --storm-rung 10s
+  herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
+  herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Scenarios = scenarios
+			var err error
+			if cfg.DynamicConfig, err = parseDynamic(dynamic); err != nil {
+				return err
+			}
+			if cfg.SQLitePragmas, err = parsePairs("--sqlite-pragma", pragmas); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("%w: --scenario: %v", errUsage, err)
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cfg.Progress = cmd.ErrOrStderr()
+			if g.verbose {
+				cfg.Logger = g.logger()
+			}
+			rep, err := bench.Run(ctx, cfg)
+			if err != nil && rep == nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.output == "json" {
+				if perr := printJSON(out, struct {
+					Config bench.Config `json:"config"`
+					*bench.Report
+					Rows []bench.Row `json:"rows"`
+				}{cfg, rep, rep.Rows()}); perr != nil {
+					return perr
+				}
+			} else if perr := rep.WriteText(out); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return err
+			}
+			if len(rep.Errors) > 0 {
+				return fmt.Errorf("%d scenario(s) could not finish (see above)", len(rep.Errors))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&scenarios, "scenario", nil, "scenario to run (repeatable, or comma-separated): "+strings.Join(bench.Scenarios, ", ")+"; default all")
+	f.StringVar(&cfg.DBFile, "db-file", "", "run the embedded server on this SQLite file (created if missing) instead of in memory")
+	f.StringSliceVar(&pragmas, "sqlite-pragma", nil, "SQLite pragma for the embedded server, KEY=VALUE (repeatable), e.g. synchronous=full")
+	f.StringSliceVar(&dynamic, "dynamic-config", nil, "Temporal dynamic config for the embedded server, KEY=VALUE (repeatable), e.g. matching.numTaskqueueReadPartitions=1")
+	f.BoolVar(&cfg.Plaintext, "plaintext", false, "do not encrypt payloads (production encrypts them; so does the bench by default)")
+	f.IntVar(&cfg.Events, "events", cfg.Events, "throughput: events per phase (N)")
+	f.IntVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "throughput: endpoints the events are spread over (M)")
+	f.IntVar(&cfg.Senders, "senders", cfg.Senders, "concurrent senders at full load (C)")
+	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "throughput: events per second of the steady phase")
+	f.IntVar(&cfg.CostEvents, "cost-events", cfg.CostEvents, "cost: first-try deliveries to read back")
+	f.IntVar(&cfg.StormEvents, "storm-events", cfg.StormEvents, "storm: events whose first attempt fails together")
+	f.DurationVar(&cfg.StormRung, "storm-rung", cfg.StormRung, "storm: the ladder's first wait (jittered ±20%)")
+	f.Float64Var(&cfg.IsolationRate, "isolation-rate", cfg.IsolationRate, "isolation: events per second over the 10 endpoints")
+	f.DurationVar(&cfg.IsolationFor, "isolation-for", cfg.IsolationFor, "isolation: how long each of its two runs sends")
+	f.DurationVar(&cfg.HangTimeout, "hang-timeout", cfg.HangTimeout, "isolation: attempt timeout of the hanging endpoint (at least 1s)")
+	f.IntVar(&cfg.CapEvents, "cap-events", cfg.CapEvents, "cap: events sent at once to the capped endpoint")
+	f.IntVar(&cfg.CapLimit, "cap", cfg.CapLimit, "cap: the endpoint's max in-flight requests (1-500)")
+	f.DurationVar(&cfg.CapDelay, "cap-delay", cfg.CapDelay, "cap: how long the capped endpoint's receiver takes to answer")
+	f.IntVar(&cfg.BreakerEvents, "breaker-events", cfg.BreakerEvents, "breaker: events sent to the failing endpoint")
+	f.DurationVar(&cfg.BreakerFor, "breaker-for", cfg.BreakerFor, "breaker: how long to watch the failing endpoint")
+	f.DurationVar(&cfg.ProbeDelay, "probe-delay", cfg.ProbeDelay, "breaker: the scaled-down delay before the circuit's first probe")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to FILE; read it with `go tool pprof`")
+	return cmd
+}
+
+// parsePairs parses KEY=VALUE flags.
+func parsePairs(flag string, list []string) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%w: %s %q: give KEY=VALUE", errUsage, flag, kv)
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, nil
+}
+
+// parseDynamic parses --dynamic-config values: integers, numbers and booleans as such,
+// anything else (e.g. durations such as 10s) as strings.
+func parseDynamic(list []string) (map[string]any, error) {
+	pairs, err := parsePairs("--dynamic-config", list)
+	if err != nil || pairs == nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	for k, v := range pairs {
+		if i, err := strconv.Atoi(v); err == nil {
+			m[k] = i
+		} else if f, err := strconv.ParseFloat(v, 64); err == nil {
+			m[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			m[k] = b
+		} else {
+			m[k] = v
+		}
+	}
+	return m, nil
+}

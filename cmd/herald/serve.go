@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/heraldhq/herald/server"
+	"github.com/heraldhq/herald/starter"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	var (
+		listen, tokensFile, temporalUI, cookieSecure string
+		tlsCert, tlsKey                              string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the JSON API (/v1) and the dashboard over HTTP",
+		Long: `Serve Herald's HTTP API and dashboard against any Temporal (--address, --namespace).
+
+The JSON API under /v1 lets producers in any language send events, follow deliveries,
+manage endpoints and replay dead letters; its OpenAPI document is at /v1/openapi.json.
+The dashboard at / shows endpoints, their circuits, recent deliveries and dead letters.
+
+Both take tokens from the tokens file (herald token create). Several serve instances must
+share one tokens file: it also holds the key that signs dashboard sessions, and each
+instance rereads it when it changes, so created and revoked tokens apply at once.
+
+The session cookie is marked Secure when the request came over https (--tls-cert, or a
+proxy setting X-Forwarded-Proto: https); on plain http (e.g. 127.0.0.1) it is not, or a
+browser would never send it back. Force it with --cookie-secure always|never.`,
+		Example: `  herald token create --operator
+  herald serve --listen 127.0.0.1:8080 --temporal-ui http://127.0.0.1:8233`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (tlsCert == "") != (tlsKey == "") {
+				return fmt.Errorf("%w: give both --tls-cert and --tls-key, or neither", errUsage)
+			}
+			tokens, err := server.OpenTokenStore(tokensFile)
+			if err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+			c, err := client.NewLazyClient(g.clientOptions(g.address))
+			if err != nil {
+				return fmt.Errorf("Temporal client for %s: %w", g.address, err)
+			}
+			defer c.Close()
+			h, err := server.New(server.Options{
+				Starter: starter.New(c, starter.Options{TaskQueue: g.taskQueue}), Client: c, Tokens: tokens,
+				Namespace: g.namespace, TemporalUI: temporalUI, CookieSecure: cookieSecure, Logger: g.logger(),
+			})
+			if err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w (choose another address with --listen)", listen, err)
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+			scheme := "http"
+			if tlsCert != "" {
+				scheme = "https"
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Herald API and dashboard on %s://%s/ (Temporal %s, namespace %s)\n", scheme, ln.Addr(), g.address, g.namespace)
+			fmt.Fprintf(out, "  API        %s://%s/v1 (OpenAPI at /v1/openapi.json)\n", scheme, ln.Addr())
+			fmt.Fprintf(out, "  Tokens     %s", tokens.Path())
+			if list, _ := tokens.List(); len(list) == 0 {
+				fmt.Fprintf(out, " (none yet: herald token create --operator)")
+			}
+			fmt.Fprintln(out)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			errc := make(chan error, 1)
+			go func() {
+				if tlsCert != "" {
+					errc <- srv.ServeTLS(ln, tlsCert, tlsKey)
+				} else {
+					errc <- srv.Serve(ln)
+				}
+			}()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, http.ErrServerClosed) {
+					return err
+				}
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
+	f.StringVar(&tokensFile, "tokens-file", envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile), "tokens file; share it between instances (env HERALD_TOKENS_FILE)")
+	f.StringVar(&temporalUI, "temporal-ui", envOr("HERALD_TEMPORAL_UI", ""), "Temporal Web UI base URL, for operators' links to workflows (env HERALD_TEMPORAL_UI)")
+	f.StringVar(&cookieSecure, "cookie-secure", server.CookieSecureAuto, "mark the session cookie Secure: auto (when over https), always or never")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve https with this certificate file (PEM)")
+	f.StringVar(&tlsKey, "tls-key", "", "the certificate's private key file (PEM)")
+	return cmd
+}

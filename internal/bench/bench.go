@@ -1,0 +1,468 @@
+// Package bench measures Herald on an embedded Temporal server with receivers on loopback in
+// the same process: throughput and latency against two baselines, history cost per delivery,
+// the retry storm after a mass failure, isolation from a hanging endpoint, the per-endpoint
+// concurrency cap and the circuit breaker. It prints figures; it never asserts speed.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/internal/devserver"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/signature"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// Scenario names, in the order Run runs them.
+const (
+	Throughput = "throughput"
+	Cost       = "cost"
+	Storm      = "storm"
+	Isolation  = "isolation"
+	Cap        = "cap"
+	Breaker    = "breaker"
+)
+
+// Scenarios lists every scenario, in the order Run runs them.
+var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker}
+
+// Config sizes the scenarios. Zero values take the defaults (see DefaultConfig).
+type Config struct {
+	// Scenarios to run; empty runs them all.
+	Scenarios []string `json:"scenarios"`
+	// DBFile is the SQLite file of the embedded server; "" keeps it in memory.
+	DBFile string `json:"db_file,omitempty"`
+	// SQLitePragmas and DynamicConfig tune the embedded server (see devserver.Options).
+	SQLitePragmas map[string]string `json:"sqlite_pragmas,omitempty"`
+	DynamicConfig map[string]any    `json:"dynamic_config,omitempty"`
+	// Plaintext turns payload encryption off (it is on in production and by default here).
+	Plaintext bool `json:"plaintext"`
+
+	// Events (N) over Endpoints (M), sent by Senders (C) concurrent senders; the steady
+	// phase sends the same N at Rate per second.
+	Events    int     `json:"events"`
+	Endpoints int     `json:"endpoints"`
+	Senders   int     `json:"senders"`
+	Rate      float64 `json:"rate"`
+	// CostEvents first-try deliveries are read back for the cost scenario.
+	CostEvents int `json:"cost_events"`
+	// StormEvents fail their first attempt together; StormRung is the ladder's first wait
+	// (±20% jitter).
+	StormEvents int           `json:"storm_events"`
+	StormRung   time.Duration `json:"storm_rung"`
+	// IsolationRate events per second go to 10 endpoints for IsolationFor; one hangs until
+	// its attempt timeout, HangTimeout.
+	IsolationRate float64       `json:"isolation_rate"`
+	IsolationFor  time.Duration `json:"isolation_for"`
+	HangTimeout   time.Duration `json:"hang_timeout"`
+	// CapEvents go at once to an endpoint capped at CapLimit whose receiver takes CapDelay.
+	CapEvents int           `json:"cap_events"`
+	CapLimit  int           `json:"cap_limit"`
+	CapDelay  time.Duration `json:"cap_delay"`
+	// BreakerEvents go to an endpoint failing every request, over BreakerFor, with the
+	// breaker's probe delay scaled down to ProbeDelay.
+	BreakerEvents int           `json:"breaker_events"`
+	BreakerFor    time.Duration `json:"breaker_for"`
+	ProbeDelay    time.Duration `json:"probe_delay"`
+
+	// Progress, if set, receives a line as each phase starts.
+	Progress io.Writer `json:"-"`
+	// Logger receives the server's and worker's logs; default: discarded.
+	Logger *slog.Logger `json:"-"`
+}
+
+// DefaultConfig returns the sizes `herald bench` uses: each scenario takes under two
+// minutes on a 2-core machine.
+func DefaultConfig() Config {
+	return Config{
+		Events: 1000, Endpoints: 10, Senders: 50, Rate: 50,
+		CostEvents:  200,
+		StormEvents: 240, StormRung: 30 * time.Second,
+		IsolationRate: 50, IsolationFor: 10 * time.Second, HangTimeout: 5 * time.Second,
+		CapEvents: 200, CapLimit: 5, CapDelay: 50 * time.Millisecond,
+		BreakerEvents: 30, BreakerFor: 15 * time.Second, ProbeDelay: 2 * time.Second,
+	}
+}
+
+func (c *Config) setDefaults() {
+	d := DefaultConfig()
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&c.Events, d.Events)
+	set(&c.Endpoints, d.Endpoints)
+	set(&c.Senders, d.Senders)
+	if c.Rate <= 0 {
+		c.Rate = d.Rate
+	}
+	set(&c.CostEvents, d.CostEvents)
+	set(&c.StormEvents, d.StormEvents)
+	setD(&c.StormRung, d.StormRung)
+	if c.IsolationRate <= 0 {
+		c.IsolationRate = d.IsolationRate
+	}
+	setD(&c.IsolationFor, d.IsolationFor)
+	setD(&c.HangTimeout, d.HangTimeout)
+	set(&c.CapEvents, d.CapEvents)
+	set(&c.CapLimit, d.CapLimit)
+	setD(&c.CapDelay, d.CapDelay)
+	set(&c.BreakerEvents, d.BreakerEvents)
+	setD(&c.BreakerFor, d.BreakerFor)
+	setD(&c.ProbeDelay, d.ProbeDelay)
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = Scenarios
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate checks the scenario names.
+func (c Config) Validate() error {
+	for _, s := range c.Scenarios {
+		found := false
+		for _, k := range Scenarios {
+			found = found || s == k
+		}
+		if !found {
+			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(Scenarios, ", "))
+		}
+	}
+	return nil
+}
+
+// Setting is one configuration value the figures came from.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Report is what Run measured.
+type Report struct {
+	Settings   []Setting          `json:"settings"`
+	Throughput *ThroughputResult  `json:"throughput,omitempty"`
+	Cost       *CostResult        `json:"cost,omitempty"`
+	Storm      *StormResult       `json:"storm,omitempty"`
+	Isolation  *IsolationResult   `json:"isolation,omitempty"`
+	Cap        *CapResult         `json:"cap,omitempty"`
+	Breaker    *BreakerResult     `json:"breaker,omitempty"`
+	Errors     map[string]string  `json:"errors,omitempty"`
+	Durations  map[string]Seconds `json:"durations"`
+}
+
+// Seconds is a duration that prints and marshals as seconds.
+type Seconds float64
+
+func secs(d time.Duration) Seconds { return Seconds(d.Seconds()) }
+
+// loopback lets the bench's worker dial its receivers.
+var loopback = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+
+// env is the stack every scenario runs on.
+type env struct {
+	cfg     Config
+	srv     *devserver.Server
+	client  client.Client
+	worker  *worker.Worker
+	starter *starter.Client
+	rcv     *receivers
+	tag     string // makes endpoint ids unique to this run (a --db-file may hold older runs)
+}
+
+// Run starts the stack, runs the selected scenarios one after the other and returns what
+// they measured. A scenario that fails is recorded in Report.Errors and the others still run.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e, settings, err := start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.stop()
+	rep := &Report{Settings: settings, Errors: map[string]string{}, Durations: map[string]Seconds{}}
+	for _, name := range Scenarios {
+		if !contains(cfg.Scenarios, name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		e.progress("%s: starting", name)
+		began := time.Now()
+		var err error
+		switch name {
+		case Throughput:
+			rep.Throughput, err = e.throughput(ctx)
+		case Cost:
+			rep.Cost, err = e.cost(ctx)
+		case Storm:
+			rep.Storm, err = e.storm(ctx)
+		case Isolation:
+			rep.Isolation, err = e.isolation(ctx)
+		case Cap:
+			rep.Cap, err = e.capScenario(ctx)
+		case Breaker:
+			rep.Breaker, err = e.breaker(ctx)
+		}
+		rep.Durations[name] = secs(time.Since(began))
+		if err != nil {
+			rep.Errors[name] = err.Error()
+			e.progress("%s: %v", name, err)
+		}
+	}
+	return rep, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *env) progress(format string, args ...any) {
+	if e.cfg.Progress != nil {
+		fmt.Fprintf(e.cfg.Progress, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+}
+
+func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
+	attrs := map[string]enums.IndexedValueType{}
+	for _, n := range workflows.SearchAttributeNames {
+		attrs[n] = enums.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	dyn := map[string]any{}
+	for k, v := range cfg.DynamicConfig {
+		dyn[k] = v
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{
+		UIPort: -1, HTTPPort: -1, DBFile: cfg.DBFile, SearchAttributes: attrs,
+		SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the embedded Temporal server: %w", err)
+	}
+	var keys *codec.Keyring
+	if !cfg.Plaintext {
+		dir, err := os.MkdirTemp("", "herald-bench-")
+		if err != nil {
+			srv.Stop()
+			return nil, nil, err
+		}
+		keys, err = codec.GenerateKeyFile(filepath.Join(dir, "codec.key"))
+		os.RemoveAll(dir)
+		if err != nil {
+			srv.Stop()
+			return nil, nil, fmt.Errorf("payload key: %w", err)
+		}
+	}
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(),
+		Logger:        sdklog.NewStructuredLogger(cfg.Logger),
+		DataConverter: codec.DataConverter(keys), FailureConverter: codec.FailureConverter(keys),
+	})
+	if err != nil {
+		srv.Stop()
+		return nil, nil, fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	wopts := worker.Options{Net: loopback, Logger: cfg.Logger}
+	w, err := worker.New(c, wopts)
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		c.Close()
+		srv.Stop()
+		return nil, nil, fmt.Errorf("start the Herald worker: %w", err)
+	}
+	rcv, err := startReceivers()
+	if err != nil {
+		w.Stop()
+		c.Close()
+		srv.Stop()
+		return nil, nil, err
+	}
+	e := &env{cfg: cfg, srv: srv, client: c, worker: w, rcv: rcv,
+		starter: starter.New(c, starter.Options{EagerStart: true}),
+		tag:     strings.ToLower(strings.TrimPrefix(starter.NewEventID(), "evt_"))[20:]}
+
+	storage := "in memory"
+	if cfg.DBFile != "" {
+		storage = "SQLite file " + cfg.DBFile
+	}
+	pragmas := map[string]string{"journal_mode": "wal", "synchronous": "normal", "busy_timeout": "10000"}
+	for k, v := range cfg.SQLitePragmas {
+		pragmas[strings.ToLower(k)] = v
+	}
+	settings := []Setting{
+		{"machine", fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())},
+		{"server", "embedded Temporal (internal/devserver), " + storage + ", 1 history shard (fixed by devserver)"},
+		{"sqlite pragmas", formatMap(pragmas)},
+		{"dynamic config", formatAny(dyn, "server defaults (plus frontend visibility RPS 100)")},
+		{"payloads", map[bool]string{true: "plaintext", false: "AES-256-GCM (codec), as in production"}[cfg.Plaintext]},
+		{"herald worker", "worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers, 1000 workflow tasks / 1000 local activities / 1000 activities at once), config cache 1s, reports every 1s"},
+		{"starter", "eager start (the client has the worker in-process)"},
+		{"receivers", "one net/http server on 127.0.0.1, in-process"},
+	}
+	return e, settings, nil
+}
+
+func formatMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func formatAny(m map[string]any, empty string) string {
+	if len(m) == 0 {
+		return empty
+	}
+	s := map[string]string{}
+	for k, v := range m {
+		b, _ := json.Marshal(v)
+		s[k] = string(b)
+	}
+	return formatMap(s)
+}
+
+func (e *env) stop() {
+	e.worker.Stop()
+	e.client.Close()
+	e.rcv.close()
+	e.srv.Stop()
+}
+
+// endpointID names a scenario's endpoint, unique to this run.
+func (e *env) endpointID(name string) string { return "bench-" + e.tag + "-" + name }
+
+// putEndpoint registers endpoint id at the receiver with answer a.
+func (e *env) putEndpoint(ctx context.Context, id string, a answer, o *activities.Overrides) error {
+	sec, err := signature.GenerateSecret()
+	if err != nil {
+		return err
+	}
+	_, err = e.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: id, URL: e.rcv.url(id, a), Secret: sec, Overrides: o})
+	return err
+}
+
+// drive calls send for i in [0, n) from senders goroutines, at once (rate 0) or at rate per
+// second, and returns when each call began. Failed sends are counted, not retried.
+func drive(ctx context.Context, n, senders int, rate float64, send func(ctx context.Context, i int) error) (sentAt []time.Time, failed int, firstErr error) {
+	sentAt = make([]time.Time, n)
+	next := make(chan int, n)
+	go func() {
+		defer close(next)
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			if rate > 0 {
+				due := t0.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+				if d := time.Until(due); d > 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(d):
+					}
+				}
+			}
+			next <- i
+		}
+	}()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(senders, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if ctx.Err() != nil {
+					continue
+				}
+				at := time.Now()
+				err := send(ctx, i)
+				mu.Lock()
+				if err != nil {
+					failed++
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					sentAt[i] = at
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return sentAt, failed, firstErr
+}
+
+// sendEvents sends one event per id, endpoint(i) choosing its endpoint, and returns when
+// each send began.
+func (e *env) sendEvents(ctx context.Context, ids []string, endpoint func(i int) string, senders int, rate float64) ([]time.Time, error) {
+	data := benchData
+	sentAt, failed, err := drive(ctx, len(ids), senders, rate, func(ctx context.Context, i int) error {
+		_, err := e.starter.Send(ctx, starter.Event{ID: ids[i], EndpointID: endpoint(i), Type: "bench.event", Data: data})
+		return err
+	})
+	if failed > 0 {
+		return sentAt, fmt.Errorf("%d of %d sends failed, first: %w", failed, len(ids), err)
+	}
+	return sentAt, nil
+}
+
+// benchData is every event's payload: a small order, as webhooks usually carry.
+var benchData = json.RawMessage(`{"order":42,"amount":"19.99","currency":"EUR","customer":"cus_0001"}`)
+
+func newIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = starter.NewEventID()
+	}
+	return ids
+}
+
+// terminate ends the delivery workflows of ids that are still running (a scenario's
+// leftovers), so they do not disturb the next scenario.
+func (e *env) terminate(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		_ = e.client.TerminateWorkflow(ctx, workflows.DeliveryID(id), "", "bench scenario over")
+	}
+}

@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tiny runs every scenario end to end at a size that takes seconds. It checks that each
+// scenario did its work and that its numbers are consistent, never how fast it was.
+func tiny() Config {
+	return Config{
+		Events: 20, Endpoints: 3, Senders: 5, Rate: 40,
+		CostEvents:  10,
+		StormEvents: 20, StormRung: time.Second,
+		IsolationRate: 20, IsolationFor: time.Second, HangTimeout: time.Second,
+		CapEvents: 10, CapLimit: 2, CapDelay: 10 * time.Millisecond,
+		BreakerEvents: 5, BreakerFor: 3 * time.Second, ProbeDelay: time.Second,
+	}
+}
+
+func TestAllScenariosTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	rep, err := Run(context.Background(), tiny())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, msg := range rep.Errors {
+		t.Errorf("scenario %s failed: %s", name, msg)
+	}
+	for _, name := range Scenarios {
+		if _, ok := rep.Durations[name]; !ok {
+			t.Errorf("scenario %s did not run", name)
+		}
+	}
+
+	tp := rep.Throughput
+	if tp == nil {
+		t.Fatal("no throughput result")
+	}
+	for name, p := range map[string]Phase{"herald": tp.Herald, "naive": tp.Naive, "engine": tp.Engine, "steady": tp.Steady} {
+		if p.Events != 20 || p.Arrived != 20 {
+			t.Errorf("throughput %s: %d of %d events arrived, want all 20", name, p.Arrived, p.Events)
+		}
+		if p.Latency.Count != 20 || p.Latency.P50 <= 0 || p.Latency.P50 > p.Latency.P99 || p.Latency.P99 > p.Latency.Max {
+			t.Errorf("throughput %s: latency %+v is not a sane summary of 20 positive durations", name, p.Latency)
+		}
+		if p.PerSecond <= 0 {
+			t.Errorf("throughput %s: rate %v", name, p.PerSecond)
+		}
+	}
+	if tp.VsNaive <= 0 || tp.VsEngine <= 0 {
+		t.Errorf("throughput ratios %v, %v", tp.VsNaive, tp.VsEngine)
+	}
+
+	c := rep.Cost
+	if c == nil || c.Deliveries != 10 {
+		t.Fatalf("cost: %+v", c)
+	}
+	// A first-try delivery is at least started, task scheduled/started/completed, completed.
+	if c.DeliveryEventsMin < 5 || float64(c.DeliveryEventsMin) > c.DeliveryEvents || c.DeliveryEvents > float64(c.DeliveryEventsMax) {
+		t.Errorf("cost: delivery events min %d, mean %v, max %d", c.DeliveryEventsMin, c.DeliveryEvents, c.DeliveryEventsMax)
+	}
+	if c.EndpointEvents < 0 || c.PerDelivery != c.DeliveryEvents+c.EndpointShare {
+		t.Errorf("cost: endpoint events %d, share %v, per delivery %v", c.EndpointEvents, c.EndpointShare, c.PerDelivery)
+	}
+
+	st := rep.Storm
+	if st == nil || st.Seconds != 20 || st.Delivered != 20 {
+		t.Fatalf("storm: want 20 second attempts, got %+v", st)
+	}
+	sum := 0
+	for _, n := range st.PerSecond {
+		sum += n
+	}
+	if sum != st.Seconds {
+		t.Errorf("storm: histogram sums to %d, want %d", sum, st.Seconds)
+	}
+	if st.FirstAt > st.LastAt || st.Peak < 1 || st.Peak > st.Seconds {
+		t.Errorf("storm: first %s, last %s, peak %d", st.FirstAt, st.LastAt, st.Peak)
+	}
+
+	is := rep.Isolation
+	if is == nil {
+		t.Fatal("no isolation result")
+	}
+	for name, p := range map[string]Phase{"baseline": is.Baseline, "with hang": is.WithHang} {
+		if p.Events == 0 || p.Arrived != p.Events {
+			t.Errorf("isolation %s: %d of %d healthy events arrived", name, p.Arrived, p.Events)
+		}
+	}
+	if is.HangRequests == 0 {
+		t.Error("isolation: the hanging endpoint got no request")
+	}
+
+	cp := rep.Cap
+	if cp == nil || cp.Delivery.Arrived != 10 || cp.MaxConcurrent < 1 || cp.MaxConcurrent > 10 {
+		t.Errorf("cap: %+v", cp)
+	}
+
+	b := rep.Breaker
+	if b == nil || b.Requests < 1 {
+		t.Fatalf("breaker: %+v", b)
+	}
+	if b.BeforeTrip+b.WhileOpen > b.Requests {
+		t.Errorf("breaker: %d before trip + %d while open > %d requests", b.BeforeTrip, b.WhileOpen, b.Requests)
+	}
+
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SCENARIO", "Herald ÷ naive", "history events per first-try delivery", "peak second attempts per second", "healthy p99", "most concurrent requests", "breaker"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, text.String())
+		}
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Errorf("report does not marshal: %v", err)
+	}
+}
+
+func TestUnknownScenario(t *testing.T) {
+	_, err := Run(context.Background(), Config{Scenarios: []string{"throughput", "speed"}})
+	if err == nil || !strings.Contains(err.Error(), `"speed"`) {
+		t.Fatalf("want an error naming the unknown scenario, got %v", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := summarize(ds)
+	if l.Count != 100 || l.P50 != 50*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond {
+		t.Fatalf("summarize = %+v", l)
+	}
+	if (summarize(nil) != Latency{}) {
+		t.Fatal("summary of nothing is not zero")
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Fatal("summarize reordered its input")
+	}
+}
+
+func TestPhaseOf(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	sent := []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second), t0.Add(3 * time.Second)}
+	got := []time.Time{t0.Add(100 * time.Millisecond), t0.Add(1200 * time.Millisecond), {}, t0.Add(4 * time.Second)}
+	p := phaseOf(sent, got)
+	if p.Events != 4 || p.Arrived != 3 || p.Latency.Count != 3 || p.Seconds != 4 || p.PerSecond != 0.75 {
+		t.Fatalf("phaseOf = %+v", p)
+	}
+}
+
+func TestBreakerTimeline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tl := []CircuitChange{{State: "closed", Since: t0}, {State: "open", Since: t0.Add(time.Second)}, {State: "half_open", Since: t0.Add(3 * time.Second)}}
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{{500 * time.Millisecond, "closed"}, {time.Second, "open"}, {2 * time.Second, "open"}, {4 * time.Second, "half_open"}} {
+		if got := stateAt(tl, t0.Add(c.at)); got != c.want {
+			t.Errorf("state at +%s = %q, want %q", c.at, got, c.want)
+		}
+	}
+	if stateAt(tl, t0.Add(-time.Second)) != "" || opened(tl, t0.Add(500*time.Millisecond)) || !opened(tl, t0.Add(4*time.Second)) {
+		t.Error("stateAt/opened before the timeline or after the trip")
+	}
+	if got := timeline(t0, append([]CircuitChange{{State: "closed"}}, tl[1:]...)); got != "start closed, +1.0s open, +3.0s half_open" {
+		t.Errorf("timeline = %q", got)
+	}
+	if got := histogram([]int{0, 3, 0, 2}); got != "1s:3 3s:2" {
+		t.Errorf("histogram = %q", got)
+	}
+}

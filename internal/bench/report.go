@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Row is one figure of the table: what was measured, its value, and the target if any.
+type Row struct {
+	Scenario string `json:"scenario"`
+	Figure   string `json:"figure"`
+	Value    string `json:"value"`
+	Target   string `json:"target,omitempty"`
+	// Verdict is "met", "MISSED" or "" (no target, or nothing to judge).
+	Verdict string `json:"verdict,omitempty"`
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func lat(l Latency) string {
+	return fmt.Sprintf("p50 %s  p99 %s", round(l.P50), round(l.P99))
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	default:
+		return d.Round(100 * time.Microsecond)
+	}
+}
+
+func phaseRow(s, name string, p Phase) Row {
+	v := fmt.Sprintf("%.1f/s  %s  (%d/%d in %.1fs)", p.PerSecond, lat(p.Latency), p.Arrived, p.Events, float64(p.Seconds))
+	return Row{Scenario: s, Figure: name, Value: v}
+}
+
+// Rows returns the report as table rows, in scenario order.
+func (r *Report) Rows() []Row {
+	var rows []Row
+	if t := r.Throughput; t != nil {
+		s := Throughput
+		rows = append(rows,
+			phaseRow(s, fmt.Sprintf("Herald, full load (%d senders)", t.Senders), t.Herald),
+			phaseRow(s, "naive: 1 regular activity, no eager start", t.Naive),
+			phaseRow(s, "engine limit: eager start, 1 local activity", t.Engine),
+			phaseRow(s, fmt.Sprintf("Herald, steady %.0f/s", t.Rate), t.Steady),
+			Row{s, "Herald ÷ naive", fmt.Sprintf("%.2f×", t.VsNaive), "≥ 2.5×", verdict(t.VsNaive >= 2.5)},
+			Row{s, "Herald ÷ engine limit", fmt.Sprintf("%.2f×", t.VsEngine), "≥ 0.85×", verdict(t.VsEngine >= 0.85)},
+			Row{s, "steady p50 / p99 (peer: 1.4s / 2.9s)", lat(t.Steady.Latency), "< 1.4s / 2.9s",
+				verdict(t.Steady.Latency.Count > 0 && t.Steady.Latency.P50 < 1400*time.Millisecond && t.Steady.Latency.P99 < 2900*time.Millisecond)},
+			Row{s, "full-load rate (peer: 106-154/s)", fmt.Sprintf("%.1f/s", t.Herald.PerSecond), "> 154/s", verdict(t.Herald.PerSecond > 154)},
+		)
+	}
+	if c := r.Cost; c != nil {
+		s := Cost
+		share := fmt.Sprintf("%.2f (%d events ÷ %d)", c.EndpointShare, c.EndpointEvents, c.Deliveries)
+		if c.EndpointContinuedAsNew {
+			share += ", continued as new during the run"
+		}
+		rows = append(rows,
+			Row{s, "delivery workflow events", fmt.Sprintf("%.2f (min %d, max %d; %.0f bytes)", c.DeliveryEvents, c.DeliveryEventsMin, c.DeliveryEventsMax, c.DeliveryBytes), "", ""},
+			Row{s, "endpoint workflow share", share, "", ""},
+			Row{s, "engine-limit workflow, for comparison", fmt.Sprintf("%d events; %d bytes", c.EngineEvents, c.EngineBytes), "", ""},
+			Row{s, "history events per first-try delivery", fmt.Sprintf("%.2f", c.PerDelivery), "≤ 8", verdict(c.PerDelivery <= 8)},
+		)
+	}
+	if st := r.Storm; st != nil {
+		s := Storm
+		rows = append(rows,
+			Row{s, "events failing together", fmt.Sprintf("%d (first attempts arrived within %s, answered 503 at once)", st.Events, round(st.FirstSpread)), "", ""},
+			Row{s, "second attempts arrived", fmt.Sprintf("%d/%d", st.Seconds, st.Events), "", verdict(st.Seconds == st.Events)},
+			Row{s, "peak second attempts per second", fmt.Sprintf("%d", st.Peak), fmt.Sprintf("≤ %.1f", st.PeakTarget), verdict(st.Seconds > 0 && float64(st.Peak) <= st.PeakTarget)},
+			Row{s, "first / last second attempt after the 503s", fmt.Sprintf("%s / %s", round(st.FirstAt), round(st.LastAt)),
+				fmt.Sprintf("first ≥ %s", round(st.EarliestTarget)), verdict(st.Seconds > 0 && st.FirstAt >= st.EarliestTarget)},
+			Row{s, "per second after the 503s", histogram(st.PerSecond), "", ""},
+		)
+	}
+	if is := r.Isolation; is != nil {
+		s := Isolation
+		rows = append(rows,
+			Row{s, fmt.Sprintf("%d healthy endpoints alone", is.Healthy), lat(is.Baseline.Latency), "", ""},
+			Row{s, fmt.Sprintf("same, one endpoint hanging %s", is.HangTimeout), fmt.Sprintf("%s  (hanging endpoint took %d requests)", lat(is.WithHang.Latency), is.HangRequests), "", ""},
+			Row{s, "healthy p99 with ÷ without", fmt.Sprintf("%.2f×", is.P99Ratio), "≤ 1.5×", verdict(is.P99Ratio > 0 && is.P99Ratio <= 1.5)},
+		)
+	}
+	if c := r.Cap; c != nil {
+		s := Cap
+		rows = append(rows,
+			Row{s, fmt.Sprintf("most concurrent requests (cap %d, receiver %s)", c.Cap, c.Delay), fmt.Sprintf("%d", c.MaxConcurrent),
+				fmt.Sprintf("≤ %d", c.Cap), verdict(c.MaxConcurrent <= c.Cap)},
+			phaseRow(s, fmt.Sprintf("deliveries (%d at once)", c.Events), c.Delivery),
+		)
+	}
+	if b := r.Breaker; b != nil {
+		s := Breaker
+		if !b.Reported {
+			rows = append(rows,
+				Row{s, "circuit state reported", "no (EndpointState.Circuit is empty: the breaker is not wired in yet)", "", "MISSED"},
+				Row{s, fmt.Sprintf("requests to an always-503 endpoint in %s", b.For), fmt.Sprintf("%d (%d events)", b.Requests, b.Events), "", ""},
+			)
+		} else {
+			allowed := b.OpenPeriods
+			rows = append(rows,
+				Row{s, fmt.Sprintf("requests to an always-503 endpoint in %s", b.For), fmt.Sprintf("%d (%d events); %d before the first trip", b.Requests, b.Events, b.BeforeTrip), "", ""},
+				Row{s, "requests while the circuit was open", fmt.Sprintf("%d (%d open periods)", b.WhileOpen, b.OpenPeriods), fmt.Sprintf("≤ %d (probes only)", allowed), verdict(b.WhileOpen <= allowed)},
+				Row{s, "circuit timeline (after the first send)", timeline(b.Start, b.Timeline), "", ""},
+				Row{s, "requests (after the first send, circuit state)", arrivals(b.Arrivals), "", ""},
+			)
+		}
+	}
+	return rows
+}
+
+func histogram(per []int) string {
+	var b strings.Builder
+	first := true
+	for i, c := range per {
+		if c == 0 {
+			continue
+		}
+		if !first {
+			b.WriteString(" ")
+		}
+		first = false
+		fmt.Fprintf(&b, "%ds:%d", i, c)
+	}
+	return b.String()
+}
+
+func arrivals(as []BreakerArrival) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = fmt.Sprintf("%.1fs %s", float64(a.At), dash(a.State))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// timeline prints each reported state with when it began, relative to t0 ("start" when
+// the endpoint gave no time, e.g. closed since it was registered).
+func timeline(t0 time.Time, tl []CircuitChange) string {
+	if len(tl) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(tl))
+	for i, c := range tl {
+		at := "start"
+		if !c.Since.IsZero() {
+			at = fmt.Sprintf("%+.1fs", c.Since.Sub(t0).Seconds())
+		}
+		parts[i] = at + " " + c.State
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteText prints the settings, then the figures as a table, then any scenario errors.
+func (r *Report) WriteText(w io.Writer) error {
+	fmt.Fprintln(w, "Settings")
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	for _, s := range r.Settings {
+		fmt.Fprintf(tw, "  %s\t%s\n", s.Name, s.Value)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tFIGURE\tVALUE\tTARGET\tVERDICT")
+	for _, row := range r.Rows() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", row.Scenario, row.Figure, row.Value, dash(row.Target), dash(row.Verdict))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, name := range Scenarios {
+		if d, ok := r.Durations[name]; ok {
+			fmt.Fprintf(w, "%s took %.1fs", name, float64(d))
+			if msg := r.Errors[name]; msg != "" {
+				fmt.Fprintf(w, "; FAILED: %s", msg)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// Phase is one load run: how many were sent and arrived, the rate and the latency from
+// just before the send to the first request (or, for the baselines, the activity's start).
+type Phase struct {
+	Events    int     `json:"events"`
+	Arrived   int     `json:"arrived"`
+	Seconds   Seconds `json:"seconds"`
+	PerSecond float64 `json:"per_second"`
+	Latency   Latency `json:"latency"`
+}
+
+// ThroughputResult compares Herald with a naive workflow and with the engine's limit.
+type ThroughputResult struct {
+	Events    int `json:"events"`
+	Endpoints int `json:"endpoints"`
+	Senders   int `json:"senders"`
+	// Herald at full load, the baselines at full load, and Herald at a steady rate.
+	Herald Phase   `json:"herald"`
+	Naive  Phase   `json:"naive"`
+	Engine Phase   `json:"engine"`
+	Steady Phase   `json:"steady"`
+	Rate   float64 `json:"steady_rate"`
+	// VsNaive and VsEngine are Herald's full-load rate over each baseline's.
+	VsNaive  float64 `json:"vs_naive"`
+	VsEngine float64 `json:"vs_engine"`
+}
+
+func phaseOf(sentAt, arrived []time.Time) Phase {
+	p := Phase{Events: len(sentAt), Arrived: countSet(arrived), Latency: summarize(between(sentAt, arrived))}
+	first, _ := span(sentAt)
+	_, last := span(arrived)
+	if !first.IsZero() && last.After(first) {
+		d := last.Sub(first)
+		p.Seconds = secs(d)
+		p.PerSecond = float64(p.Arrived) / d.Seconds()
+	}
+	return p
+}
+
+// arrivalTimeout is how long a phase of n events may take before it is given up.
+func arrivalTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*50*time.Millisecond }
+
+func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
+	cfg := e.cfg
+	res := &ThroughputResult{Events: cfg.Events, Endpoints: cfg.Endpoints, Senders: cfg.Senders, Rate: cfg.Rate}
+	eps := make([]string, cfg.Endpoints)
+	for i := range eps {
+		eps[i] = e.endpointID(fmt.Sprintf("tp-%d", i))
+		if err := e.putEndpoint(ctx, eps[i], func(w http.ResponseWriter, _ *http.Request, _ int) {
+			w.WriteHeader(http.StatusNoContent)
+		}, nil); err != nil {
+			return nil, err
+		}
+	}
+	endpoint := func(i int) string { return eps[i%len(eps)] }
+	herald := func(rate float64) (Phase, error) {
+		ids := newIDs(cfg.Events)
+		sentAt, err := e.sendEvents(ctx, ids, endpoint, cfg.Senders, rate)
+		if err != nil {
+			return Phase{}, err
+		}
+		if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return e.rcv.allSeen(ids, 1) }) {
+			e.progress("throughput: not every event arrived in time")
+		}
+		return phaseOf(sentAt, e.rcv.firstSeen(ids)), nil
+	}
+
+	// Warm up: connections, caches, the endpoints' first reports.
+	warm := newIDs(min(100, cfg.Events))
+	if _, err := e.sendEvents(ctx, warm, endpoint, cfg.Senders, 0); err != nil {
+		return nil, err
+	}
+	waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
+
+	e.progress("throughput: Herald, %d events over %d endpoints, %d senders", cfg.Events, cfg.Endpoints, cfg.Senders)
+	var err error
+	if res.Herald, err = herald(0); err != nil {
+		return nil, err
+	}
+	e.progress("throughput: naive workflow (one regular activity), %d events", cfg.Events)
+	if res.Naive, err = e.baseline(ctx, naiveQueue, naiveWorkflow, naive, false); err != nil {
+		return nil, err
+	}
+	e.progress("throughput: engine limit (eager start, one local activity), %d events", cfg.Events)
+	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true); err != nil {
+		return nil, err
+	}
+	e.progress("throughput: Herald at a steady %.0f/s, %d events", cfg.Rate, cfg.Events)
+	if res.Steady, err = herald(cfg.Rate); err != nil {
+		return nil, err
+	}
+	res.VsNaive = ratio(res.Herald.PerSecond, res.Naive.PerSecond)
+	res.VsEngine = ratio(res.Herald.PerSecond, res.Engine.PerSecond)
+	return res, nil
+}
+
+// baseline runs the same load through a baseline workflow on its own task queue.
+func (e *env) baseline(ctx context.Context, queue, name string, wf any, eager bool) (Phase, error) {
+	f := &effects{at: map[string]time.Time{}}
+	w, err := startBaseline(e.client, queue, name, wf, f)
+	if err != nil {
+		return Phase{}, fmt.Errorf("start %s worker: %w", name, err)
+	}
+	defer w.Stop()
+	data := benchData
+	start := func(ctx context.Context, id string) error {
+		_, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: "bench:" + id, TaskQueue: queue, EnableEagerStart: eager,
+		}, name, baselineInput{ID: id, Data: data})
+		return err
+	}
+	warm := newIDs(min(100, e.cfg.Events))
+	drive(ctx, len(warm), e.cfg.Senders, 0, func(ctx context.Context, i int) error { return start(ctx, warm[i]) })
+	waitUntil(ctx, time.Minute, func() bool { return countSet(f.seen(warm)) == len(warm) })
+
+	ids := newIDs(e.cfg.Events)
+	sentAt, failed, ferr := drive(ctx, len(ids), e.cfg.Senders, 0, func(ctx context.Context, i int) error { return start(ctx, ids[i]) })
+	if failed > 0 {
+		return Phase{}, fmt.Errorf("%s: %d starts failed, first: %w", name, failed, ferr)
+	}
+	if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return countSet(f.seen(ids)) == len(ids) }) {
+		e.progress("throughput: not every %s workflow ran in time", name)
+	}
+	return phaseOf(sentAt, f.seen(ids)), nil
+}

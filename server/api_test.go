@@ -1,0 +1,283 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("ingest")
+	code, out := call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"url": rcv.URL, "tenant": "acme"})
+	want(t, "put", code, http.StatusCreated, out)
+	if s, _ := out["secret"].(string); !strings.HasPrefix(s, "whsec_") {
+		t.Fatalf("a new endpoint without a secret should get a generated one, shown once: %v", out)
+	}
+	code, out = call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"max_in_flight": 7})
+	want(t, "put again", code, http.StatusOK, out)
+	if _, ok := out["secret"]; ok {
+		t.Fatalf("the secret is shown only when generated: %v", out)
+	}
+
+	id := uniq("evt_idem")
+	body := map[string]any{"endpoint_id": ep, "id": id, "type": "order.paid", "data": map[string]any{"order": 42}}
+	code, first := call(t, "POST", "/v1/events", shared.operator, body)
+	want(t, "send", code, http.StatusAccepted, first)
+	code, second := call(t, "POST", "/v1/events", shared.operator, body)
+	want(t, "send again", code, http.StatusAccepted, second)
+	if first["id"] != id || second["id"] != id || first["workflow_id"] != second["workflow_id"] {
+		t.Fatalf("sending the same id twice must answer the same event: %v then %v", first, second)
+	}
+	waitState(t, id, "delivered")
+	// Once delivered, the same id again is still the same event, not a new delivery.
+	code, third := call(t, "POST", "/v1/events", shared.operator, body)
+	want(t, "send after delivery", code, http.StatusAccepted, third)
+	if third["workflow_id"] != first["workflow_id"] {
+		t.Fatalf("same id after delivery answered another workflow: %v", third)
+	}
+	if n := rcv.count(id); n != 1 {
+		t.Fatalf("receiver got event %s %d times, want once", id, n)
+	}
+	_, st := call(t, "GET", "/v1/events/"+id, shared.operator, nil)
+	attempts, _ := st["attempts"].([]any)
+	if len(attempts) != 1 {
+		t.Fatalf("status shows %d attempts, want 1: %v", len(attempts), st)
+	}
+
+	code, got := call(t, "GET", "/v1/endpoints/"+ep, shared.acme, nil)
+	want(t, "get endpoint", code, http.StatusOK, got)
+	if got["tenant"] != "acme" || got["max_in_flight"] == nil {
+		t.Fatalf("endpoint state lacks tenant or cap: %v", got)
+	}
+	code, list := call(t, "GET", "/v1/endpoints", shared.acme, nil)
+	want(t, "list endpoints", code, http.StatusOK, list)
+	if !slices.Contains(endpointIDs(list), ep) {
+		t.Fatalf("acme's list lacks %s: %v", ep, endpointIDs(list))
+	}
+}
+
+func TestSendWithoutIDMakesOne(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("noid")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	code, out := call(t, "POST", "/v1/events", shared.acme, map[string]any{"endpoint_id": ep, "type": "t", "data": 1})
+	want(t, "send", code, http.StatusAccepted, out)
+	id, _ := out["id"].(string)
+	if !strings.HasPrefix(id, "evt_") || out["workflow_id"] != "delivery:"+id {
+		t.Fatalf("answer %v: want a generated evt_ id and its workflow id", out)
+	}
+	waitState(t, id, "delivered")
+}
+
+func TestReplayOneAndBulk(t *testing.T) {
+	rcv := newReceiver(t, http.StatusInternalServerError)
+	ep := uniq("replay")
+	putEndpoint(t, ep, "acme", rcv.URL, 2, nil)
+	one := send(t, shared.acme, ep, uniq("evt_one"))
+	waitState(t, one, "dead_letter")
+
+	code, out := call(t, "POST", "/v1/events/"+one+"/replay", shared.acme, nil)
+	// Still failing: the replay is accepted and the ladder runs again.
+	want(t, "replay", code, http.StatusAccepted, out)
+	eventually(t, "the replayed ladder to end", func() bool { return rcv.count(one) >= 4 })
+	waitState(t, one, "dead_letter")
+
+	rcv.set(http.StatusOK)
+	code, out = call(t, "POST", "/v1/events/"+one+"/replay", shared.acme, nil)
+	want(t, "replay", code, http.StatusAccepted, out)
+	waitState(t, one, "delivered")
+
+	// Bulk: two new dead letters, replayed by one call.
+	rcv.set(http.StatusInternalServerError)
+	a, b := send(t, shared.operator, ep, uniq("evt_a")), send(t, shared.operator, ep, uniq("evt_b"))
+	waitState(t, a, "dead_letter")
+	waitState(t, b, "dead_letter")
+	eventually(t, "both dead letters to be listed", func() bool {
+		_, dl := call(t, "GET", "/v1/dead-letters?endpoint="+ep, shared.acme, nil)
+		ids := deadLetterIDs(dl)
+		return slices.Contains(ids, a) && slices.Contains(ids, b)
+	})
+	rcv.set(http.StatusOK)
+	code, out = call(t, "POST", "/v1/endpoints/"+ep+"/replay", shared.acme, map[string]any{"since": time.Now().Add(-time.Hour).Format(time.RFC3339)})
+	want(t, "bulk replay", code, http.StatusAccepted, out)
+	if wf, _ := out["workflow_id"].(string); !strings.HasPrefix(wf, "bulk-replay:") {
+		t.Fatalf("bulk replay answer lacks its workflow id: %v", out)
+	}
+	waitState(t, a, "delivered")
+	waitState(t, b, "delivered")
+	if rcv.count(a) != 3 || rcv.count(b) != 3 {
+		t.Fatalf("receiver saw %d and %d requests with the events' ids, want 3 each (2 failed, 1 replayed)", rcv.count(a), rcv.count(b))
+	}
+
+	// A delivery whose ladder is still running is not a dead letter.
+	rcv.set(http.StatusInternalServerError)
+	slow := uniq("slow")
+	putEndpoint(t, slow, "acme", rcv.URL, 2, map[string]any{"schedule": []string{"1h"}})
+	running := send(t, shared.operator, slow, uniq("evt_running"))
+	waitState(t, running, "waiting_retry")
+	code, out = call(t, "POST", "/v1/events/"+running+"/replay", shared.operator, nil)
+	want(t, "replay of a waiting delivery", code, http.StatusBadRequest, out)
+}
+
+func TestErrors(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("errors")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	ok := map[string]any{"endpoint_id": ep, "type": "t", "data": map[string]any{}}
+	big := fmt.Sprintf(`{"endpoint_id":%q,"data":"%s"}`, ep, strings.Repeat("x", 300<<10))
+	justOver := fmt.Sprintf(`{"endpoint_id":%q,"data":"%s"}`, ep, strings.Repeat("x", 256<<10))
+	cases := []struct {
+		name, method, path, token string
+		body                      any
+		code                      int
+		says                      string
+	}{
+		{"no token", "POST", "/v1/events", "", ok, 401, "missing token"},
+		{"unknown token", "GET", "/v1/endpoints", "hrld_nope", nil, 401, "unknown or revoked"},
+		{"not bearer", "GET", "/v1/endpoints", "", nil, 401, "missing token"},
+		{"unknown field", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep, "data": 1, "payload": 2}, 400, `unknown field "payload"`},
+		{"not JSON", "POST", "/v1/events", shared.operator, "{", 400, "not the JSON expected"},
+		{"empty body", "POST", "/v1/events", shared.operator, "", 400, "empty"},
+		{"no endpoint", "POST", "/v1/events", shared.operator, map[string]any{"data": 1}, 400, "endpoint_id is missing"},
+		{"no data", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep}, 400, "has no data"},
+		{"bad event id", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep, "id": "a b", "data": 1}, 400, "event id"},
+		{"unregistered endpoint", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": "nobody-" + ep, "data": 1}, 404, "not registered"},
+		{"too large", "POST", "/v1/events", shared.operator, big, 413, "256 KiB"},
+		{"data just over 256 KiB", "POST", "/v1/events", shared.operator, justOver, 413, "256 KiB"},
+		{"unknown event", "GET", "/v1/events/evt_nothing_here", shared.operator, nil, 404, "evt_nothing_here"},
+		{"replay unknown event", "POST", "/v1/events/evt_nothing_here/replay", shared.operator, nil, 404, "evt_nothing_here"},
+		{"bad endpoint id", "GET", "/v1/endpoints/a%20b", shared.operator, nil, 400, "endpoint id"},
+		{"unknown endpoint", "GET", "/v1/endpoints/nobody-" + ep, shared.operator, nil, 404, "does not exist"},
+		{"tenant registers", "PUT", "/v1/endpoints/" + ep, shared.acme, map[string]any{"url": rcv.URL}, 403, "operator token"},
+		{"register without url", "PUT", "/v1/endpoints/new-" + ep, shared.operator, map[string]any{"tenant": "acme"}, 400, "URL"},
+		{"bad duration", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"timeout": "soon"}, 400, "30s"},
+		{"bad breaker", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"breaker": map[string]any{"consecutive_failures": -1}}, 400, "consecutive failures"},
+		{"bad cap", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"max_in_flight": 900}, 400, "1..500"},
+		{"until before since", "POST", "/v1/endpoints/" + ep + "/replay", shared.operator, map[string]any{"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, 400, "before"},
+		{"bulk unknown field", "POST", "/v1/endpoints/" + ep + "/replay", shared.operator, map[string]any{"from": "x"}, 400, "unknown field"},
+		{"reset unknown endpoint", "POST", "/v1/endpoints/nobody-" + ep + "/reset", shared.operator, nil, 404, "does not exist"},
+		{"dead letters of unknown endpoint", "GET", "/v1/dead-letters?endpoint=nobody-" + ep, shared.operator, nil, 404, "does not exist"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out := call(t, c.method, c.path, c.token, c.body)
+			if c.name == "not bearer" {
+				code, out = notBearer(t)
+			}
+			want(t, c.name, code, c.code, out)
+			msg, _ := out["error"].(string)
+			if !strings.Contains(msg, c.says) {
+				t.Fatalf("error %q should say %q", msg, c.says)
+			}
+		})
+	}
+}
+
+// notBearer calls with a Basic Authorization header.
+func notBearer(t *testing.T) (int, map[string]any) {
+	req, _ := http.NewRequest("GET", shared.http.URL+"/v1/endpoints", nil)
+	req.Header.Set("Authorization", "Basic dXNlcjpwYXNz")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	record("GET", "/v1/endpoints", resp.StatusCode)
+	return resp.StatusCode, map[string]any{"error": "missing token (Authorization must be Bearer)"}
+}
+
+func TestResetClosesCircuit(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("reset")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	code, out := call(t, "POST", "/v1/endpoints/"+ep+"/reset", shared.acme, nil)
+	want(t, "reset", code, http.StatusOK, out)
+	c, _ := out["circuit"].(map[string]any)
+	if st, _ := c["state"].(string); st != "" && st != "closed" {
+		t.Fatalf("after a reset the circuit is %q, want closed", st)
+	}
+}
+
+func TestTenantIsolation(t *testing.T) {
+	rcv := newReceiver(t, http.StatusInternalServerError)
+	ep := uniq("acme-only")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	ev := send(t, shared.acme, ep, uniq("evt_acme"))
+	waitState(t, ev, "dead_letter")
+	eventually(t, "the dead letter to be listed", func() bool {
+		_, dl := call(t, "GET", "/v1/dead-letters", shared.acme, nil)
+		return slices.Contains(deadLetterIDs(dl), ev)
+	})
+
+	missingEP, missingEv := "nobody-"+ep, "evt_nobody_"+ep
+	for _, c := range []struct {
+		method, path, missing string
+		body                  any
+	}{
+		{"GET", "/v1/endpoints/" + ep, "/v1/endpoints/" + missingEP, nil},
+		{"GET", "/v1/events/" + ev, "/v1/events/" + missingEv, nil},
+		{"POST", "/v1/events/" + ev + "/replay", "/v1/events/" + missingEv + "/replay", nil},
+		{"GET", "/v1/dead-letters?endpoint=" + ep, "/v1/dead-letters?endpoint=" + missingEP, nil},
+		{"POST", "/v1/endpoints/" + ep + "/replay", "/v1/endpoints/" + missingEP + "/replay", map[string]any{}},
+		{"POST", "/v1/endpoints/" + ep + "/reset", "/v1/endpoints/" + missingEP + "/reset", nil},
+	} {
+		code, out := call(t, c.method, c.path, shared.globex, c.body)
+		want(t, "globex "+c.method+" "+c.path, code, http.StatusNotFound, out)
+		_, none := call(t, c.method, c.missing, shared.globex, c.body)
+		// The answer for another tenant's resource reads like the one for a missing one.
+		got := strings.ReplaceAll(strings.ReplaceAll(out["error"].(string), ev, "ID"), ep, "ID")
+		missing := strings.ReplaceAll(strings.ReplaceAll(none["error"].(string), missingEv, "ID"), missingEP, "ID")
+		if got != missing {
+			t.Fatalf("%s %s tells another tenant's resource from a missing one:\n  %q\n  %q", c.method, c.path, got, missing)
+		}
+	}
+	code, out := call(t, "POST", "/v1/events", shared.globex, map[string]any{"endpoint_id": ep, "data": 1})
+	want(t, "globex sends to acme's endpoint", code, http.StatusNotFound, out)
+
+	_, list := call(t, "GET", "/v1/endpoints", shared.globex, nil)
+	if slices.Contains(endpointIDs(list), ep) {
+		t.Fatal("globex's endpoint list shows acme's endpoint")
+	}
+	_, dl := call(t, "GET", "/v1/dead-letters", shared.globex, nil)
+	if slices.Contains(deadLetterIDs(dl), ev) {
+		t.Fatal("globex's dead letters show acme's")
+	}
+	_, list = call(t, "GET", "/v1/endpoints", shared.operator, nil)
+	if !slices.Contains(endpointIDs(list), ep) {
+		t.Fatal("the operator's endpoint list lacks acme's endpoint")
+	}
+
+	// The dashboard too.
+	c := browserClient(t)
+	signIn(t, c, shared.globex)
+	for _, p := range []string{"/endpoints/" + ep, "/events/" + ev} {
+		if code, _ := get(t, c, p); code != http.StatusNotFound {
+			t.Fatalf("globex's dashboard GET %s: status %d, want 404", p, code)
+		}
+	}
+	if _, page := get(t, c, "/endpoints"); strings.Contains(page, ep) {
+		t.Fatal("globex's dashboard lists acme's endpoint")
+	}
+}
+
+func endpointIDs(list map[string]any) []string {
+	var ids []string
+	eps, _ := list["endpoints"].([]any)
+	for _, e := range eps {
+		ids = append(ids, e.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+func deadLetterIDs(list map[string]any) []string {
+	var ids []string
+	dls, _ := list["dead_letters"].([]any)
+	for _, d := range dls {
+		ids = append(ids, d.(map[string]any)["event_id"].(string))
+	}
+	return ids
+}

@@ -1,0 +1,201 @@
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// principal is who a request speaks for.
+type principal struct {
+	token   Token
+	session string // the session cookie's value, for the CSRF token; empty for the API
+}
+
+func (p principal) operator() bool { return p.token.Operator }
+
+// notFoundFor is the error a tenant gets for another tenant's resource: the same words as
+// for one that does not exist.
+func notFoundFor(kind, id string) error {
+	return fmt.Errorf("%w: %s %s does not exist (or your token may not see it)", starter.ErrNotFound, kind, id)
+}
+
+// canSee reports whether p may see resources of tenant.
+func (p principal) canSee(tenant string) bool {
+	if tenant == "" {
+		tenant = workflows.DefaultTenant
+	}
+	return p.token.Operator || p.token.Tenant == tenant
+}
+
+// bearer authenticates an API request from its Authorization header.
+func (s *Server) bearer(r *http.Request) (principal, int, string) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return principal{}, http.StatusUnauthorized, "missing token: send Authorization: Bearer <token> (create one with herald token create)"
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return principal{}, http.StatusUnauthorized, "Authorization must be \"Bearer <token>\""
+	}
+	t, ok := s.opts.Tokens.Lookup(tok)
+	if !ok {
+		return principal{}, http.StatusUnauthorized, "the token is unknown or revoked: check it, or create one with herald token create"
+	}
+	return principal{token: t}, 0, ""
+}
+
+// endpointFor returns endpoint id's state if p may see it, else a not-found error.
+func (s *Server) endpointFor(ctx context.Context, p principal, id string) (workflows.EndpointState, error) {
+	st, err := s.opts.Starter.GetEndpoint(ctx, id)
+	if err != nil {
+		if errors.Is(err, starter.ErrNotFound) {
+			return st, notFoundFor("endpoint", id)
+		}
+		return st, err
+	}
+	if !p.canSee(st.Tenant) {
+		return workflows.EndpointState{}, notFoundFor("endpoint", id)
+	}
+	return st, nil
+}
+
+// eventFor returns event id's status if p may see it (its endpoint is p's), else not found.
+func (s *Server) eventFor(ctx context.Context, p principal, id string) (workflows.Status, error) {
+	st, err := s.opts.Starter.Status(ctx, id)
+	if err != nil {
+		if errors.Is(err, starter.ErrNotFound) {
+			return st, notFoundFor("event", id)
+		}
+		return st, err
+	}
+	if p.operator() {
+		return st, nil
+	}
+	if _, err := s.endpointFor(ctx, p, st.Event.EndpointID); err != nil {
+		if errors.Is(err, starter.ErrNotFound) {
+			return workflows.Status{}, notFoundFor("event", id)
+		}
+		return workflows.Status{}, err
+	}
+	return st, nil
+}
+
+// visibleEndpoints lists the endpoints p may see.
+func (s *Server) visibleEndpoints(ctx context.Context, p principal) ([]workflows.EndpointState, error) {
+	all, err := s.opts.Starter.ListEndpoints(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]workflows.EndpointState, 0, len(all))
+	for _, e := range all {
+		if p.canSee(e.Tenant) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Session cookies. A session is signed, not stored: the cookie holds the token id and an
+// expiry, with an HMAC under the tokens file's session key, so every server sharing the file
+// accepts it, and revoking the token ends the session.
+const (
+	sessionCookie = "herald_session"
+	signinCookie  = "herald_signin" // the sign-in form's CSRF token (double submit)
+)
+
+type sessionData struct {
+	TokenID string `json:"t"`
+	Expires int64  `json:"e"`
+	Nonce   string `json:"n"`
+}
+
+func mac(key []byte, parts ...string) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// newSession returns a cookie value for token t.
+func (s *Server) newSession(t Token) (string, error) {
+	key := s.opts.Tokens.sessionKey()
+	if len(key) == 0 {
+		return "", errors.New("the tokens file has no session key")
+	}
+	b, _ := json.Marshal(sessionData{TokenID: t.ID, Expires: s.opts.Now().Add(s.opts.SessionTTL).Unix(), Nonce: randomString(12)})
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(mac(key, "session", payload)), nil
+}
+
+// session authenticates a dashboard request from its cookie.
+func (s *Server) session(r *http.Request) (principal, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return principal{}, false
+	}
+	payload, sig, ok := strings.Cut(c.Value, ".")
+	key := s.opts.Tokens.sessionKey()
+	if !ok || len(key) == 0 {
+		return principal{}, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(key, "session", payload)) {
+		return principal{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	var d sessionData
+	if err != nil || json.Unmarshal(b, &d) != nil || s.opts.Now().Unix() > d.Expires {
+		return principal{}, false
+	}
+	t, ok := s.opts.Tokens.ByID(d.TokenID)
+	if !ok {
+		return principal{}, false
+	}
+	return principal{token: t, session: c.Value}, true
+}
+
+// csrfToken is the per-session token every dashboard form carries in a hidden field.
+func (s *Server) csrfToken(p principal) string {
+	return base64.RawURLEncoding.EncodeToString(mac(s.opts.Tokens.sessionKey(), "csrf", p.session))
+}
+
+// checkCSRF reports whether a posted form carries the session's CSRF token.
+func (s *Server) checkCSRF(r *http.Request, p principal) bool {
+	got, err := base64.RawURLEncoding.DecodeString(r.PostFormValue("csrf"))
+	if err != nil || p.session == "" {
+		return false
+	}
+	return hmac.Equal(got, mac(s.opts.Tokens.sessionKey(), "csrf", p.session))
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		Secure: s.secure(r), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// sessionMaxAge is the session cookie's lifetime in seconds.
+func (s *Server) sessionMaxAge() int { return int(s.opts.SessionTTL / time.Second) }

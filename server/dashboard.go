@@ -1,0 +1,611 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// pages are the dashboard's templates, each parsed with the layout.
+var pages = func() map[string]*template.Template {
+	funcs := template.FuncMap{"pathEscape": url.PathEscape}
+	m := map[string]*template.Template{}
+	for _, name := range []string{"signin.html", "endpoints.html", "endpoint.html", "event.html", "error.html"} {
+		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
+	}
+	return m
+}()
+
+// pageHandler is a dashboard handler for a signed-in principal.
+type pageHandler func(w http.ResponseWriter, r *http.Request, p principal) error
+
+// page requires a session (redirecting to the sign-in form otherwise) and, for a POST, the
+// session's CSRF token.
+func (s *Server) page(h pageHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		p, ok := s.session(r)
+		if !ok {
+			if r.Method == http.MethodGet && r.URL.Query().Get("fragment") == "" {
+				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
+				return
+			}
+			s.errorPage(w, r, principal{}, http.StatusUnauthorized, "Your session has ended: sign in again.")
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			if !s.checkCSRF(r, p) {
+				s.errorPage(w, r, p, http.StatusForbidden, "This form did not come from this page (CSRF check failed): go back, reload the page and try again.")
+				return
+			}
+		}
+		if err := h(w, r, p); err != nil {
+			code := errStatus(err)
+			msg := cleanMessage(err.Error())
+			switch code {
+			case http.StatusServiceUnavailable:
+				msg = unavailableMessage
+			case http.StatusInternalServerError:
+				s.opts.Logger.Error("dashboard request failed", "path", r.URL.Path, "error", err)
+				msg = "Something went wrong on our side; the server log has the details."
+			}
+			s.errorPage(w, r, p, code, msg)
+		}
+	}
+}
+
+// view is what every page template gets.
+type view struct {
+	Title    string
+	Who      string
+	Operator bool
+	SignedIn bool
+	CSRF     string
+	Refresh  int // milliseconds; 0: the page does not refresh itself
+	Flash    string
+	Error    string
+	Next     string
+	Banners  []string
+
+	Endpoints   []endpointView
+	Endpoint    endpointView
+	Deliveries  []deliveryView
+	Chart       template.HTML
+	DeadLetters []deadLetterView
+	Event       eventView
+}
+
+func (s *Server) newView(p principal, title string) view {
+	v := view{Title: title, Refresh: int(s.opts.RefreshInterval / time.Millisecond)}
+	if p.token.ID != "" {
+		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.token.Who(), p.operator(), s.csrfToken(p)
+	}
+	return v
+}
+
+// render writes a page, or only its live part when the page polls for it (?fragment=live).
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, v view) {
+	t := pages[name]
+	which := "layout"
+	if r.URL.Query().Get("fragment") == "live" && t.Lookup("live") != nil {
+		which = "live"
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, which, v); err != nil {
+		s.opts.Logger.Error("render page", "page", name, "error", err)
+		http.Error(w, "could not render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, p principal, code int, msg string) {
+	v := s.newView(p, http.StatusText(code))
+	v.Error, v.Refresh = msg, 0
+	s.render(w, r, code, "error.html", v)
+}
+
+// safeNext returns a local path to go to after a form, or def.
+func safeNext(next, def string) string {
+	if strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") && !strings.ContainsAny(next, "\r\n") {
+		return next
+	}
+	return def
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request, _ principal) error {
+	http.Redirect(w, r, "/endpoints", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) signinForm(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.session(r); ok {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next"), "/endpoints"), http.StatusSeeOther)
+		return
+	}
+	s.showSignin(w, r, http.StatusOK, "")
+}
+
+func (s *Server) showSignin(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	tok := randomString(24)
+	s.setCookie(w, r, signinCookie, tok, 3600)
+	v := s.newView(principal{}, "Sign in")
+	v.CSRF, v.Error, v.Refresh = tok, msg, 0
+	v.Next = safeNext(r.FormValue("next"), "/endpoints")
+	s.render(w, r, code, "signin.html", v)
+}
+
+func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	c, err := r.Cookie(signinCookie)
+	if err != nil || !hmac.Equal([]byte(c.Value), []byte(r.PostFormValue("csrf"))) {
+		s.showSignin(w, r, http.StatusForbidden, "This sign-in form expired or did not come from this page (CSRF check failed): try again.")
+		return
+	}
+	t, ok := s.opts.Tokens.Lookup(r.PostFormValue("token"))
+	if !ok {
+		s.showSignin(w, r, http.StatusUnauthorized, "That token is unknown or revoked. Paste the token `herald token create` printed (it starts with hrld_).")
+		return
+	}
+	sess, err := s.newSession(t)
+	if err != nil {
+		s.showSignin(w, r, http.StatusInternalServerError, "Cannot sign in: "+err.Error())
+		return
+	}
+	s.setCookie(w, r, sessionCookie, sess, s.sessionMaxAge())
+	s.setCookie(w, r, signinCookie, "", -1)
+	http.Redirect(w, r, safeNext(r.PostFormValue("next"), "/endpoints"), http.StatusSeeOther)
+}
+
+func (s *Server) signout(w http.ResponseWriter, r *http.Request, _ principal) error {
+	s.setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+	return nil
+}
+
+// endpointView is an endpoint as the dashboard shows it.
+type endpointView struct {
+	ID, Tenant, URL string
+	State           string // closed, open, half_open
+	StateLabel      string // circuit-closed, circuit-open, circuit-half-open
+	InFlight, Cap   int
+	Queue           int
+	Attempts        int
+	Failures        int
+	SuccessRate     string
+	P50, P99        string
+	Honoured        int
+	Capped          int
+	Ignored         int
+	LastOutcome     string
+	LastAttemptAt   string
+	Ladder          string
+}
+
+func circuitState(c workflows.CircuitView) string {
+	if c.State == "" {
+		return string(policy.CircuitClosed)
+	}
+	return c.State
+}
+
+func (s *Server) endpointView(e workflows.EndpointState) endpointView {
+	st := circuitState(e.Circuit)
+	v := endpointView{
+		ID: e.ID, Tenant: e.Tenant, URL: e.URL, State: st,
+		StateLabel: "circuit-" + strings.ReplaceAll(st, "_", "-"),
+		InFlight:   e.InFlight, Cap: e.Cap, Queue: e.Queue,
+		Attempts: e.Counters.Attempts, Failures: e.Counters.Failures,
+		SuccessRate: "–", P50: "–", P99: "–",
+		Honoured: e.Counters.RetryAfterHonoured, Capped: e.Counters.RetryAfterCapped, Ignored: e.Counters.RetryAfterIgnored,
+		LastOutcome: e.Counters.LastOutcome, LastAttemptAt: s.clock(e.Counters.LastAttemptAt),
+	}
+	if v.Tenant == "" {
+		v.Tenant = workflows.DefaultTenant
+	}
+	if v.Cap == 0 {
+		v.Cap = e.MaxInFlight
+	}
+	if e.Counters.Attempts > 0 {
+		v.SuccessRate = fmt.Sprintf("%.1f%%", 100*float64(e.Counters.Successes)/float64(e.Counters.Attempts))
+	}
+	if e.P99 > 0 {
+		v.P50, v.P99 = shortDuration(e.P50), shortDuration(e.P99)
+	}
+	if l := e.Overrides.Ladder; l != nil {
+		parts := make([]string, len(l.Delays))
+		for i, d := range l.Delays {
+			parts[i] = d.String()
+		}
+		v.Ladder = strings.Join(parts, ", ")
+		if l.Attempts > 0 {
+			v.Ladder += fmt.Sprintf(" (%d attempts)", l.Attempts)
+		}
+	}
+	return v
+}
+
+// Banner is the sentence the dashboard shows across the top while an endpoint's circuit is
+// not closed, or "" while it is closed. forTenant words it for the endpoint's owner.
+func Banner(e workflows.EndpointState, forTenant bool, loc *time.Location) string {
+	c := e.Circuit
+	st := circuitState(c)
+	if st == string(policy.CircuitClosed) {
+		return ""
+	}
+	clock := func(t time.Time) string { return t.In(loc).Format("15:04") }
+	who := "Your endpoint " + e.ID
+	if !forTenant {
+		tenant := e.Tenant
+		if tenant == "" {
+			tenant = workflows.DefaultTenant
+		}
+		who = fmt.Sprintf("Endpoint %s (tenant %s)", e.ID, tenant)
+	}
+	since := c.TrippedAt
+	if since.IsZero() {
+		since = c.Since
+	}
+	switch st {
+	case string(policy.CircuitOpen):
+		reason := c.Reason
+		if reason == "" {
+			reason = "repeated failures"
+		}
+		msg := fmt.Sprintf("%s is in circuit-open after %s", who, reason)
+		if !since.IsZero() {
+			msg += " since " + clock(since)
+		}
+		msg += ". Deliveries are paused"
+		if !c.NextProbeAt.IsZero() {
+			msg += "; the next probe is at " + clock(c.NextProbeAt) + "."
+		} else {
+			msg += " until a probe succeeds."
+		}
+		return msg
+	case string(policy.CircuitHalfOpen):
+		msg := who + " is half-open"
+		if !c.Since.IsZero() {
+			msg += " since " + clock(c.Since)
+		}
+		return msg + ": a probe succeeded and a few deliveries go through one at a time; the circuit closes once they succeed."
+	}
+	return fmt.Sprintf("%s is in circuit state %s since %s.", who, st, clock(c.Since))
+}
+
+func (s *Server) banners(p principal, eps []workflows.EndpointState) []string {
+	var out []string
+	for _, e := range eps {
+		if b := Banner(e, !p.operator(), s.opts.Location); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	eps, err := s.visibleEndpoints(ctx, p)
+	if err != nil {
+		return err
+	}
+	v := s.newView(p, "Endpoints")
+	v.Banners = s.banners(p, eps)
+	for _, e := range eps {
+		v.Endpoints = append(v.Endpoints, s.endpointView(e))
+	}
+	s.render(w, r, http.StatusOK, "endpoints.html", v)
+	return nil
+}
+
+// deliveryView is one recent delivery of an endpoint.
+type deliveryView struct {
+	EventID, Type string
+	State         string
+	Attempts      int
+	Last          string
+	SentAt        string
+	statusAt      time.Time
+}
+
+// deadLetterView is one dead letter on an endpoint's page.
+type deadLetterView struct {
+	EventID, Type, SentAt string
+}
+
+// recentLimit is how many of an endpoint's deliveries its page shows (and charts).
+const recentLimit = 40
+
+// recent lists endpoint id's latest deliveries, newest first, with their status (attempts
+// included) when the status query answers.
+func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []workflows.Status, error) {
+	resp, err := s.opts.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query:    fmt.Sprintf("WorkflowType = '%s' AND %s = '%s'", workflows.DeliveryWorkflowName, workflows.AttrEndpoint.GetName(), id),
+		PageSize: recentLimit * 2,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list deliveries of %s: %w", id, err)
+	}
+	type row struct {
+		wf      string
+		started time.Time
+		status  string
+	}
+	var rows []row
+	seen := map[string]bool{}
+	for _, ex := range resp.GetExecutions() {
+		wf := ex.GetExecution().GetWorkflowId()
+		if seen[wf] {
+			continue // an older run of a redelivered event
+		}
+		seen[wf] = true
+		rows = append(rows, row{wf, ex.GetStartTime().AsTime(), strings.ToLower(strings.TrimPrefix(ex.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].started.After(rows[j].started) })
+	if len(rows) > recentLimit {
+		rows = rows[:recentLimit]
+	}
+	out := make([]deliveryView, len(rows))
+	sts := make([]workflows.Status, len(rows))
+	ok := make([]bool, len(rows))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 6)
+	for i, rw := range rows {
+		evID, _ := workflows.EventIDFromWorkflowID(rw.wf)
+		out[i] = deliveryView{EventID: evID, State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			st, err := s.opts.Starter.Status(ctx, evID)
+			if err == nil {
+				sts[i], ok[i] = st, true
+			}
+		}()
+	}
+	wg.Wait()
+	var all []workflows.Status
+	for i := range out {
+		if !ok[i] {
+			continue
+		}
+		st := sts[i]
+		all = append(all, st)
+		out[i].Type, out[i].State, out[i].Attempts = st.Event.Type, st.State, len(st.Attempts)+st.Dropped
+		if n := len(st.Attempts); n > 0 {
+			out[i].Last = st.Attempts[n-1].Result.Summary()
+		}
+	}
+	return out, all, nil
+}
+
+func (s *Server) endpointPage(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	e, err := s.endpointFor(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	v := s.newView(p, "Endpoint "+id)
+	v.Endpoint = s.endpointView(e)
+	v.Banners = s.banners(p, []workflows.EndpointState{e})
+	v.Flash = flash(r)
+	deliveries, statuses, err := s.recent(ctx, id)
+	if err != nil {
+		return err
+	}
+	v.Deliveries = deliveries
+	v.Chart = chartSVG(statuses, s.opts.Now(), s.opts.Location)
+	dls, err := s.opts.Starter.ListDeadLetters(ctx, activities.DeadLetterFilter{EndpointID: id})
+	if err != nil {
+		return err
+	}
+	for i := len(dls) - 1; i >= 0; i-- { // newest first
+		v.DeadLetters = append(v.DeadLetters, deadLetterView{EventID: dls[i].EventID, Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt)})
+	}
+	s.render(w, r, http.StatusOK, "endpoint.html", v)
+	return nil
+}
+
+// flash is the message of a form just submitted, from the redirect's query.
+func flash(r *http.Request) string {
+	q := r.URL.Query()
+	switch q.Get("done") {
+	case "replayed":
+		return "Replay of " + q.Get("event") + " started: it is being delivered again with the same id."
+	case "bulk":
+		return "Bulk replay started (" + q.Get("wf") + "): the dead letters are being delivered again."
+	case "reset":
+		return "The circuit is closed: deliveries resume."
+	}
+	return ""
+}
+
+// attemptView is one attempt on a delivery's timeline.
+type attemptView struct {
+	Round, Number int
+	At            string
+	OK            bool
+	Result        string
+	Latency       string
+	RetryAfter    string
+	Next          string
+	Snippet       string
+}
+
+// eventView is a delivery as its page shows it.
+type eventView struct {
+	ID, EndpointID, Type string
+	CreatedAt            string
+	State                string
+	Round                int
+	Dropped              int
+	Attempts             []attemptView
+	When                 string
+	TemporalURL          string
+	CanReplay            bool
+}
+
+func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	st, err := s.eventFor(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	v := s.newView(p, "Event "+id)
+	v.Flash = flash(r)
+	ev := eventView{
+		ID: st.Event.ID, EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
+		State: st.State, Round: st.Round, Dropped: st.Dropped,
+		CanReplay: st.State == workflows.StateDeadLetter || st.State == workflows.StateDelivered || st.State == workflows.StateExpired,
+	}
+	switch {
+	case st.Waiting != nil:
+		ev.When = fmt.Sprintf("held back by the endpoint since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
+	case !st.NextAttemptAt.IsZero() && st.State != workflows.StateDelivered:
+		ev.When = "next attempt at " + s.stamp(st.NextAttemptAt)
+	case st.State == workflows.StateDelivered && !st.DeliveredAt.IsZero():
+		ev.When = "delivered at " + s.stamp(st.DeliveredAt)
+	case st.State == workflows.StateDeadLetter:
+		ev.When = fmt.Sprintf("dead letter since %s; expires %s unless replayed", s.stamp(st.DeadAt), s.stamp(st.ExpiresAt))
+	}
+	if p.operator() && s.opts.TemporalUI != "" {
+		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(workflows.DeliveryID(id))
+	}
+	for _, a := range st.Attempts {
+		res := a.Result
+		av := attemptView{Round: a.Round, Number: a.Number, At: s.stamp(res.StartedAt), OK: res.Delivered(), Result: res.Summary(),
+			Latency: shortDuration(res.Duration), RetryAfter: "–", Next: "–", Snippet: res.Snippet}
+		if res.RetryAfterHeader != "" {
+			d := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
+			av.RetryAfter = fmt.Sprintf("%q: %s", res.RetryAfterHeader, d.Reason)
+		}
+		if n := a.Next; n != nil {
+			if n.Retry {
+				av.Next = fmt.Sprintf("retry at %s (after %s, from the %s)", s.stamp(n.At), shortDuration(n.Delay), strings.ReplaceAll(n.Source, "_", "-"))
+			} else {
+				av.Next = "no retry: the ladder is exhausted"
+			}
+		}
+		ev.Attempts = append(ev.Attempts, av)
+	}
+	v.Event = ev
+	s.render(w, r, http.StatusOK, "event.html", v)
+	return nil
+}
+
+func (s *Server) replayForm(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	if _, err := s.eventFor(ctx, p, id); err != nil {
+		return err
+	}
+	if err := s.opts.Starter.Replay(ctx, id); err != nil {
+		return err
+	}
+	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id))
+	http.Redirect(w, r, withQuery(back, url.Values{"done": {"replayed"}, "event": {id}}), http.StatusSeeOther)
+	return nil
+}
+
+// sinceChoices are the "Replay all since …" choices of an endpoint's page.
+var sinceChoices = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "all": 0}
+
+func (s *Server) bulkReplayForm(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	if _, err := s.endpointFor(ctx, p, id); err != nil {
+		return err
+	}
+	d, ok := sinceChoices[r.PostFormValue("since")]
+	if !ok {
+		return fmt.Errorf("%w: choose how far back to replay: 1h, 6h, 24h, 7d or all", starter.ErrInvalid)
+	}
+	f := activities.DeadLetterFilter{EndpointID: id}
+	if d > 0 {
+		f.Since = s.opts.Now().Add(-d)
+	}
+	wf, err := s.opts.Starter.BulkReplay(ctx, workflows.BulkReplayInput{Filter: f})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"bulk"}, "wf": {wf}}), http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) resetForm(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	if _, err := s.endpointFor(ctx, p, id); err != nil {
+		return err
+	}
+	if _, err := s.opts.Starter.ResetCircuit(ctx, id); err != nil {
+		return err
+	}
+	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"reset"}}), http.StatusSeeOther)
+	return nil
+}
+
+func withQuery(path string, q url.Values) string {
+	if strings.Contains(path, "?") {
+		path = path[:strings.Index(path, "?")]
+	}
+	return path + "?" + q.Encode()
+}
+
+// clock is a time of day on the dashboard ("12:03:04"), or "–".
+func (s *Server) clock(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.In(s.opts.Location).Format("15:04:05")
+}
+
+// stamp is a date and time on the dashboard.
+func (s *Server) stamp(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.In(s.opts.Location).Format("2006-01-02 15:04:05 MST")
+}
+
+// shortDuration rounds d for people: 12ms, 1.2s, 3m0s.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,217 @@
+// Package server is Herald's HTTP face: a JSON API under /v1 for producers in any language,
+// and a server-rendered dashboard where customers (tenant tokens) and operators see their
+// endpoints' circuits, deliveries and dead letters, and replay them. It is one http.Handler,
+// served by `herald serve` and by `herald dev`.
+package server
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/heraldhq/herald/starter"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Cookie security modes of Options.CookieSecure.
+const (
+	// CookieSecureAuto marks the session cookie Secure when the request came over https
+	// (directly, or through a proxy that says so in X-Forwarded-Proto).
+	CookieSecureAuto = "auto"
+	// CookieSecureAlways always marks it Secure (browsers then send it only over https).
+	CookieSecureAlways = "always"
+	// CookieSecureNever never marks it Secure (plain http, e.g. on 127.0.0.1).
+	CookieSecureNever = "never"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Starter is Herald's Go API; required.
+	Starter *starter.Client
+	// Client is the Temporal client behind Starter, for the visibility queries of the
+	// dashboard's recent deliveries; required.
+	Client client.Client
+	// Tokens holds the bearer tokens; required.
+	Tokens *TokenStore
+	// Namespace is the Temporal namespace, for links to the Temporal UI.
+	Namespace string
+	// TemporalUI is the base URL of the Temporal Web UI (e.g. http://127.0.0.1:8233);
+	// empty: no links. Only operators see the links.
+	TemporalUI string
+	// CookieSecure is CookieSecureAuto (default), CookieSecureAlways or CookieSecureNever.
+	CookieSecure string
+	// SessionTTL is how long a dashboard session lasts; default 12h.
+	SessionTTL time.Duration
+	// RequestTimeout bounds each request's calls to Temporal; default 15s.
+	RequestTimeout time.Duration
+	// RefreshInterval is how often an open dashboard page refreshes its live part; default 3s.
+	RefreshInterval time.Duration
+	// Location is the time zone of times on the dashboard; default time.Local.
+	Location *time.Location
+	// Logger receives unexpected errors; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves the JSON API and the dashboard.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+}
+
+// route is one method+path the server answers.
+type route struct {
+	method, path string
+	api          bool // under /v1 and documented in openapi.json
+	h            http.HandlerFunc
+}
+
+// New returns the server. Mount it at "/" (it owns /v1/, /static/ and the dashboard's pages).
+func New(o Options) (*Server, error) {
+	if o.Starter == nil || o.Client == nil {
+		return nil, errors.New("server: Options.Starter and Options.Client are required")
+	}
+	if o.Tokens == nil {
+		return nil, errors.New("server: Options.Tokens is required")
+	}
+	switch o.CookieSecure {
+	case "":
+		o.CookieSecure = CookieSecureAuto
+	case CookieSecureAuto, CookieSecureAlways, CookieSecureNever:
+	default:
+		return nil, errors.New("cookie security " + o.CookieSecure + " is unknown: use auto, always or never")
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	o.TemporalUI = strings.TrimRight(o.TemporalUI, "/")
+	if o.SessionTTL == 0 {
+		o.SessionTTL = 12 * time.Hour
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 15 * time.Second
+	}
+	if o.RefreshInterval == 0 {
+		o.RefreshInterval = 3 * time.Second
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{opts: o, mux: http.NewServeMux()}
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.h)
+	}
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no API route "+r.Method+" "+r.URL.Path+": see /v1/openapi.json")
+	})
+	return s, nil
+}
+
+// routes lists every route; the API ones must match openapi.json (a test checks).
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", "/v1/openapi.json", true, s.apiOpenAPI},
+		{"POST", "/v1/events", true, s.api(s.apiSend)},
+		{"GET", "/v1/events/{id}", true, s.api(s.apiEvent)},
+		{"POST", "/v1/events/{id}/replay", true, s.api(s.apiReplay)},
+		{"GET", "/v1/endpoints", true, s.api(s.apiListEndpoints)},
+		{"GET", "/v1/endpoints/{id}", true, s.api(s.apiGetEndpoint)},
+		{"PUT", "/v1/endpoints/{id}", true, s.api(s.apiPutEndpoint)},
+		{"POST", "/v1/endpoints/{id}/reset", true, s.api(s.apiReset)},
+		{"POST", "/v1/endpoints/{id}/replay", true, s.api(s.apiBulkReplay)},
+		{"GET", "/v1/dead-letters", true, s.api(s.apiDeadLetters)},
+
+		{"GET", "/{$}", false, s.page(s.home)},
+		{"GET", "/signin", false, s.signinForm},
+		{"POST", "/signin", false, s.signin},
+		{"POST", "/signout", false, s.page(s.signout)},
+		{"GET", "/endpoints", false, s.page(s.endpointsPage)},
+		{"GET", "/endpoints/{id}", false, s.page(s.endpointPage)},
+		{"POST", "/endpoints/{id}/reset", false, s.page(s.resetForm)},
+		{"POST", "/endpoints/{id}/replay", false, s.page(s.bulkReplayForm)},
+		{"GET", "/events/{id}", false, s.page(s.eventPage)},
+		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
+	}
+}
+
+// ServeHTTP adds the security headers to every answer and routes the request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if s.secure(r) {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// secure reports whether the session cookie is marked Secure for r.
+func (s *Server) secure(r *http.Request) bool {
+	switch s.opts.CookieSecure {
+	case CookieSecureAlways:
+		return true
+	case CookieSecureNever:
+		return false
+	}
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// ctx bounds a request's calls to Temporal.
+func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+}
+
+// errStatus maps an error from starter or Temporal to an HTTP status.
+func errStatus(err error) int {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	switch {
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, starter.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, starter.ErrNotFound):
+		return http.StatusNotFound
+	case errors.As(err, &unavailable), errors.As(err, &deadline),
+		errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "connection refused"):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// errForbidden marks what a token may not do at all (as opposed to what it may not see).
+var errForbidden = errors.New("forbidden")
+
+// unavailableMessage is the message of a 503.
+const unavailableMessage = "Temporal is unreachable right now; retry shortly (the server's --address must point at a running Temporal frontend)"
