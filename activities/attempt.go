@@ -91,7 +91,12 @@ func (r Result) Delivered() bool { return r.Outcome == OutcomeDelivered }
 func (r Result) Summary() string {
 	switch r.Outcome {
 	case OutcomeDelivered, OutcomeHTTPStatus:
-		return fmt.Sprintf("%d %s", r.StatusCode, http.StatusText(r.StatusCode))
+		s := fmt.Sprintf("%d %s", r.StatusCode, http.StatusText(r.StatusCode))
+		if r.RetryAfterHeader != "" {
+			ra := r.Policy.RetryAfter.Decide(r.RetryAfterHeader, r.DateHeader, r.StartedAt)
+			s += fmt.Sprintf(", Retry-After %s %s", strings.TrimSpace(r.RetryAfterHeader), ra.Action)
+		}
+		return s
 	default:
 		return fmt.Sprintf("%s: %s", r.Outcome, r.Error)
 	}

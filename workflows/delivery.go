@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -154,7 +155,8 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		d.record(rec)
 		d.status.NextAttemptAt = step.At
 		d.setState(ctx, StateWaitingRetry, true)
-		summary := fmt.Sprintf("retry %d in %s (%s)", n+1, next.Delay.Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
+		summary := fmt.Sprintf("attempt %d → %s; retry %d in %s (%s)", n, res.Summary(), n+1,
+			next.Delay.Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
 		if err := workflow.NewTimerWithOptions(ctx, next.Delay, workflow.TimerOptions{Summary: summary}).Get(ctx, nil); err != nil {
 			return activities.Effective{}, false, err
 		}
@@ -181,7 +183,7 @@ func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) error {
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(tctx, again, workflow.TimerOptions{
-		Summary: "waiting: " + h.Reason,
+		Summary: waitSummary(h),
 	})
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
@@ -249,11 +251,29 @@ func (d *delivery) record(rec AttemptRecord) {
 // search attribute (one history event, so only off the fast path).
 func (d *delivery) setState(ctx workflow.Context, state string, upsert bool) {
 	d.status.State = state
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round, len(d.status.Attempts)))
+	details := fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round, len(d.status.Attempts))
+	if n := len(d.status.Attempts); n > 0 {
+		last := d.status.Attempts[n-1].Result
+		details += fmt.Sprintf("; last: attempt %d → %s", last.Number, last.Summary())
+	}
+	workflow.SetCurrentDetails(ctx, details)
 	if upsert {
 		// Upsert fails only on bad keys, which are constants here.
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStatus.ValueSet(state))
 	}
+}
+
+// waitSummary says in the UI's timeline why the delivery waits, e.g. "waiting: circuit open
+// after 5 consecutive failures, probe at 12:08:00Z".
+func waitSummary(h *activities.Hold) string {
+	s := "waiting: " + h.Reason
+	if !h.RetryAt.IsZero() && strings.HasPrefix(h.Reason, "circuit open") {
+		s += ", probe at " + h.RetryAt.UTC().Format("15:04:05Z")
+	}
+	if h.Queued {
+		s += fmt.Sprintf(" (position %d)", h.Position)
+	}
+	return s
 }
 
 func lastPolicy(recs []AttemptRecord) activities.Effective {

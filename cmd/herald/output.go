@@ -53,14 +53,9 @@ func printStatus(w io.Writer, st workflows.Status) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nROUND\t#\tAT\tTOOK\tRESULT\tRETRY-AFTER\tNEXT")
+	fmt.Fprintln(tw, "\nROUND\t#\tAT\tTOOK\tRESULT\tNEXT")
 	for _, a := range st.Attempts {
 		r := a.Result
-		ra := "-"
-		if r.RetryAfterHeader != "" {
-			d := r.Policy.RetryAfter.Decide(r.RetryAfterHeader, r.DateHeader, r.StartedAt)
-			ra = fmt.Sprintf("%q %s", r.RetryAfterHeader, d.Action)
-		}
 		next := "-"
 		if a.Next != nil {
 			if a.Next.Retry {
@@ -73,8 +68,8 @@ func printStatus(w io.Writer, st workflows.Status) {
 		if r.Error != "" && r.Outcome == "http_status" {
 			res += ": " + r.Error
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
-			r.Duration.Round(time.Millisecond), oneLine(res, 70), ra, next)
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
+			r.Duration.Round(time.Millisecond), oneLine(res, 80), next)
 	}
 	tw.Flush()
 }

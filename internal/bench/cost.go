@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -36,6 +37,8 @@ type CostResult struct {
 	// EndpointContinuedAsNew is set when the endpoint workflow continued as new during the
 	// run (then EndpointEvents counts the new run only).
 	EndpointContinuedAsNew bool `json:"endpoint_continued_as_new,omitempty"`
+	// EndpointEventTypes counts the endpoint workflow's new events by type.
+	EndpointEventTypes map[string]int `json:"endpoint_event_types,omitempty"`
 }
 
 func (e *env) cost(ctx context.Context) (*CostResult, error) {
@@ -89,6 +92,19 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 		res.EndpointEvents = int(a.GetHistoryLength())
 	} else {
 		res.EndpointEvents = int(a.GetHistoryLength() - b.GetHistoryLength())
+	}
+	if !res.EndpointContinuedAsNew {
+		res.EndpointEventTypes = map[string]int{}
+		it := e.client.GetWorkflowHistory(ctx, workflows.EndpointWorkflowID(ep), a.GetExecution().GetRunId(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("endpoint history: %w", err)
+			}
+			if ev.GetEventId() > b.GetHistoryLength() {
+				res.EndpointEventTypes[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
+			}
+		}
 	}
 	res.DeliveryEvents = float64(total) / float64(n)
 	res.DeliveryBytes = float64(bytes) / float64(n)

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,6 +72,7 @@ func (r *Report) Rows() []Row {
 		rows = append(rows,
 			Row{s, "delivery workflow events", fmt.Sprintf("%.2f (min %d, max %d; %.0f bytes)", c.DeliveryEvents, c.DeliveryEventsMin, c.DeliveryEventsMax, c.DeliveryBytes), "", ""},
 			Row{s, "endpoint workflow share", share, "", ""},
+			Row{s, "endpoint workflow events by type", eventTypes(c.EndpointEventTypes), "", ""},
 			Row{s, "engine-limit workflow, for comparison", fmt.Sprintf("%d events; %d bytes", c.EngineEvents, c.EngineBytes), "", ""},
 			Row{s, "history events per first-try delivery", fmt.Sprintf("%.2f", c.PerDelivery), "≤ 8", verdict(c.PerDelivery <= 8)},
 		)
@@ -136,6 +138,19 @@ func histogram(per []int) string {
 		fmt.Fprintf(&b, "%ds:%d", i, c)
 	}
 	return b.String()
+}
+
+func eventTypes(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", strings.ToLower(k), m[k])
+	}
+	return dash(strings.Join(parts, ", "))
 }
 
 func arrivals(as []BreakerArrival) string {
