@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,20 +20,18 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald/internal/devserver"
-	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // stack is the shared test stack: a real Temporal server (in memory, free ports), a Herald
 // worker that may dial loopback, and the HTTP server under test.
 type stack struct {
+	*testkit.Stack
 	temporal *devserver.Server
 	client   client.Client
 	worker   *worker.Worker
@@ -49,7 +45,7 @@ type stack struct {
 
 var shared *stack
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testkit.Quiet
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "herald-server-test-")
@@ -81,31 +77,11 @@ func TestMain(m *testing.M) {
 }
 
 func startStack(tokensPath string) (*stack, error) {
-	ctx := context.Background()
-	attrs := map[string]enums.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		attrs[n] = enums.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	srv, err := devserver.Start(ctx, devserver.Options{UIPort: -1, SearchAttributes: attrs, Logger: quiet})
+	stk, err := testkit.Start(context.Background(), testkit.Options{})
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		srv.Stop()
-		return nil, err
-	}
-	loopback := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
-	w, err := worker.New(c, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
-	if err == nil {
-		err = w.Start()
-	}
-	if err != nil {
-		c.Close()
-		srv.Stop()
-		return nil, err
-	}
-	s := &stack{temporal: srv, client: c, worker: w, starter: starter.New(c, starter.Options{EagerStart: true})}
+	s := &stack{Stack: stk, temporal: stk.Server, client: stk.Client, worker: stk.Worker, starter: stk.Starter}
 	if s.tokens, err = OpenTokenStore(tokensPath); err != nil {
 		s.stop()
 		return nil, err
@@ -120,7 +96,7 @@ func startStack(tokensPath string) (*stack, error) {
 		}
 	}
 	s.server, err = New(Options{
-		Starter: s.starter, Client: c, Tokens: s.tokens, Namespace: srv.Namespace(),
+		Starter: s.starter, Client: s.client, Tokens: s.tokens, Namespace: s.temporal.Namespace(),
 		TemporalUI: "http://127.0.0.1:8233", Logger: quiet, RefreshInterval: 500 * time.Millisecond,
 	})
 	if err != nil {
@@ -135,9 +111,7 @@ func (s *stack) stop() {
 	if s.http != nil {
 		s.http.Close()
 	}
-	s.worker.Stop()
-	s.client.Close()
-	s.temporal.Stop()
+	s.Stack.Stop()
 }
 
 // seen records every API answer of the tests: "METHOD /pattern status".

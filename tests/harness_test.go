@@ -5,97 +5,53 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/devserver"
-	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
 )
 
-// stack is the shared test stack: one server, one worker, one starter.
+// shared is the package's stack: one server, one worker, one starter.
+var shared *stack
+
+// stack wraps testkit.Stack with the names the tests use.
 type stack struct {
+	*testkit.Stack
 	srv     *devserver.Server
 	client  client.Client
 	starter *starter.Client
-	worker  *worker.Worker
 }
 
-var shared *stack
-
 func TestMain(m *testing.M) {
-	s, err := startStack(context.Background(), "")
+	s, err := testkit.Start(context.Background(), testkit.Options{})
 	if err != nil {
-		slog.Error("start test stack", "error", err)
+		fmt.Fprintln(os.Stderr, "start test stack:", err)
 		os.Exit(1)
 	}
-	shared = s
+	shared = &stack{Stack: s, srv: s.Server, client: s.Client, starter: s.Starter}
 	code := m.Run()
-	s.stop()
+	s.Stop()
 	os.Exit(code)
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// searchAttributes are Herald's search attributes, as the dev command registers them.
-func searchAttributes() map[string]enums.IndexedValueType {
-	m := map[string]enums.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		m[n] = enums.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	return m
-}
-
-// loopback is the SSRF policy of the tests' worker: receivers are on loopback.
-var loopback = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
-
-func startStack(ctx context.Context, dbFile string) (*stack, error) {
-	srv, err := devserver.Start(ctx, devserver.Options{UIPort: -1, DBFile: dbFile, SearchAttributes: searchAttributes(), Logger: quiet})
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		srv.Stop()
-		return nil, err
-	}
-	w, err := worker.New(c, worker.Options{
-		Net:           loopback,
-		RenewInterval: 200 * time.Millisecond,
-		Logger:        quiet,
-	})
-	if err == nil {
-		err = w.Start()
-	}
-	if err != nil {
-		c.Close()
-		srv.Stop()
-		return nil, err
-	}
-	return &stack{srv: srv, client: c, worker: w, starter: starter.New(c, starter.Options{EagerStart: true})}, nil
-}
-
-func (s *stack) stop() {
-	s.worker.Stop()
-	s.client.Close()
-	s.srv.Stop()
-}
+var (
+	quiet    = testkit.Quiet
+	loopback = testkit.Loopback
+)
 
 // request is one request a receiver saw.
 type request struct {

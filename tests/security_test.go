@@ -21,7 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/codec"
-	"github.com/heraldhq/herald/internal/devserver"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -41,28 +41,12 @@ func TestNothingReadableInHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := devserver.Start(ctx, devserver.Options{UIPort: -1, SearchAttributes: searchAttributes(), Logger: quiet})
+	stk, err := testkit.Start(ctx, testkit.Options{Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
-	enc, err := client.DialContext(ctx, client.Options{
-		HostPort: srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet),
-		DataConverter: codec.DataConverter(keys), FailureConverter: codec.FailureConverter(keys),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
-	w, err := worker.New(enc, worker.Options{Net: loopback, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	s := starter.New(enc, starter.Options{EagerStart: true})
+	defer stk.Stop()
+	srv, s := stk.Server, stk.Starter
 
 	const payloadMarker = "PAYLOAD-MARKER-5f1d2c"
 	const bodyMarker = "RECEIVER-BODY-MARKER-88a1"

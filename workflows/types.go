@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald/activities"
@@ -84,6 +85,16 @@ var (
 
 // SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
 var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName()}
+
+// SearchAttributeTypes maps Herald's search attributes to their type (all Keyword), as a
+// namespace must register them.
+func SearchAttributeTypes() map[string]enums.IndexedValueType {
+	m := make(map[string]enums.IndexedValueType, len(SearchAttributeNames))
+	for _, n := range SearchAttributeNames {
+		m[n] = enums.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	return m
+}
 
 // MaxDataBytes is the largest event payload Herald accepts.
 const MaxDataBytes = 256 << 10

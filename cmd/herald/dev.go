@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald/codec"
@@ -75,14 +74,10 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			if g.keys != nil {
 				codecEndpoint = httpURL + "/codec"
 			}
-			attrs := map[string]enums.IndexedValueType{}
-			for _, name := range workflows.SearchAttributeNames {
-				attrs[name] = enums.INDEXED_VALUE_TYPE_KEYWORD
-			}
 			startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			srv, err := devserver.Start(startCtx, devserver.Options{
 				IP: ip, FrontendPort: port, UIPort: uiPort, DBFile: db,
-				Namespace: g.namespace, SearchAttributes: attrs, Logger: g.logger(), CodecEndpoint: codecEndpoint,
+				Namespace: g.namespace, SearchAttributes: workflows.SearchAttributeTypes(), Logger: g.logger(), CodecEndpoint: codecEndpoint,
 			})
 			cancel()
 			if err != nil {
