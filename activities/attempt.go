@@ -77,8 +77,9 @@ type Result struct {
 	// RetryAfterHeader and DateHeader are the raw response headers, when present.
 	RetryAfterHeader string `json:"retry_after_header,omitempty"`
 	DateHeader       string `json:"date_header,omitempty"`
-	// Policy is the policy in force for this endpoint at this attempt.
-	Policy Effective `json:"policy"`
+	// Policy is the policy in force for this endpoint at this attempt, which decides what
+	// follows a failure; a delivered attempt leaves it out (it keeps history small).
+	Policy Effective `json:"policy,omitzero"`
 	// Held is set when the endpoint's gate or breaker held the attempt back: then no
 	// request was made and the attempt does not count.
 	Held *Hold `json:"held,omitempty"`
@@ -161,6 +162,9 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 		return res, ctx.Err()
 	}
 	a.Gate.Finish(ctx, adm, res)
+	if res.Delivered() {
+		res.Policy = Effective{}
+	}
 	return res, nil
 }
 

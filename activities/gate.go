@@ -62,6 +62,10 @@ type gateEntry struct {
 	outcomes []policy.Outcome
 	report   Report
 	call     *leaseCall // the renewal in flight, if any
+	renewed  time.Time  // when the last renewal was answered
+	waiting  int        // acquirers waiting for a renewal
+	seq      int        // outcomes recorded so far
+	tripSeq  int        // seq of the outcome that tripped the gate
 	// flight bounds admissions while a renewal is in flight: the renewal may shrink the
 	// lease to what it asked for, and the endpoint workflow never grants less than that.
 	flight int
@@ -117,11 +121,14 @@ func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *Permit, f
 }
 
 func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *Permit, fresh bool) (*Admission, *Hold, error) {
-	if permit != nil {
-		// A permit of its own: still needs the configuration, and a grant that outlives the attempt.
-		if err := g.renew(ctx, e, ""); err != nil {
+	if fresh || permit != nil {
+		// A retry, or a delivery woken with a permit of its own: make sure the
+		// configuration is current (it is, if the lease was renewed a moment ago).
+		if err := g.refresh(ctx, e); err != nil {
 			return nil, nil, err
 		}
+	}
+	if permit != nil {
 		e.mu.Lock()
 		ep := e.ep
 		e.mu.Unlock()
@@ -129,22 +136,29 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, entry: e}, nil, nil
 		}
 		// Too late to use it safely: ask again (the endpoint workflow renews it).
-	} else if !fresh {
-		if a := e.admit(); a != nil {
-			return a, nil, nil
-		}
+	} else if a := e.admit(); a != nil {
+		return a, nil, nil
 	}
-	for try := 0; ; try++ {
+	e.mu.Lock()
+	e.waiting++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.waiting--
+		e.mu.Unlock()
+	}()
+	for calls := 0; ; {
 		reply, err := g.renewWith(ctx, e, waiter)
 		if err != nil {
 			return nil, nil, err
 		}
-		if reply == nil { // another renewal ran meanwhile: try the lease again
+		if reply == nil { // another attempt's renewal ran meanwhile: try its lease
 			if a := e.admit(); a != nil {
 				return a, nil, nil
 			}
 			continue
 		}
+		calls++
 		for _, w := range reply.Waiters {
 			if w.Waiter != waiter {
 				continue
@@ -160,10 +174,21 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 				return nil, &Hold{Reason: w.Reason, Queued: w.Queued, Position: w.Position, RetryAt: w.RetryAt}, nil
 			}
 		}
-		if try > 3 {
+		if calls > 3 {
 			return nil, &Hold{Reason: "no permit yet", RetryAt: time.Now().Add(time.Second)}, nil
 		}
 	}
+}
+
+// refresh renews e's lease unless it was renewed within the renewal interval.
+func (g *Gate) refresh(ctx context.Context, e *gateEntry) error {
+	e.mu.Lock()
+	recent := e.known && time.Since(e.renewed) < g.every
+	e.mu.Unlock()
+	if recent {
+		return nil
+	}
+	return g.renew(ctx, e, "")
 }
 
 // admit takes a permit from the local lease, or returns nil.
@@ -195,14 +220,15 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) {
 	} else {
 		e.streak++
 	}
-	trip := !e.tripped && e.limit > 0 && e.streak >= e.limit
-	if trip {
-		e.tripped = true
-	}
 	if a.Waiter == "" {
 		e.inUse--
 		e.outcomes = append(e.outcomes, o)
 		e.report.Add(res)
+		e.seq++
+	}
+	trip := !e.tripped && e.limit > 0 && e.streak >= e.limit
+	if trip {
+		e.tripped, e.tripSeq = true, e.seq
 	}
 	e.mu.Unlock()
 	if a.Waiter != "" {
@@ -325,20 +351,15 @@ func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*Lea
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if call.err != nil {
-			return nil, call.err
-		}
-		if waiter == "" {
-			return nil, nil
-		}
+		return nil, call.err
 	}
 	call := &leaseCall{done: make(chan struct{})}
 	e.call = call
 	// Keep what runs; while the endpoint is busy, ask for room to grow (the endpoint
 	// workflow grants only what the cap leaves free, and nothing while others wait).
 	want := e.inUse
-	if (e.used || waiter != "") && !g.stopping.Load() {
-		want = max(e.inUse+1, 2*e.peak)
+	if (e.used || e.waiting > 0) && !g.stopping.Load() {
+		want = max(e.inUse+e.waiting, 2*e.peak)
 	}
 	req := LeaseRequest{
 		LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.inUse, Want: want, Outcomes: e.outcomes},
@@ -351,6 +372,7 @@ func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*Lea
 	req.TTL = g.timeout(e.ep) + leaseMargin
 	e.outcomes, e.report, e.peak, e.used = nil, Report{}, e.inUse, false
 	e.flight = min(e.permits, want)
+	sentSeq := e.seq
 	e.mu.Unlock()
 
 	sent := time.Now()
@@ -369,9 +391,10 @@ func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*Lea
 		// Stop admitting early enough that an attempt admitted last finishes before the
 		// permit returns to the pool (the endpoint workflow starts the lease after sent).
 		e.until = sent.Add(req.TTL - g.timeout(e.ep) - leaseMargin/2)
+		e.renewed = time.Now()
 		// The endpoint workflow has seen the failures that tripped the gate (or the
-		// circuit has closed since) and says closed: go on.
-		if reply.Circuit == policy.CircuitClosed && (len(req.Outcomes) > 0 || wasOpen) {
+		// circuit has closed since) and still says closed: go on.
+		if reply.Circuit == policy.CircuitClosed && (wasOpen || (e.tripped && sentSeq >= e.tripSeq)) {
 			e.tripped, e.streak = false, 0
 		}
 	}

@@ -277,8 +277,10 @@ func waitSummary(h *activities.Hold) string {
 }
 
 func lastPolicy(recs []AttemptRecord) activities.Effective {
-	if len(recs) > 0 {
-		return recs[len(recs)-1].Result.Policy
+	for i := len(recs) - 1; i >= 0; i-- {
+		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {
+			return p
+		}
 	}
 	return activities.DefaultDefaults().Apply(activities.Overrides{})
 }

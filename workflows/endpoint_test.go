@@ -362,8 +362,6 @@ func TestEndpointSecretRotation(t *testing.T) {
 // TestEndpointPreviousSecretForgottenAfterGrace checks that the endpoint workflow drops the
 // previous secret once its grace has ended, without waiting for another put.
 func TestEndpointPreviousSecretForgottenAfterGrace(t *testing.T) {
-	t.Skip("bug: the endpoint workflow keeps PreviousSecret (and the state query keeps showing previous_secret_until) " +
-		"after the rotation grace ends, until the next put; see the report")
 	env := newEndpointEnv(netguard.Policy{})
 	oldSecret, newSecretV := newSecret(t), newSecret(t)
 	const grace = time.Hour

@@ -1,0 +1,830 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
+)
+
+// Tests of the endpoint workflow's guard loop (leases, outcomes, the breaker, the cap, the
+// queue of waiting deliveries and their permits) and of a delivery held by the gate. Every
+// time is on the test environment's clock, which starts at testStart.
+
+const testHolder = "worker:a"
+
+// at is testStart + d.
+func at(d time.Duration) time.Time { return testStart.Add(d) }
+
+// waiterID is the workflow id of the i-th waiting delivery of a test.
+func waiterID(i int) string { return DeliveryID(fmt.Sprintf("evt_w%d", i)) }
+
+func waiterIDs(from, to int) []string {
+	var ws []string
+	for i := from; i <= to; i++ {
+		ws = append(ws, waiterID(i))
+	}
+	return ws
+}
+
+// permitSignal is one permit signal the endpoint workflow sent to a waiting delivery.
+type permitSignal struct {
+	Waiter string
+	Permit activities.Permit
+	At     time.Time
+}
+
+// circuitUpsert is one write of the HeraldCircuit search attribute.
+type circuitUpsert struct {
+	State string
+	At    time.Time
+}
+
+// guardRecorder keeps what the endpoint workflow sent out: permit signals, HeraldCircuit
+// upserts and timers. The signal mock runs on a goroutine of its own, hence the mutex.
+type guardRecorder struct {
+	mu       sync.Mutex
+	permits  []permitSignal
+	circuits []circuitUpsert
+	timers   []time.Duration
+	// gone are the waiters whose workflow no longer exists: signalling them fails.
+	gone map[string]bool
+}
+
+func (r *guardRecorder) signals() []permitSignal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.permits)
+}
+
+func (r *guardRecorder) upserts() []circuitUpsert {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.circuits)
+}
+
+func (r *guardRecorder) timerDurations() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.timers)
+}
+
+// permitOf returns the last permit signalled to waiter.
+func (r *guardRecorder) permitOf(waiter string) (permitSignal, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.permits) - 1; i >= 0; i-- {
+		if r.permits[i].Waiter == waiter {
+			return r.permits[i], true
+		}
+	}
+	return permitSignal{}, false
+}
+
+// newGuardEnv returns a test environment running the endpoint workflow, with permit
+// signals to deliveries, HeraldCircuit upserts and timers recorded.
+func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecorder) {
+	t.Helper()
+	env := newEndpointEnv(netguard.Policy{})
+	rec := &guardRecorder{gone: map[string]bool{}}
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, SignalPermit, mock.Anything).Return(
+		func(_, workflowID, _, _ string, arg any) error {
+			p, ok := arg.(activities.Permit)
+			if !ok {
+				t.Errorf("permit signal to %s carries %T, want activities.Permit", workflowID, arg)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			rec.permits = append(rec.permits, permitSignal{Waiter: workflowID, Permit: p, At: env.Now()})
+			if rec.gone[workflowID] {
+				return errors.New("workflow not found")
+			}
+			return nil
+		})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		v, ok := sa.GetKeyword(AttrCircuit)
+		if !ok {
+			v = "<unset>"
+		}
+		rec.mu.Lock()
+		rec.circuits = append(rec.circuits, circuitUpsert{State: v, At: env.Now()})
+		rec.mu.Unlock()
+	}).Return()
+	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
+		rec.mu.Lock()
+		rec.timers = append(rec.timers, d)
+		rec.mu.Unlock()
+	})
+	return env, rec
+}
+
+// updateOutcome is what became of one update of the endpoint workflow.
+type updateOutcome[T any] struct {
+	accepted  bool
+	rejected  error
+	completed bool
+	err       error
+	result    T
+	decodeErr error
+}
+
+func sendUpdate[T any](env *testsuite.TestWorkflowEnvironment, name string, args ...any) *updateOutcome[T] {
+	out := &updateOutcome[T]{}
+	env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() { out.accepted = true },
+		OnReject: func(err error) { out.rejected = err },
+		OnComplete: func(v any, err error) {
+			out.completed, out.err = true, err
+			switch v := v.(type) {
+			case T:
+				out.result = v
+			case converter.EncodedValue:
+				out.decodeErr = v.Get(&out.result)
+			case nil:
+			default:
+				out.decodeErr = fmt.Errorf("unexpected update result type %T", v)
+			}
+		},
+	}, args...)
+	return out
+}
+
+// check reports on t unless the update was accepted and completed without error.
+func (o *updateOutcome[T]) check(t *testing.T, what string) bool {
+	t.Helper()
+	if o == nil {
+		t.Errorf("%s: never sent", what)
+		return false
+	}
+	if !o.accepted || o.rejected != nil || !o.completed || o.err != nil || o.decodeErr != nil {
+		t.Errorf("%s: accepted %v, rejected %v, completed %v, error %v, decode %v",
+			what, o.accepted, o.rejected, o.completed, o.err, o.decodeErr)
+		return false
+	}
+	return true
+}
+
+// lease sends a lease update as worker:a's gate would.
+func lease(env *testsuite.TestWorkflowEnvironment, r policy.LeaseRequest, rep activities.Report) *updateOutcome[activities.LeaseReply] {
+	if r.Holder == "" {
+		r.Holder = testHolder
+	}
+	return sendUpdate[activities.LeaseReply](env, UpdateLease, activities.LeaseRequest{LeaseRequest: r, Report: rep})
+}
+
+// register registers the endpoint at start+1s with overrides o (nil: the defaults).
+func register(t *testing.T, env *testsuite.TestWorkflowEnvironment, o *activities.Overrides) {
+	secret := newSecret(t)
+	env.RegisterDelayedCallback(func() {
+		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret, Overrides: o})
+	}, time.Second)
+}
+
+// failures returns n failed outcomes one second apart, the last at last.
+func failures(n int, last time.Time, tk policy.Ticket) []policy.Outcome {
+	var os []policy.Outcome
+	for i := n - 1; i >= 0; i-- {
+		os = append(os, policy.Outcome{At: last.Add(-time.Duration(i) * time.Second), OK: false, Latency: 200 * time.Millisecond, Ticket: tk})
+	}
+	return os
+}
+
+// outcomes returns n successful outcomes of latency lat one second apart, the last at last.
+func outcomes(n int, last time.Time, lat time.Duration, tk policy.Ticket) []policy.Outcome {
+	var os []policy.Outcome
+	for i := n - 1; i >= 0; i-- {
+		os = append(os, policy.Outcome{At: last.Add(-time.Duration(i) * time.Second), OK: true, Latency: lat, Ticket: tk})
+	}
+	return os
+}
+
+// tripAt has worker:a lease permits at start+10s, then at tripAfter report 5 failures (the
+// last at tripAfter-5s, which trips the circuit) and the waiters its lease cannot admit.
+// It returns the two lease outcomes.
+func tripAt(env *testsuite.TestWorkflowEnvironment, tripAfter time.Duration, inUse int, waiters []string) (first, second **updateOutcome[activities.LeaseReply]) {
+	var f, s *updateOutcome[activities.LeaseReply]
+	env.RegisterDelayedCallback(func() {
+		f = lease(env, policy.LeaseRequest{Want: 10}, activities.Report{})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		var tk policy.Ticket
+		if f != nil {
+			tk = f.result.Ticket
+		}
+		s = lease(env, policy.LeaseRequest{InUse: inUse, Want: 10, Outcomes: failures(5, at(tripAfter-5*time.Second), tk), Waiters: waiters},
+			activities.Report{Attempts: 5, Failures: 5, LastAttemptAt: at(tripAfter - 5*time.Second), LastOutcome: "503 Service Unavailable"})
+	}, tripAfter)
+	return &f, &s
+}
+
+// sendDone has waiter report its attempt's outcome on the permit it was signalled.
+func sendDone(t *testing.T, env *testsuite.TestWorkflowEnvironment, rec *guardRecorder, waiter string, ok bool) {
+	p, found := rec.permitOf(waiter)
+	if !found {
+		t.Errorf("at %s: %s reports an outcome, but it was never sent a permit", env.Now().Sub(testStart), waiter)
+	}
+	rep := activities.Report{Attempts: 1, LastAttemptAt: env.Now().Add(-time.Second)}
+	if ok {
+		rep.Successes, rep.LastOutcome = 1, "200 OK"
+	} else {
+		rep.Failures, rep.LastOutcome = 1, "503 Service Unavailable"
+	}
+	env.SignalWorkflow(SignalDone, activities.Done{
+		Waiter:  waiter,
+		Outcome: &policy.Outcome{At: env.Now().Add(-time.Second), OK: ok, Latency: 300 * time.Millisecond, Ticket: p.Permit.Ticket},
+		Report:  rep,
+	})
+}
+
+// wantSignals checks the permit signals sent: to whom, when, and with which kind of ticket.
+// Signals sent at the same instant may be recorded in any order.
+func wantSignals(t *testing.T, got []permitSignal, want []permitSignal, kinds []policy.TicketKind) {
+	t.Helper()
+	norm := func(ps []permitSignal) []string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, fmt.Sprintf("%s@%s", p.Waiter, p.At.Sub(testStart)))
+		}
+		return s
+	}
+	g := slices.Clone(got)
+	sort.SliceStable(g, func(i, j int) bool {
+		if !g[i].At.Equal(g[j].At) {
+			return g[i].At.Before(g[j].At)
+		}
+		return g[i].Waiter < g[j].Waiter
+	})
+	if gs, ws := norm(g), norm(want); !slices.Equal(gs, ws) {
+		t.Errorf("permit signals\n got %v\nwant %v", gs, ws)
+		return
+	}
+	for i, p := range g {
+		if p.Permit.Ticket.Kind != kinds[i] {
+			t.Errorf("permit %d to %s has a %s ticket, want %s", i+1, p.Waiter, p.Permit.Ticket.Kind, kinds[i])
+		}
+	}
+}
+
+func circuitStates(us []circuitUpsert) []string {
+	var s []string
+	for _, u := range us {
+		s = append(s, fmt.Sprintf("%s@%s", u.State, u.At.Sub(testStart)))
+	}
+	return s
+}
+
+// TestGuardOpenProbeHalfOpenClosed walks the circuit through its whole cycle with the
+// default breaker and a cap of 3: 5 failures open it and the waiters queue; 5 minutes
+// later the first waiter is woken as the probe; its success makes the circuit half-open
+// and the next waiters go one at a time; after 5 good ones the circuit closes and the
+// queue flows out through the cap, never more at once.
+func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	register(t, env, &activities.Overrides{MaxInFlight: 3})
+	const trip = 20 * time.Second
+	tripped := at(trip - 5*time.Second) // the 5th failure
+	probeAt := tripped.Add(5 * time.Minute)
+	first, second := tripAt(env, trip, 0, waiterIDs(1, 10))
+
+	var open, halfOpen, closed EndpointState
+	var beforeProbe []permitSignal
+	env.RegisterDelayedCallback(func() {
+		open = queryState(t, env)
+		beforeProbe = rec.signals()
+	}, probeAt.Sub(testStart)-time.Second)
+	// The probe (w1) succeeds 5 s after its permit; then each trickle attempt (w2..w6)
+	// reports 5 s after the previous one.
+	done := probeAt.Sub(testStart) + 5*time.Second
+	for i := 1; i <= 6; i++ {
+		env.RegisterDelayedCallback(func() { sendDone(t, env, rec, waiterID(i), true) }, done+time.Duration(i-1)*5*time.Second)
+	}
+	env.RegisterDelayedCallback(func() { halfOpen = queryState(t, env) }, done+time.Second)
+	closedAt := done + 25*time.Second
+	env.RegisterDelayedCallback(func() { closed = queryState(t, env) }, closedAt+time.Second)
+	// One of the three woken when it closed finishes: the next waiter takes its permit.
+	env.RegisterDelayedCallback(func() { sendDone(t, env, rec, waiterID(7), true) }, closedAt+5*time.Second)
+	var end EndpointState
+	env.RegisterDelayedCallback(func() { end = queryState(t, env) }, closedAt+6*time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+
+	if (*first).check(t, "first lease") && (*first).result.Permits != 3 {
+		t.Errorf("first lease: %d permits, want the cap of 3", (*first).result.Permits)
+	}
+	if r := *second; r.check(t, "lease with the failures") {
+		if r.result.Circuit != policy.CircuitOpen || r.result.Permits != 0 || len(r.result.Waiters) != 10 {
+			t.Errorf("reply to the failures: circuit %s, %d permits, %d waiters; want open, 0, 10", r.result.Circuit, r.result.Permits, len(r.result.Waiters))
+		} else if w := r.result.Waiters[0]; !w.Queued || w.Position != 1 || w.Reason != "circuit open after 5 consecutive failures" || !w.RetryAt.Equal(probeAt) {
+			t.Errorf("first waiter: %+v, want queued at 1, circuit open after 5 consecutive failures, retry at the probe %s", w, probeAt)
+		}
+	}
+	if len(beforeProbe) != 0 {
+		t.Errorf("permits before the probe was due: %v", beforeProbe)
+	}
+	if c := open.Circuit; c.State != string(policy.CircuitOpen) || c.Reason != "5 consecutive failures" ||
+		!c.TrippedAt.Equal(tripped) || !c.NextProbeAt.Equal(probeAt) || open.Queue != 10 {
+		t.Errorf("while open: circuit %+v, queue %d; want open since %s, next probe %s, 10 queued", c, open.Queue, tripped, probeAt)
+	}
+	if c := halfOpen.Circuit; c.State != string(policy.CircuitHalfOpen) || !c.NextProbeAt.IsZero() || halfOpen.Queue != 8 {
+		t.Errorf("after the probe's success: circuit %+v, queue %d; want half_open with 8 queued (w1 done, w2 trickling)", c, halfOpen.Queue)
+	}
+	if c := closed.Circuit; c.State != string(policy.CircuitClosed) || closed.Queue != 1 || closed.InFlight != 3 || closed.Cap != 3 {
+		t.Errorf("after 5 good half-open attempts: circuit %+v, queue %d, in flight %d, cap %d; want closed, 1 queued, 3 in flight of 3",
+			c, closed.Queue, closed.InFlight, closed.Cap)
+	}
+	if end.Queue != 0 || end.InFlight != 3 {
+		t.Errorf("after one permit came back: queue %d, in flight %d; want 0 and 3", end.Queue, end.InFlight)
+	}
+	if want := (activities.Report{Attempts: 12, Successes: 7, Failures: 5}); end.Counters.Attempts != want.Attempts ||
+		end.Counters.Successes != want.Successes || end.Counters.Failures != want.Failures {
+		t.Errorf("counters %+v, want 5 failures from the lease and 7 successes from the waiters", end.Counters)
+	}
+
+	p := probeAt.Sub(testStart)
+	s := 5 * time.Second
+	want := []permitSignal{
+		{Waiter: waiterID(1), At: at(p)},
+		{Waiter: waiterID(2), At: at(p + s)}, {Waiter: waiterID(3), At: at(p + 2*s)}, {Waiter: waiterID(4), At: at(p + 3*s)},
+		{Waiter: waiterID(5), At: at(p + 4*s)}, {Waiter: waiterID(6), At: at(p + 5*s)},
+		{Waiter: waiterID(7), At: at(p + 6*s)}, {Waiter: waiterID(8), At: at(p + 6*s)}, {Waiter: waiterID(9), At: at(p + 6*s)},
+		{Waiter: waiterID(10), At: at(p + 7*s)},
+	}
+	kinds := []policy.TicketKind{policy.TicketProbe, policy.TicketTrickle, policy.TicketTrickle, policy.TicketTrickle,
+		policy.TicketTrickle, policy.TicketTrickle, policy.TicketNormal, policy.TicketNormal, policy.TicketNormal, policy.TicketNormal}
+	got := rec.signals()
+	wantSignals(t, got, want, kinds)
+	for _, g := range got {
+		if !g.Permit.Until.Equal(g.At.Add(40 * time.Second)) {
+			t.Errorf("permit to %s at %s lasts until %s, want the lease TTL of 40s", g.Waiter, g.At.Sub(testStart), g.Permit.Until.Sub(testStart))
+		}
+	}
+	if pr, ok := rec.permitOf(waiterID(1)); ok {
+		if tr, ok := rec.permitOf(waiterID(2)); ok && tr.Permit.Ticket.Epoch != pr.Permit.Ticket.Epoch+1 {
+			t.Errorf("trickle ticket epoch %d, want the probe's %d + 1 (half-open is a new epoch)", tr.Permit.Ticket.Epoch, pr.Permit.Ticket.Epoch)
+		}
+	}
+
+	wantUp := []string{"closed@1s", fmt.Sprintf("open@%s", trip), fmt.Sprintf("half_open@%s", p+s), fmt.Sprintf("closed@%s", p+6*s)}
+	if up := circuitStates(rec.upserts()); !slices.Equal(up, wantUp) {
+		t.Errorf("HeraldCircuit upserts %v, want %v", up, wantUp)
+	}
+}
+
+// TestGuardFailedProbeDoublesDelay has every probe fail: the next probe goes 10 minutes
+// after the first failure, then 20, 40, and never more than 60.
+func TestGuardFailedProbeDoublesDelay(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	register(t, env, nil)
+	const trip = 20 * time.Second
+	tripped := at(trip - 5*time.Second)
+	tripAt(env, trip, 0, waiterIDs(1, 6))
+
+	delays := []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 40 * time.Minute, time.Hour, time.Hour}
+	var want []permitSignal
+	var kinds []policy.TicketKind
+	states := make([]EndpointState, len(delays)-1)
+	wantNext := make([]time.Time, len(delays)-1)
+	last := tripped // when the circuit (re)opened
+	for i, d := range delays {
+		probe := last.Add(d)
+		want = append(want, permitSignal{Waiter: waiterID(i + 1), At: probe})
+		kinds = append(kinds, policy.TicketProbe)
+		if i == len(delays)-1 {
+			break
+		}
+		// The done signal comes 5 s after the permit; the attempt failed 1 s before it,
+		// which is when the circuit re-opens.
+		doneAt := probe.Add(5 * time.Second)
+		env.RegisterDelayedCallback(func() { sendDone(t, env, rec, waiterID(i+1), false) }, doneAt.Sub(testStart))
+		env.RegisterDelayedCallback(func() { states[i] = queryState(t, env) }, doneAt.Sub(testStart)+time.Second)
+		failed := doneAt.Add(-time.Second)
+		wantNext[i] = failed.Add(delays[i+1])
+		last = failed
+	}
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, last.Add(2*time.Hour).Sub(testStart))
+
+	wantSignals(t, rec.signals(), want, kinds)
+	for i, st := range states {
+		c := st.Circuit
+		if c.State != string(policy.CircuitOpen) || c.Reason != "probe failed" || !c.NextProbeAt.Equal(wantNext[i]) ||
+			!c.TrippedAt.Equal(tripped) || !c.Since.Equal(wantNext[i].Add(-delays[i+1])) {
+			t.Errorf("after failed probe %d: circuit %+v; want open (probe failed) since %s, next probe %s (%s later)",
+				i+1, c, tripped, wantNext[i], delays[i+1])
+		}
+	}
+	seen := map[uint64]bool{}
+	for _, s := range rec.signals() {
+		if seen[s.Permit.Ticket.Slot] {
+			t.Errorf("probe slot %d handed out twice", s.Permit.Ticket.Slot)
+		}
+		seen[s.Permit.Ticket.Slot] = true
+	}
+	if up := circuitStates(rec.upserts()); !slices.Equal(up, []string{"closed@1s", fmt.Sprintf("open@%s", trip)}) {
+		t.Errorf("HeraldCircuit upserts %v, want closed then open once: a re-opened circuit stays open", up)
+	}
+}
+
+// TestGuardSlowP99HalvesCap feeds latencies to the adaptive cap through lease renewals:
+// 10 attempts over 3 s halve the cap (9 are not enough samples), the halved cap limits
+// what another worker is granted, and 10 fast attempts 30 s later restore it.
+func TestGuardSlowP99HalvesCap(t *testing.T) {
+	env, _ := newGuardEnv(t)
+	register(t, env, nil)
+	var first *updateOutcome[activities.LeaseReply]
+	var states []EndpointState
+	var other *updateOutcome[activities.LeaseReply]
+	snap := func() { states = append(states, queryState(t, env)) }
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}, activities.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(9, at(20*time.Second), 4*time.Second, first.result.Ticket)}, activities.Report{})
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(snap, 21*time.Second) // 9 slow samples: not enough
+	env.RegisterDelayedCallback(func() {
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(1, at(25*time.Second), 5*time.Second, first.result.Ticket)}, activities.Report{})
+	}, 25*time.Second)
+	env.RegisterDelayedCallback(snap, 26*time.Second) // the 10th: halved
+	env.RegisterDelayedCallback(func() {
+		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 100}, activities.Report{})
+	}, 27*time.Second)
+	env.RegisterDelayedCallback(func() {
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(10, at(60*time.Second), 100*time.Millisecond, first.result.Ticket)}, activities.Report{})
+	}, 60*time.Second)
+	env.RegisterDelayedCallback(snap, 61*time.Second) // fast again: restored
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 10*time.Minute)
+
+	if !first.check(t, "first lease") || len(states) != 3 {
+		t.FailNow()
+	}
+	if s := states[0]; s.Cap != 100 || s.MaxInFlight != 100 || s.P99 != 4*time.Second {
+		t.Errorf("after 9 slow attempts: cap %d of %d, p99 %s; want 100 of 100 (9 samples are too few), p99 4s", s.Cap, s.MaxInFlight, s.P99)
+	}
+	if s := states[1]; s.Cap != 50 || s.MaxInFlight != 100 || s.P99 != 5*time.Second {
+		t.Errorf("after 10 slow attempts: cap %d of %d, p99 %s; want the cap halved to 50, p99 5s", s.Cap, s.MaxInFlight, s.P99)
+	}
+	if other.check(t, "worker:b's lease") && other.result.Permits != 40 {
+		t.Errorf("worker:b granted %d permits while worker:a holds 10 under a cap of 50, want 40", other.result.Permits)
+	}
+	if s := states[2]; s.Cap != 100 || s.P50 != 100*time.Millisecond {
+		t.Errorf("after 10 fast attempts: cap %d, p50 %s; want the cap back at 100, p50 100ms", s.Cap, s.P50)
+	}
+	if s := states[2]; s.Circuit.State != string(policy.CircuitClosed) {
+		t.Errorf("slow successes changed the circuit to %s", s.Circuit.State)
+	}
+}
+
+// TestGuardHalvedCapTrimsBusyLease: once the cap has halved, a worker that keeps renewing
+// its lease while busy must not keep more permits than the new cap (README: "the leases
+// never add up to more than the cap").
+func TestGuardHalvedCapTrimsBusyLease(t *testing.T) {
+	t.Skip("bug: policy.Guard.Lease never trims a renewing holder's lease when the cap shrinks " +
+		"(Permits.Grant keeps what the holder has): a busy worker keeps 100 permits under a cap of 50; see the report")
+	env, _ := newGuardEnv(t)
+	register(t, env, nil)
+	var first, renewed, later *updateOutcome[activities.LeaseReply]
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 100}, activities.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		// 10 slow attempts halve the cap; the worker runs 30 and, busy, asks for more (the
+		// gate asks for max(inUse+1, 2×peak)).
+		renewed = lease(env, policy.LeaseRequest{InUse: 30, Want: 120, Outcomes: outcomes(10, at(20*time.Second), 4*time.Second, first.result.Ticket)}, activities.Report{})
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		later = lease(env, policy.LeaseRequest{InUse: 30, Want: 120}, activities.Report{})
+	}, 21*time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 5*time.Minute)
+
+	if !first.check(t, "first lease") || first.result.Permits != 100 {
+		t.Fatalf("first lease: %d permits, want 100", first.result.Permits)
+	}
+	for _, r := range []*updateOutcome[activities.LeaseReply]{renewed, later} {
+		if r.check(t, "renewal") && r.result.Permits > 50 {
+			t.Errorf("renewal after the cap halved to 50: %d permits, want at most 50 (at least the 30 running)", r.result.Permits)
+		}
+	}
+}
+
+// TestGuardDeadHolderLeaseExpires: worker:a takes the whole cap and dies (it never renews);
+// its lease expires after its TTL, when the endpoint workflow's timer fires, and the
+// queued waiters get its permits. The woken waiters never report either: their own
+// permits come back after the lease TTL of 40 s and the last waiter gets one.
+func TestGuardDeadHolderLeaseExpires(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	register(t, env, &activities.Overrides{MaxInFlight: 2})
+	const ttl = 25 * time.Second
+	var dead, other *updateOutcome[activities.LeaseReply]
+	var before, after EndpointState
+	var signalsBefore []permitSignal
+	env.RegisterDelayedCallback(func() {
+		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: ttl}, activities.Report{})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 1, Waiters: waiterIDs(1, 3)}, activities.Report{})
+	}, 15*time.Second)
+	expiry := 10*time.Second + ttl
+	env.RegisterDelayedCallback(func() {
+		before = queryState(t, env)
+		signalsBefore = rec.signals()
+	}, expiry-time.Second)
+	env.RegisterDelayedCallback(func() { after = queryState(t, env) }, expiry+time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 10*time.Minute)
+
+	if dead.check(t, "worker:a's lease") && (dead.result.Permits != 2 || !dead.result.Expires.Equal(at(expiry))) {
+		t.Errorf("worker:a's lease: %d permits until %s, want 2 until %s (its TTL)", dead.result.Permits, dead.result.Expires, at(expiry))
+	}
+	if other.check(t, "worker:b's lease") {
+		if other.result.Permits != 0 || len(other.result.Waiters) != 3 {
+			t.Errorf("worker:b: %d permits, %d waiter replies; want 0 and 3", other.result.Permits, len(other.result.Waiters))
+		}
+		for i, w := range other.result.Waiters {
+			if !w.Queued || w.Position != i+1 || w.Reason != "endpoint at its concurrency cap of 2" {
+				t.Errorf("waiter %d: %+v, want queued at %d at the cap of 2", i+1, w, i+1)
+			}
+		}
+	}
+	if len(signalsBefore) != 0 || before.InFlight != 2 || before.Queue != 3 || len(before.Leases) != 1 || before.Leases[0].Holder != testHolder {
+		t.Errorf("before the expiry: signals %v, in flight %d, queue %d, leases %+v; want none, 2, 3, worker:a's",
+			signalsBefore, before.InFlight, before.Queue, before.Leases)
+	}
+	wantSignals(t, rec.signals(), []permitSignal{{Waiter: waiterID(1), At: at(expiry)}, {Waiter: waiterID(2), At: at(expiry)},
+		{Waiter: waiterID(3), At: at(expiry + 40*time.Second)}},
+		[]policy.TicketKind{policy.TicketNormal, policy.TicketNormal, policy.TicketNormal})
+	if after.InFlight != 2 || after.Queue != 1 || len(after.Leases) != 2 || after.Leases[0].Holder != waiterID(1) || after.Leases[1].Holder != waiterID(2) {
+		t.Errorf("after the expiry: in flight %d, queue %d, leases %+v; want w1's and w2's permits, w3 still queued",
+			after.InFlight, after.Queue, after.Leases)
+	}
+	// The timer set when worker:a leased fires at its lease's expiry.
+	if tm := rec.timerDurations(); !slices.Contains(tm, ttl) {
+		t.Errorf("timers %v, want one of %s (worker:a's lease expiry)", tm, ttl)
+	}
+}
+
+// TestGuardContinueAsNewKeepsGuard continues an endpoint workflow as new with an open
+// circuit, a lease, a queue and counters, checks what the next run is given, then runs it:
+// the probe still goes at the time the first run set.
+func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
+	env, _ := newGuardEnv(t)
+	register(t, env, &activities.Overrides{MaxInFlight: 7})
+	const trip = 20 * time.Second
+	tripped := at(trip - 5*time.Second)
+	probeAt := tripped.Add(5 * time.Minute)
+	tripAt(env, trip, 2, waiterIDs(1, 3))
+	canAt := 30 * time.Second
+	env.RegisterDelayedCallback(func() {
+		// The suggestion and a report reach the workflow in the same workflow task (see
+		// TestEndpointContinueAsNewKeepsState).
+		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
+		env.SignalWorkflow(SignalEndpointReport, activities.Report{Attempts: 1, Successes: 1, LastAttemptAt: at(canAt - time.Second), LastOutcome: "200 OK"})
+	}, canAt)
+	env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID})
+
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want a continue-as-new", err)
+	}
+	if !env.Now().Equal(at(canAt)) {
+		t.Errorf("continued as new at %s, want %s", env.Now(), at(canAt))
+	}
+	var next EndpointInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	g := next.Guard
+	if g == nil {
+		t.Fatal("continues without the guard")
+	}
+	b := g.Breaker
+	if b.State() != policy.CircuitOpen || b.TripReason() != "5 consecutive failures" || !b.TrippedAt.Equal(tripped) || !b.NextProbeAt().Equal(probeAt) {
+		t.Errorf("continues with circuit %s (%q) tripped %s, probe %s; want open (5 consecutive failures), %s, %s",
+			b.State(), b.TripReason(), b.TrippedAt, b.NextProbeAt(), tripped, probeAt)
+	}
+	if !slices.Equal(g.Permits.Queue(), waiterIDs(1, 3)) {
+		t.Errorf("continues with the queue %v, want %v", g.Permits.Queue(), waiterIDs(1, 3))
+	}
+	if l, ok := g.Permits.Lease(testHolder); !ok || l.Permits != 2 || !l.Expires.Equal(at(trip+40*time.Second)) {
+		t.Errorf("continues with worker:a's lease %+v (found %v), want its 2 running permits until %s", l, ok, at(trip+40*time.Second))
+	}
+	if g.Cap() != 7 || g.Config.Capacity.MaxInFlight != 7 {
+		t.Errorf("continues with cap %d (max %d), want 7", g.Cap(), g.Config.Capacity.MaxInFlight)
+	}
+	if next.Circuit != policy.CircuitOpen {
+		t.Errorf("continues with the HeraldCircuit value %q, want open", next.Circuit)
+	}
+	if c := next.Counters; c.Attempts != 6 || c.Failures != 5 || c.Successes != 1 {
+		t.Errorf("continues with counters %+v, want 6 attempts: 5 failures, 1 success", c)
+	}
+
+	// The next run: the probe goes when the first run said, the upsert is not repeated.
+	env2, rec2 := newGuardEnv(t)
+	env2.SetStartTime(at(canAt))
+	var st EndpointState
+	env2.RegisterDelayedCallback(func() { st = queryState(t, env2) }, time.Second)
+	env2.RegisterDelayedCallback(env2.CancelWorkflow, probeAt.Sub(at(canAt))+10*time.Second)
+	env2.ExecuteWorkflow(EndpointWorkflowName, next)
+	var canceled *temporal.CanceledError
+	if err := env2.GetWorkflowError(); !errors.As(err, &canceled) {
+		t.Fatalf("next run's error = %v, want it cancelled at the end of the test", err)
+	}
+	if st.Circuit.State != string(policy.CircuitOpen) || st.Queue != 3 || st.InFlight != 2 || st.Cap != 7 || st.Counters.Attempts != 6 {
+		t.Errorf("next run's state: circuit %s, queue %d, in flight %d, cap %d, %d attempts; want open, 3, 2, 7, 6",
+			st.Circuit.State, st.Queue, st.InFlight, st.Cap, st.Counters.Attempts)
+	}
+	wantSignals(t, rec2.signals(), []permitSignal{{Waiter: waiterID(1), At: probeAt}}, []policy.TicketKind{policy.TicketProbe})
+	if up := rec2.upserts(); len(up) != 0 {
+		t.Errorf("next run upserts HeraldCircuit %v, want nothing: it is still open", circuitStates(up))
+	}
+}
+
+// TestGuardResetClosesAndWakesQueue: the reset update closes an open circuit at once and
+// the queue flows out through the cap.
+func TestGuardResetClosesAndWakesQueue(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	register(t, env, &activities.Overrides{MaxInFlight: 2})
+	const trip = 20 * time.Second
+	tripAt(env, trip, 0, waiterIDs(1, 3))
+	const resetAt = time.Minute
+	var reset *updateOutcome[EndpointState]
+	var after EndpointState
+	env.RegisterDelayedCallback(func() { reset = sendUpdate[EndpointState](env, UpdateReset) }, resetAt)
+	env.RegisterDelayedCallback(func() { after = queryState(t, env) }, resetAt+time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, resetAt+30*time.Second)
+
+	if reset.check(t, "reset") {
+		if c := reset.result.Circuit; c.State != string(policy.CircuitClosed) || c.Reason != "" || !c.NextProbeAt.IsZero() || !c.Since.Equal(at(resetAt)) {
+			t.Errorf("reset answers circuit %+v, want closed since %s", c, at(resetAt))
+		}
+	}
+	if after.Circuit.State != string(policy.CircuitClosed) || after.Queue != 1 || after.InFlight != 2 {
+		t.Errorf("after the reset: circuit %s, queue %d, in flight %d; want closed, 1 queued, 2 in flight (the cap)",
+			after.Circuit.State, after.Queue, after.InFlight)
+	}
+	wantSignals(t, rec.signals(), []permitSignal{{Waiter: waiterID(1), At: at(resetAt)}, {Waiter: waiterID(2), At: at(resetAt)}},
+		[]policy.TicketKind{policy.TicketNormal, policy.TicketNormal})
+	wantUp := []string{"closed@1s", fmt.Sprintf("open@%s", trip), fmt.Sprintf("closed@%s", resetAt)}
+	if up := circuitStates(rec.upserts()); !slices.Equal(up, wantUp) {
+		t.Errorf("HeraldCircuit upserts %v, want %v", up, wantUp)
+	}
+}
+
+// TestGuardGoneProbeGoesToNextWaiter: when the probe's delivery no longer exists the
+// signal fails, the permit comes back and the next waiter becomes the probe at once.
+func TestGuardGoneProbeGoesToNextWaiter(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	rec.gone[waiterID(1)] = true
+	register(t, env, nil)
+	const trip = 20 * time.Second
+	probeAt := at(trip - 5*time.Second + 5*time.Minute)
+	tripAt(env, trip, 0, waiterIDs(1, 3))
+	var st EndpointState
+	env.RegisterDelayedCallback(func() { st = queryState(t, env) }, probeAt.Sub(testStart)+time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, probeAt.Sub(testStart)+30*time.Second)
+
+	wantSignals(t, rec.signals(), []permitSignal{{Waiter: waiterID(1), At: probeAt}, {Waiter: waiterID(2), At: probeAt}},
+		[]policy.TicketKind{policy.TicketProbe, policy.TicketProbe})
+	if st.Queue != 1 || st.InFlight != 1 || len(st.Leases) != 1 || st.Leases[0].Holder != waiterID(2) {
+		t.Errorf("after the lost probe: queue %d, in flight %d, leases %+v; want w2 holding the probe, w3 queued", st.Queue, st.InFlight, st.Leases)
+	}
+}
+
+// TestDeliveryHeldByGate: an attempt held by the gate waits for the endpoint's permit
+// without using an attempt, shows why in the status query, and runs again on the permit.
+func TestDeliveryHeldByGate(t *testing.T) {
+	probe := at(5 * time.Minute)
+	permit := activities.Permit{Ticket: policy.Ticket{Epoch: 2, Kind: policy.TicketProbe, Slot: 1}, Until: at(3*time.Minute + 40*time.Second)}
+	const reason = "circuit open after 5 consecutive failures"
+
+	t.Run("woken by a permit", func(t *testing.T) {
+		p := defaultPolicy()
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+			if in.Permit == nil {
+				return activities.Result{Number: in.Number, StartedAt: now, Policy: p,
+					Held: &activities.Hold{Queued: true, Position: 3, Reason: reason, RetryAt: probe}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		})
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DeliveryID(testEventID)})
+		var waiting Status
+		env.RegisterDelayedCallback(func() { waiting = queryStatus(t, env) }, time.Minute)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPermit, permit) }, 3*time.Minute)
+		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		st := workflowStatus(t, env)
+
+		if waiting.State != StateWaitingEndpoint || waiting.Waiting == nil || waiting.Waiting.Reason != reason ||
+			!waiting.Waiting.Queued || waiting.Waiting.Position != 3 || !waiting.Waiting.RetryAt.Equal(probe) || !waiting.Waiting.Since.Equal(testStart) {
+			t.Errorf("while held: state %q, waiting %+v; want %q, %q, queued at 3, since the start", waiting.State, waiting.Waiting, StateWaitingEndpoint, reason)
+		}
+		if len(waiting.Attempts) != 0 {
+			t.Errorf("while held the status shows %d attempts, want none: a held attempt is not an attempt", len(waiting.Attempts))
+		}
+		calls := rec.calls()
+		if len(calls) != 2 {
+			t.Fatalf("%d attempts, want the held one and the one on the permit", len(calls))
+		}
+		checkInput(t, calls[0].In, 0, 1)
+		checkInput(t, calls[1].In, 0, 1) // the held attempt used none of the ladder
+		if calls[0].In.Permit != nil || calls[0].In.Waiter != DeliveryID(testEventID) {
+			t.Errorf("first attempt: permit %+v, waiter %q; want no permit and waiter %q", calls[0].In.Permit, calls[0].In.Waiter, DeliveryID(testEventID))
+		}
+		if got := calls[1].In.Permit; got == nil || got.Ticket != permit.Ticket || !got.Until.Equal(permit.Until) {
+			t.Errorf("second attempt carries permit %+v, want %+v", got, permit)
+		}
+		if !calls[1].At.Equal(at(3 * time.Minute)) {
+			t.Errorf("second attempt at %s, want when the permit came (start+3m)", calls[1].At)
+		}
+		if st.State != StateDelivered || len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.Waiting != nil {
+			t.Errorf("final: state %q, %d attempts, waiting %+v; want delivered on attempt 1, no longer waiting", st.State, len(st.Attempts), st.Waiting)
+		}
+		// The wait timer: until the probe (plus a second), shorter than the queued maximum.
+		if tm := rec.timerDurations(); len(tm) != 1 || tm[0] != 5*time.Minute+time.Second {
+			t.Errorf("timers %v, want one wait of 5m1s", tm)
+		}
+		if up := rec.statuses(); len(up) == 0 || up[0] != StateWaitingEndpoint {
+			t.Errorf("HeraldStatus upserts %v, want waiting_endpoint first", up)
+		}
+	})
+
+	t.Run("leaves waiting_endpoint in the search attribute once delivered", func(t *testing.T) {
+		t.Skip("bug: a delivery held by the gate and then delivered on attempt 1 never upserts HeraldStatus=delivered " +
+			"(ladder's first-try fast path skips the upsert), so it stays listed as waiting_endpoint; see the report")
+		p := defaultPolicy()
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+			if in.Permit == nil {
+				return activities.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &activities.Hold{Queued: true, Reason: reason, RetryAt: probe}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPermit, permit) }, 3*time.Minute)
+		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		workflowStatus(t, env)
+		if up := rec.statuses(); !equalStrings(up, []string{StateWaitingEndpoint, StateDelivered}) {
+			t.Errorf("HeraldStatus upserts %v, want [waiting_endpoint delivered]", up)
+		}
+	})
+
+	t.Run("no permit: asks again at the probe", func(t *testing.T) {
+		p := defaultPolicy()
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+			if now.Before(probe) {
+				return activities.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &activities.Hold{Queued: true, Reason: reason, RetryAt: probe}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		})
+		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		st := workflowStatus(t, env)
+		calls := rec.calls()
+		if len(calls) != 2 {
+			t.Fatalf("%d attempts, want 2", len(calls))
+		}
+		checkInput(t, calls[1].In, 0, 1)
+		if calls[1].In.Permit != nil || !calls[1].At.Equal(probe.Add(time.Second)) {
+			t.Errorf("second attempt at %s with permit %+v, want at the probe + 1s without a permit", calls[1].At, calls[1].In.Permit)
+		}
+		if st.State != StateDelivered {
+			t.Errorf("state %q, want delivered", st.State)
+		}
+	})
+
+	t.Run("held, then failed: the ladder starts at attempt 1", func(t *testing.T) {
+		p := defaultPolicy()
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+			switch {
+			case now.Before(at(time.Minute)):
+				return activities.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &activities.Hold{Reason: "the queue is full (10000 waiting)", RetryAt: now.Add(time.Minute)}}, nil
+			case in.Number == 1:
+				return failedAttempt(now, p), nil
+			}
+			return deliveredAttempt(now, p), nil
+		})
+		// Not queued: it asks again at RetryAt + 1s.
+		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		st := workflowStatus(t, env)
+		calls := rec.calls()
+		if len(calls) != 3 {
+			t.Fatalf("%d attempts, want held, failed, delivered", len(calls))
+		}
+		// Asked again without a permit, it is still attempt 1; it fails, and the retry is 2.
+		checkInput(t, calls[1].In, 0, 1)
+		checkInput(t, calls[2].In, 0, 2)
+		if !calls[1].At.Equal(at(time.Minute + time.Second)) {
+			t.Errorf("asked again at %s, want start+1m1s", calls[1].At)
+		}
+		if gap, want := calls[2].At.Sub(calls[1].At), ladderDelays(t, p, testEventID, 0)[0]; gap != want {
+			t.Errorf("retry after %s, want the ladder's first rung %s", gap, want)
+		}
+		if len(st.Attempts) != 2 || st.Attempts[0].Number != 1 || st.Attempts[1].Number != 2 {
+			t.Errorf("status shows %d attempts, want attempts 1 and 2", len(st.Attempts))
+		}
+	})
+}
