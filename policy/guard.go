@@ -178,6 +178,13 @@ func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	if !closed {
 		capNow = 0
 	}
+	// A cap that shrank below what is leased takes effect as holders renew: a holder keeps
+	// what it runs and gives back its part of the excess.
+	if over := g.Permits.InUse(now) - capNow; over > 0 {
+		if l, ok := g.Permits.Lease(r.Holder); ok && l.Expires.After(now) {
+			want = min(want, max(r.InUse, l.Permits-over))
+		}
+	}
 	ttl := r.TTL
 	if ttl <= 0 {
 		ttl = g.Config.LeaseTTL

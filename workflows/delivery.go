@@ -66,6 +66,8 @@ type delivery struct {
 	replays workflow.ReceiveChannel
 	permits workflow.ReceiveChannel
 	permit  *activities.Permit
+	// held is set once the gate has held an attempt back (the status left the fast path).
+	held bool
 }
 
 func (d *delivery) run(ctx workflow.Context) (Status, error) {
@@ -140,7 +142,11 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			d.record(rec)
 			d.status.DeliveredAt = res.StartedAt.Add(res.Duration)
 			// A first-try success stays on the fast path: no search attribute update.
-			d.setState(ctx, StateDelivered, n > 1 || round > 0)
+			upsert := n > 1 || round > 0
+			if !upsert && d.held && workflow.GetVersion(ctx, "held-delivered-upsert", workflow.DefaultVersion, 1) == 1 {
+				upsert = true // waiting_endpoint was written: overwrite it
+			}
+			d.setState(ctx, StateDelivered, upsert)
 			return res.Policy, true, nil
 		}
 		ra := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
@@ -169,6 +175,7 @@ func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) error {
 	// Waiting on the endpoint came with the gate; histories from before never reach here.
 	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
 	now := workflow.Now(ctx)
+	d.held = true
 	d.status.Waiting = &Waiting{Hold: *h, Since: now}
 	d.setState(ctx, StateWaitingEndpoint, true)
 	// Queued: the endpoint workflow signals when our turn comes; ask again after a while

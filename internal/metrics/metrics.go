@@ -190,9 +190,10 @@ func (r *Recorder) Attempt(endpoint, outcomeClass string, latency time.Duration)
 }
 
 // RetryAfter records a Retry-After decision on a failed attempt to endpoint; action is
-// policy.RetryAfterAction as a string (honoured, capped or ignored).
+// policy.RetryAfterAction as a string (honoured, capped or ignored). "none" (no header)
+// and "" record nothing, so every failed attempt's decision can be passed as is.
 func (r *Recorder) RetryAfter(endpoint, action string) {
-	if r == nil || action == "" {
+	if r == nil || action == "" || action == "none" {
 		return
 	}
 	r.retryAfter.WithLabelValues(endpoint, action).Inc()

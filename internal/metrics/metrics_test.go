@@ -33,7 +33,8 @@ func TestRecordAndScrape(t *testing.T) {
 	r.Attempt("acme", "delivered", 30*time.Millisecond)
 	r.Attempt("acme", "timeout", 5*time.Second)
 	r.RetryAfter("acme", "honoured")
-	r.RetryAfter("acme", "") // no header: nothing recorded
+	r.RetryAfter("acme", "")     // nothing recorded
+	r.RetryAfter("acme", "none") // no header: nothing recorded
 	r.DeadLetter("acme")
 	r.Replay("acme")
 	r.Replay("acme")
@@ -62,7 +63,7 @@ func TestRecordAndScrape(t *testing.T) {
 			t.Errorf("scrape lacks %q; got:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, `action=""`) {
+	if strings.Contains(text, `action=""`) || strings.Contains(text, `action="none"`) {
 		t.Errorf("an empty Retry-After action was recorded:\n%s", text)
 	}
 
