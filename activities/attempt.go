@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/signature"
 )
@@ -111,6 +112,8 @@ type Activities struct {
 	HTTP *http.Client
 	// Defaults is the policy an endpoint uses unless it overrides it.
 	Defaults Defaults
+	// Metrics, if set, counts attempts, their latency and Retry-After decisions.
+	Metrics *metrics.Recorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -162,6 +165,10 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 		return res, ctx.Err()
 	}
 	a.Gate.Finish(ctx, adm, res)
+	a.Metrics.Attempt(in.EndpointID, string(res.Outcome), res.Duration)
+	if !res.Delivered() {
+		a.Metrics.RetryAfter(in.EndpointID, string(res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt).Action))
+	}
 	if res.Delivered() {
 		res.Policy = Effective{}
 	}

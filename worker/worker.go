@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -30,6 +31,8 @@ type Options struct {
 	RenewInterval time.Duration
 	// Logger receives the worker's logs; default slog.Default().
 	Logger *slog.Logger
+	// Metrics, if set, receives Herald's own metrics (attempts, dead letters, endpoints).
+	Metrics *metrics.Recorder
 }
 
 func (o *Options) setDefaults() {
@@ -76,23 +79,26 @@ func New(c client.Client, o Options) (*Worker, error) {
 	gate := activities.NewGate(c, o.RenewInterval, func(ep activities.Endpoint) time.Duration {
 		return defaults.Apply(ep.Overrides).Timeout
 	}, o.Logger)
-	Register(w, o.Net)
+	Register(w, o.Net, o.Metrics)
 	w.RegisterActivity(&activities.Activities{
 		Gate:     gate,
 		HTTP:     activities.NewHTTPClient(o.Net),
 		Defaults: o.Defaults,
+		Metrics:  o.Metrics,
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
 	return &Worker{w: w, gate: gate}, nil
 }
 
 // Register registers Herald's workflows on r (a worker or a replayer). net is the SSRF
-// policy the endpoint workflow checks registered URLs against.
+// policy the endpoint workflow checks registered URLs against; m (nil for none) gets the
+// workflows' metrics.
 func Register(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
-}, net netguard.Policy) {
-	r.RegisterWorkflowWithOptions(workflows.Delivery, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
-	ew := &workflows.EndpointWorkflow{Net: net}
+}, net netguard.Policy, m *metrics.Recorder) {
+	dw := &workflows.DeliveryWorkflow{Metrics: m}
+	r.RegisterWorkflowWithOptions(dw.Run, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
+	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: workflows.EndpointWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: workflows.BulkReplayWorkflowName})
 }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -39,10 +40,21 @@ const (
 	maxQueuedWait = 10 * time.Minute
 )
 
-// Delivery is the workflow of one event: it runs the retry ladder with durable timers,
-// parks as a dead letter when the ladder is exhausted, and runs again on a replay signal.
+// Delivery is the workflow of one event, without metrics; see DeliveryWorkflow.
 func Delivery(ctx workflow.Context, in DeliveryInput) (Status, error) {
-	d := &delivery{in: in, status: Status{
+	return (&DeliveryWorkflow{}).Run(ctx, in)
+}
+
+// DeliveryWorkflow is the workflow of one event: it runs the retry ladder with durable
+// timers, parks as a dead letter when the ladder is exhausted, and runs again on a replay
+// signal. Metrics, if set, counts dead letters and replays (never while replaying history).
+type DeliveryWorkflow struct {
+	Metrics *metrics.Recorder
+}
+
+// Run is the delivery workflow's function.
+func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (Status, error) {
+	d := &delivery{metrics: w.Metrics, in: in, status: Status{
 		Event:    summarize(in.Event),
 		State:    StateScheduled,
 		Round:    in.Round,
@@ -61,6 +73,7 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (Status, error) {
 }
 
 type delivery struct {
+	metrics *metrics.Recorder
 	in      DeliveryInput
 	status  Status
 	replays workflow.ReceiveChannel
@@ -84,6 +97,9 @@ func (d *delivery) run(ctx workflow.Context) (Status, error) {
 		}
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
+		if !workflow.IsReplaying(ctx) {
+			d.metrics.Replay(d.in.Event.EndpointID)
+		}
 		if workflow.GetVersion(ctx, "replay-marks-attempting", workflow.DefaultVersion, 1) == 1 {
 			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
 			d.setState(ctx, StateAttempting, true)
@@ -209,6 +225,9 @@ func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool
 	d.status.DeadAt = now
 	d.status.ExpiresAt = now.Add(p.Retention)
 	d.setState(ctx, StateDeadLetter, true)
+	if !workflow.IsReplaying(ctx) {
+		d.metrics.DeadLetter(d.in.Event.EndpointID)
+	}
 	workflow.GetLogger(ctx).Info("dead letter: ladder exhausted", "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
 	d.drainReplays()
 
@@ -245,7 +264,7 @@ func (d *delivery) continueAsNew(ctx workflow.Context) error {
 		dropped += len(kept) - MaxKeptAttempts
 		kept = kept[len(kept)-MaxKeptAttempts:]
 	}
-	return workflow.NewContinueAsNewError(ctx, Delivery, DeliveryInput{
+	return workflow.NewContinueAsNewError(ctx, DeliveryWorkflowName, DeliveryInput{
 		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped,
 	})
 }

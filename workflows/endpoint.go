@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -125,11 +126,13 @@ const (
 // host is a literal forbidden address at registration.
 type EndpointWorkflow struct {
 	Net netguard.Policy
+	// Metrics, if set, gets the endpoint's gauges (circuit, in-flight, cap, leases, queue).
+	Metrics *metrics.Recorder
 }
 
 // Run is the endpoint workflow's function.
 func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
-	e := &endpointRun{net: w.Net, in: in}
+	e := &endpointRun{net: w.Net, metrics: w.Metrics, in: in}
 	if e.in.Since.IsZero() {
 		e.in.Since = workflow.Now(ctx)
 	}
@@ -188,8 +191,9 @@ func (e *endpointRun) runCounters(ctx workflow.Context, reports workflow.Receive
 }
 
 type endpointRun struct {
-	net netguard.Policy
-	in  EndpointInput
+	net     netguard.Policy
+	metrics *metrics.Recorder
+	in      EndpointInput
 	// dirty is set by every message that may let a waiter go.
 	dirty bool
 }

@@ -60,6 +60,10 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 			e.wake(ctx, w)
 		}
 		e.showCircuit(ctx)
+		if !workflow.IsReplaying(ctx) {
+			v := e.in.Guard.View(now)
+			e.metrics.Endpoint(e.in.ID, string(v.Circuit), v.InFlight, v.Cap, len(v.Leases), v.Queue)
+		}
 
 		next := e.in.Guard.NextDeadline(now)
 		if ep := e.in.Endpoint; ep.PreviousSecret != "" && (next.IsZero() || ep.PreviousUntil.Before(next)) {

@@ -108,7 +108,7 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 				return fmt.Errorf("connect to the embedded Temporal: %w", err)
 			}
 			defer c.Close()
-			opts.Logger = g.logger()
+			opts.Logger, opts.Metrics = g.logger(), rec
 			w, err := worker.New(c, opts)
 			if err != nil {
 				return err

@@ -60,7 +60,7 @@ Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).`,
 				return err
 			}
 			defer c.Close()
-			opts.Logger = g.logger()
+			opts.Logger, opts.Metrics = g.logger(), rec
 			w, err := worker.New(c, opts)
 			if err != nil {
 				return err
