@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,14 +18,12 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/devserver"
-	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
@@ -182,9 +179,6 @@ type Seconds float64
 
 func secs(d time.Duration) Seconds { return Seconds(d.Seconds()) }
 
-// loopback lets the bench's worker dial its receivers.
-var loopback = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
-
 // env is the stack every scenario runs on.
 type env struct {
 	cfg     Config
@@ -258,63 +252,39 @@ func (e *env) progress(format string, args ...any) {
 }
 
 func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
-	attrs := map[string]enums.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		attrs[n] = enums.INDEXED_VALUE_TYPE_KEYWORD
-	}
 	dyn := map[string]any{}
 	for k, v := range cfg.DynamicConfig {
 		dyn[k] = v
-	}
-	srv, err := devserver.Start(ctx, devserver.Options{
-		UIPort: -1, HTTPPort: -1, DBFile: cfg.DBFile, SearchAttributes: attrs,
-		SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start the embedded Temporal server: %w", err)
 	}
 	var keys *codec.Keyring
 	if !cfg.Plaintext {
 		dir, err := os.MkdirTemp("", "herald-bench-")
 		if err != nil {
-			srv.Stop()
 			return nil, nil, err
 		}
 		keys, err = codec.GenerateKeyFile(filepath.Join(dir, "codec.key"))
 		os.RemoveAll(dir)
 		if err != nil {
-			srv.Stop()
 			return nil, nil, fmt.Errorf("payload key: %w", err)
 		}
 	}
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(),
-		Logger:        sdklog.NewStructuredLogger(cfg.Logger),
-		DataConverter: codec.DataConverter(keys), FailureConverter: codec.FailureConverter(keys),
+	stk, err := testkit.Start(ctx, testkit.Options{
+		Server: devserver.Options{HTTPPort: -1, DBFile: cfg.DBFile, SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger},
+		Keys:   keys,
+		// The production default: the gate renews its leases every second.
+		Worker: worker.Options{RenewInterval: time.Second, Logger: cfg.Logger},
 	})
 	if err != nil {
-		srv.Stop()
-		return nil, nil, fmt.Errorf("connect to the embedded server: %w", err)
+		return nil, nil, fmt.Errorf("start the embedded Temporal server and the Herald worker: %w", err)
 	}
-	wopts := worker.Options{Net: loopback, Logger: cfg.Logger}
-	w, err := worker.New(c, wopts)
-	if err == nil {
-		err = w.Start()
-	}
-	if err != nil {
-		c.Close()
-		srv.Stop()
-		return nil, nil, fmt.Errorf("start the Herald worker: %w", err)
-	}
+	srv, c, w := stk.Server, stk.Client, stk.Worker
 	rcv, err := startReceivers()
 	if err != nil {
-		w.Stop()
-		c.Close()
-		srv.Stop()
+		stk.Stop()
 		return nil, nil, err
 	}
 	e := &env{cfg: cfg, srv: srv, client: c, worker: w, rcv: rcv,
-		starter: starter.New(c, starter.Options{EagerStart: true}),
+		starter: stk.Starter,
 		tag:     strings.ToLower(strings.TrimPrefix(starter.NewEventID(), "evt_"))[20:]}
 
 	storage := "in memory"
@@ -331,7 +301,7 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		{"sqlite pragmas", formatMap(pragmas)},
 		{"dynamic config", formatAny(dyn, "server defaults (plus frontend visibility RPS 100)")},
 		{"payloads", map[bool]string{true: "plaintext", false: "AES-256-GCM (codec), as in production"}[cfg.Plaintext]},
-		{"herald worker", "worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers, 1000 workflow tasks / 1000 local activities / 1000 activities at once), config cache 1s, reports every 1s"},
+		{"herald worker", "worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers, 1000 workflow tasks / 1000 local activities / 1000 activities at once), gate renews its leases every 1s"},
 		{"starter", "eager start (the client has the worker in-process)"},
 		{"receivers", "one net/http server on 127.0.0.1, in-process"},
 	}
