@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/signature"
@@ -166,6 +168,13 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 	}
 	a.Gate.Finish(ctx, adm, res)
 	a.Metrics.Attempt(in.EndpointID, string(res.Outcome), res.Duration)
+	log := activity.GetLogger(ctx)
+	if res.Delivered() {
+		log.Debug("attempt delivered", "event", in.EventID, "endpoint", in.EndpointID, "attempt", in.Number, "status", res.StatusCode, "duration", res.Duration)
+	} else {
+		log.Info("attempt failed", "event", in.EventID, "endpoint", in.EndpointID, "attempt", in.Number, "round", in.Round,
+			"outcome", res.Outcome, "status", res.StatusCode, "error", res.Error, "duration", res.Duration)
+	}
 	if !res.Delivered() {
 		a.Metrics.RetryAfter(in.EndpointID, string(res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt).Action))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
@@ -32,6 +33,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		clear                 bool
 		tenant                string
 		maxInFlight           int
+		brk                   breakerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "put ID --url URL",
@@ -82,10 +84,22 @@ Policy flags override the worker's defaults for this endpoint only.`,
 				}
 				o.MaxInFlight, set = maxInFlight, true
 			}
-			if set {
-				req.Overrides = &o
-			}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				if brk.changed(fl) {
+					// The breaker's settings go as a whole: start from what the endpoint has.
+					cur := policy.DefaultBreakerConfig()
+					if st, err := s.GetEndpoint(ctx, req.ID); err == nil && st.Overrides.Breaker != nil {
+						cur = *st.Overrides.Breaker
+					}
+					b := brk.apply(fl, cur)
+					if err := b.Validate(); err != nil {
+						return fmt.Errorf("%w: breaker flags: %v", starter.ErrInvalid, err)
+					}
+					o.Breaker, set = &b, true
+				}
+				if set {
+					req.Overrides = &o
+				}
 				res, err := s.PutEndpoint(ctx, req)
 				if err != nil {
 					return err
@@ -119,6 +133,7 @@ Policy flags override the worker's defaults for this endpoint only.`,
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
+	brk.bind(f)
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
 }
@@ -260,4 +275,59 @@ switch to the new secret at its own pace; after it, only the new secret signs.`,
 	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret keeps signing")
 	cmd.Flags().StringVar(&secret, "secret", "", "the new secret (whsec_...); generated when omitted")
 	return cmd
+}
+
+// breakerFlags are endpoint put's circuit breaker settings.
+type breakerFlags struct {
+	consecutive, volume, halfOpen int
+	window, volumeWindow          time.Duration
+	probe, maxProbe               time.Duration
+}
+
+func (b *breakerFlags) bind(f *pflag.FlagSet) {
+	d := policy.DefaultBreakerConfig()
+	f.IntVar(&b.consecutive, "breaker-consecutive", d.ConsecutiveFailures, "open the circuit after this many consecutive failures within --breaker-window")
+	f.DurationVar(&b.window, "breaker-window", d.ConsecutiveWindow, "the window of --breaker-consecutive")
+	f.IntVar(&b.volume, "breaker-volume", d.VolumeFailures, "or after this many failures within --breaker-volume-window")
+	f.DurationVar(&b.volumeWindow, "breaker-volume-window", d.VolumeWindow, "the window of --breaker-volume")
+	f.DurationVar(&b.probe, "probe-delay", d.ProbeDelay, "wait before the first probe of an open circuit (doubles after each failed probe)")
+	f.DurationVar(&b.maxProbe, "max-probe-delay", d.MaxProbeDelay, "longest wait between probes")
+	f.IntVar(&b.halfOpen, "half-open-attempts", d.HalfOpenSuccesses, "successes in a row, one at a time, that close a half-open circuit")
+}
+
+var breakerFlagNames = []string{"breaker-consecutive", "breaker-window", "breaker-volume", "breaker-volume-window", "probe-delay", "max-probe-delay", "half-open-attempts"}
+
+func (b *breakerFlags) changed(f *pflag.FlagSet) bool {
+	for _, n := range breakerFlagNames {
+		if f.Changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply sets the flags given on cur.
+func (b *breakerFlags) apply(f *pflag.FlagSet, cur policy.BreakerConfig) policy.BreakerConfig {
+	if f.Changed("breaker-consecutive") {
+		cur.ConsecutiveFailures = b.consecutive
+	}
+	if f.Changed("breaker-window") {
+		cur.ConsecutiveWindow = b.window
+	}
+	if f.Changed("breaker-volume") {
+		cur.VolumeFailures = b.volume
+	}
+	if f.Changed("breaker-volume-window") {
+		cur.VolumeWindow = b.volumeWindow
+	}
+	if f.Changed("probe-delay") {
+		cur.ProbeDelay = b.probe
+	}
+	if f.Changed("max-probe-delay") {
+		cur.MaxProbeDelay = b.maxProbe
+	}
+	if f.Changed("half-open-attempts") {
+		cur.HalfOpenSuccesses = b.halfOpen
+	}
+	return cur
 }
