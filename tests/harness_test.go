@@ -4,7 +4,6 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -131,19 +130,7 @@ func fast(attempts int, delays ...time.Duration) *activities.Overrides {
 // waitState polls the status query until the delivery reaches state.
 func waitState(t *testing.T, eventID, state string) workflows.Status {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var st workflows.Status
-	var err error
-	for time.Now().Before(deadline) {
-		st, err = shared.starter.Status(context.Background(), eventID)
-		if err == nil && st.State == state {
-			return st
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b, _ := json.MarshalIndent(st, "", "  ")
-	t.Fatalf("event %s never reached %s (last error %v); status:\n%s", eventID, state, err, b)
-	return st
+	return waitFor(t, shared.starter, eventID, state)
 }
 
 // eventually polls cond until it holds or the deadline passes.
