@@ -86,6 +86,9 @@ type Result struct {
 	// Held is set when the endpoint's gate or breaker held the attempt back: then no
 	// request was made and the attempt does not count.
 	Held *Hold `json:"held,omitempty"`
+	// Spread is a failed attempt's place in its retry's jitter window, given by the gate
+	// so that attempts that failed together retry evenly spread (see policy.Spread).
+	Spread *float64 `json:"spread,omitempty"`
 }
 
 // Delivered reports whether the attempt succeeded.
@@ -166,7 +169,9 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 		a.Gate.Release(context.WithoutCancel(ctx), adm)
 		return res, ctx.Err()
 	}
-	a.Gate.Finish(ctx, adm, res)
+	if spread, ok := a.Gate.Finish(ctx, adm, res); ok {
+		res.Spread = &spread
+	}
 	a.Metrics.Attempt(in.EndpointID, string(res.Outcome), res.Duration)
 	log := activity.GetLogger(ctx)
 	if res.Delivered() {

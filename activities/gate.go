@@ -66,6 +66,7 @@ type gateEntry struct {
 	waiting  int        // acquirers waiting for a renewal
 	seq      int        // outcomes recorded so far
 	tripSeq  int        // seq of the outcome that tripped the gate
+	failures uint64     // failed attempts so far: the next failure's place in policy.Spread
 	// flight bounds admissions while a renewal is in flight: the renewal may shrink the
 	// lease to what it asked for, and the endpoint workflow never grants less than that.
 	flight int
@@ -209,8 +210,11 @@ func (e *gateEntry) admit() *Admission {
 }
 
 // Finish returns the attempt's permit with its result. An attempt on a permit of its own
-// reports straight to the endpoint workflow; the others wait for the next renewal.
-func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) {
+// reports straight to the endpoint workflow; the others wait for the next renewal. For a
+// failed attempt it also returns its place in the retry window (policy.Spread of the
+// endpoint's count of failures at this worker), so that failures that come together
+// retry evenly spread.
+func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread float64, failed bool) {
 	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket}
 	e := a.entry
 	defer g.unref(e)
@@ -219,6 +223,8 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) {
 		e.streak = 0
 	} else {
 		e.streak++
+		spread, failed = policy.Spread(e.failures), true
+		e.failures++
 	}
 	if a.Waiter == "" {
 		e.inUse--
@@ -247,6 +253,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) {
 			_ = g.renew(ctx, e, "")
 		}()
 	}
+	return spread, failed
 }
 
 // Release returns an admitted attempt's permit without an outcome: the attempt did not run

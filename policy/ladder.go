@@ -182,16 +182,6 @@ func Jitter(base time.Duration, j float64, key string) time.Duration {
 	return scaleDuration(base, 1-j+2*j*unitFraction(key))
 }
 
-// jitterUp returns base scaled by a deterministic factor in [1, 1+j] derived
-// from key: like Jitter, but never below base.
-func jitterUp(base time.Duration, j float64, key string) time.Duration {
-	if base <= 0 || !(j > 0) {
-		return base
-	}
-	j = min(j, 1)
-	return max(base, scaleDuration(base, 1+j*unitFraction(key)))
-}
-
 // ParseDelays parses "30s,2m,10m" style schedules (for CLI flags) into delays, with clear errors.
 //
 // Each item is a Go duration (see time.ParseDuration) and must be positive;
@@ -265,22 +255,50 @@ type NextAttempt struct {
 //
 // The same inputs always give the same decision.
 func Next(l Ladder, failed int, ra RetryAfter, jitterKey string) NextAttempt {
+	return NextAt(l, failed, ra, unitFraction(jitterKey))
+}
+
+// NextAt is Next with the place in the jitter window given: u in [0, 1) picks the delay
+// from the window's start (u = 0: base×(1-j)) to its end (u → 1: base×(1+j)); for an
+// honoured or capped Retry-After, from the asked delay up to it×(1+j). Next takes u from a
+// hash of the event; a worker's gate takes it from Spread, so that the retries of
+// attempts that failed together spread evenly instead of at random.
+func NextAt(l Ladder, failed int, ra RetryAfter, u float64) NextAttempt {
 	base, ok := l.BaseDelay(failed)
 	if !ok {
 		return NextAttempt{Retry: false, Source: SourceLadder}
 	}
+	u = min(max(u, 0), 1)
+	j := 0.0
+	if l.Jitter > 0 {
+		j = min(l.Jitter, 1)
+	}
 	if (ra.Action == RetryAfterHonoured || ra.Action == RetryAfterCapped) && ra.Delay >= 0 {
 		return NextAttempt{
 			Retry:     true,
-			Delay:     jitterUp(ra.Delay, l.Jitter, jitterKey),
+			Delay:     max(ra.Delay, scaleDuration(ra.Delay, 1+j*u)),
 			BaseDelay: base,
 			Source:    SourceRetryAfter,
 		}
 	}
-	return NextAttempt{
-		Retry:     true,
-		Delay:     Jitter(base, l.Jitter, jitterKey),
-		BaseDelay: base,
-		Source:    SourceLadder,
+	d := base
+	if base > 0 && j > 0 {
+		d = scaleDuration(base, 1-j+2*j*u)
 	}
+	return NextAttempt{Retry: true, Delay: d, BaseDelay: base, Source: SourceLadder}
+}
+
+// Spread returns the k-th place (k = 0, 1, 2, ...) of a sequence that fills [0, 1)
+// evenly: 0, 1/2, 1/4, 3/4, 1/8, 5/8, ... (the base-2 van der Corput sequence). Any run of
+// consecutive places is spread almost evenly, so n retries given places k..k+n-1 land about
+// one per n-th of the jitter window, where n independent random places would bunch up.
+func Spread(k uint64) float64 {
+	f, scale := 0.0, 0.5
+	for ; k > 0; k >>= 1 {
+		if k&1 == 1 {
+			f += scale
+		}
+		scale /= 2
+	}
+	return f
 }

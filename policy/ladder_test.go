@@ -376,3 +376,43 @@ func TestNext(t *testing.T) {
 		})
 	}
 }
+
+func TestSpread(t *testing.T) {
+	want := []float64{0, 0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875}
+	for k, w := range want {
+		if got := Spread(uint64(k)); got != w {
+			t.Errorf("Spread(%d) = %v, want %v", k, got, w)
+		}
+	}
+	// Any run of places fills the window evenly: 240 retries of the 30 s rung (±20%, a
+	// 12 s window) land at most ceil(240/12)+1 in any second, wherever the run starts.
+	l := DefaultLadder()
+	for _, start := range []uint64{0, 1, 137, 1 << 20} {
+		perSecond := map[int]int{}
+		for k := start; k < start+240; k++ {
+			d := NextAt(l, 1, RetryAfter{Action: RetryAfterNone}, Spread(k)).Delay
+			if d < 24*time.Second || d >= 36*time.Second {
+				t.Fatalf("start %d: delay %s outside 24s..36s", start, d)
+			}
+			perSecond[int(d/time.Second)]++
+		}
+		for s, n := range perSecond {
+			if n > 21 {
+				t.Errorf("start %d: %d retries in second %d, want at most 21", start, n, s)
+			}
+		}
+	}
+}
+
+func TestNextAtMatchesNext(t *testing.T) {
+	l := DefaultLadder()
+	for _, ra := range []RetryAfter{{Action: RetryAfterNone}, {Action: RetryAfterHonoured, Delay: time.Minute}} {
+		for _, key := range []string{"evt_a/0/1", "evt_b/2/3", "x"} {
+			for failed := 1; failed <= 8; failed++ {
+				if a, b := Next(l, failed, ra, key), NextAt(l, failed, ra, unitFraction(key)); a != b {
+					t.Errorf("Next(%d, %q) = %+v, NextAt = %+v", failed, key, a, b)
+				}
+			}
+		}
+	}
+}

@@ -167,6 +167,10 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		}
 		ra := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
 		next := policy.Next(res.Policy.Ladder, n, ra, fmt.Sprintf("%s/%d/%d", ev.ID, round, n))
+		if res.Spread != nil && workflow.GetVersion(ctx, "gate-spread", workflow.DefaultVersion, 1) == 1 {
+			// The gate placed this failure among the endpoint's others: retry evenly spread.
+			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
+		}
 		step := &NextStep{Retry: next.Retry, Delay: next.Delay, BaseDelay: next.BaseDelay, Source: next.Source}
 		rec.Next = step
 		if !next.Retry {
