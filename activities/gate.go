@@ -72,6 +72,9 @@ type gateEntry struct {
 	flight int
 }
 
+// renewParallel is how many background renewals may be in flight at once.
+const renewParallel = 8
+
 // leaseMargin is how much longer than an attempt timeout a lease lasts: a gate that can no
 // longer renew stops admitting for half of it before the lease expires.
 const leaseMargin = 10 * time.Second
@@ -298,12 +301,19 @@ func (g *Gate) renewAll(ctx context.Context) {
 	}
 	g.mu.Unlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].id < entries[j].id })
+	stopping := g.stopping.Load()
+	sem := make(chan struct{}, renewParallel)
+	var wg sync.WaitGroup
 	for _, e := range entries {
 		e.mu.Lock()
-		idle := e.inUse == 0 && !e.used && len(e.outcomes) == 0 && e.report.Attempts == 0
-		holding := e.permits > 0 && time.Now().Before(e.until)
+		pending := len(e.outcomes) > 0 || e.report.Attempts > 0
+		idle := e.inUse == 0 && !e.used
+		renew := e.call == nil && (pending || // the endpoint workflow needs the outcomes (breaker, cap)
+			(e.used && time.Until(e.until) < 2*g.every) || // keep admitting to a busy endpoint
+			(e.permits > 0 && (idle || stopping))) // give back what is not used
+		drop := e.call == nil && !pending && idle && e.permits == 0
 		e.mu.Unlock()
-		if idle && !holding {
+		if drop {
 			g.mu.Lock()
 			if e.refs == 0 {
 				delete(g.eps, e.id)
@@ -311,10 +321,20 @@ func (g *Gate) renewAll(ctx context.Context) {
 			g.mu.Unlock()
 			continue
 		}
-		if err := g.renew(ctx, e, ""); err != nil && ctx.Err() == nil {
-			g.log.Warn("lease renewal failed", "endpoint", e.id, "error", err)
+		if !renew {
+			continue
 		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := g.renew(ctx, e, ""); err != nil && ctx.Err() == nil {
+				g.log.Warn("lease renewal failed", "endpoint", e.id, "error", err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // entry returns endpoint id's entry, counting one more user of it; unref when done.
