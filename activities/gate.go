@@ -39,37 +39,22 @@ type Gate struct {
 	eps map[string]*gateEntry
 }
 
-// gateEntry is the gate's view of one endpoint.
+// gateEntry is the gate's view of one endpoint: the lease's decisions (policy.Holding),
+// and what only the gate has: the clock, the configuration and the outcomes to report.
 type gateEntry struct {
 	id       string
 	stopping *atomic.Bool
 	refs     int // attempts using the entry (guarded by Gate.mu): it is not dropped while used
 
 	mu       sync.Mutex
+	h        policy.Holding
 	ep       Endpoint
-	known    bool
-	permits  int
-	inUse    int
 	until    time.Time // admit nothing new after this (local clock)
-	ticket   policy.Ticket
-	circuit  policy.CircuitState
-	reason   string
-	streak   int
-	tripped  bool // the breaker's trigger seen locally: admit nothing until the workflow answers
-	limit    int  // consecutive failures that trip the gate locally
-	peak     int
-	used     bool // an attempt was admitted since the last renewal
 	outcomes []policy.Outcome
 	report   Report
 	call     *leaseCall // the renewal in flight, if any
 	renewed  time.Time  // when the last renewal was answered
 	waiting  int        // acquirers waiting for a renewal
-	seq      int        // outcomes recorded so far
-	tripSeq  int        // seq of the outcome that tripped the gate
-	failures uint64     // failed attempts so far: the next failure's place in policy.Spread
-	// flight bounds admissions while a renewal is in flight: the renewal may shrink the
-	// lease to what it asked for, and the endpoint workflow never grants less than that.
-	flight int
 }
 
 // renewParallel is how many background renewals may be in flight at once.
@@ -187,7 +172,7 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 // refresh renews e's lease unless it was renewed within the renewal interval.
 func (g *Gate) refresh(ctx context.Context, e *gateEntry) error {
 	e.mu.Lock()
-	recent := e.known && time.Since(e.renewed) < g.every
+	recent := e.h.Known && time.Since(e.renewed) < g.every
 	e.mu.Unlock()
 	if recent {
 		return nil
@@ -199,17 +184,10 @@ func (g *Gate) refresh(ctx context.Context, e *gateEntry) error {
 func (e *gateEntry) admit() *Admission {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	limit := e.permits
-	if e.call != nil {
-		limit = min(limit, e.flight)
-	}
-	if !e.known || e.tripped || e.stopping.Load() || e.circuit != policy.CircuitClosed || e.inUse >= limit || !time.Now().Before(e.until) {
+	if !e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
 		return nil
 	}
-	e.inUse++
-	e.peak = max(e.peak, e.inUse)
-	e.used = true
-	return &Admission{Endpoint: e.ep, Ticket: e.ticket, entry: e}
+	return &Admission{Endpoint: e.ep, Ticket: e.h.Ticket, entry: e}
 }
 
 // Finish returns the attempt's permit with its result. An attempt on a permit of its own
@@ -222,22 +200,10 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 	e := a.entry
 	defer g.unref(e)
 	e.mu.Lock()
-	if res.Delivered() {
-		e.streak = 0
-	} else {
-		e.streak++
-		spread, failed = policy.Spread(e.failures), true
-		e.failures++
-	}
+	spread, failed, trip := e.h.Finish(res.Delivered(), a.Waiter == "")
 	if a.Waiter == "" {
-		e.inUse--
 		e.outcomes = append(e.outcomes, o)
 		e.report.Add(res)
-		e.seq++
-	}
-	trip := !e.tripped && e.limit > 0 && e.streak >= e.limit
-	if trip {
-		e.tripped, e.tripSeq = true, e.seq
 	}
 	e.mu.Unlock()
 	if a.Waiter != "" {
@@ -271,7 +237,7 @@ func (g *Gate) Release(ctx context.Context, a *Admission) {
 		return
 	}
 	a.entry.mu.Lock()
-	a.entry.inUse--
+	a.entry.h.Release()
 	a.entry.mu.Unlock()
 }
 
@@ -307,11 +273,8 @@ func (g *Gate) renewAll(ctx context.Context) {
 	for _, e := range entries {
 		e.mu.Lock()
 		pending := len(e.outcomes) > 0 || e.report.Attempts > 0
-		idle := e.inUse == 0 && !e.used
-		renew := e.call == nil && (pending || // the endpoint workflow needs the outcomes (breaker, cap)
-			(e.used && time.Until(e.until) < 2*g.every) || // keep admitting to a busy endpoint
-			(e.permits > 0 && (idle || stopping))) // give back what is not used
-		drop := e.call == nil && !pending && idle && e.permits == 0
+		renew, drop := e.h.Background(pending, time.Until(e.until) < 2*g.every, stopping)
+		renew = renew && e.call == nil
 		e.mu.Unlock()
 		if drop {
 			g.mu.Lock()
@@ -382,14 +345,9 @@ func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*Lea
 	}
 	call := &leaseCall{done: make(chan struct{})}
 	e.call = call
-	// Keep what runs; while the endpoint is busy, ask for room to grow (the endpoint
-	// workflow grants only what the cap leaves free, and nothing while others wait).
-	want := e.inUse
-	if (e.used || e.waiting > 0) && !g.stopping.Load() {
-		want = max(e.inUse+e.waiting, 2*e.peak)
-	}
+	want := e.h.Want(e.waiting, g.stopping.Load())
 	req := LeaseRequest{
-		LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.inUse, Want: want, Outcomes: e.outcomes},
+		LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: e.outcomes},
 		Report:       e.report,
 	}
 	if waiter != "" {
@@ -397,9 +355,8 @@ func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*Lea
 	}
 	// The lease outlives an attempt admitted at its last moment (see until below).
 	req.TTL = g.timeout(e.ep) + leaseMargin
-	e.outcomes, e.report, e.peak, e.used = nil, Report{}, e.inUse, false
-	e.flight = min(e.permits, want)
-	sentSeq := e.seq
+	e.outcomes, e.report = nil, Report{}
+	sentSeq := e.h.StartRenewal(want)
 	e.mu.Unlock()
 
 	sent := time.Now()
@@ -410,20 +367,13 @@ func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*Lea
 		// Keep the outcomes for the next renewal.
 		e.outcomes = append(req.Outcomes, e.outcomes...)
 		e.report.Merge(req.Report)
+		e.h.RenewFailed()
 	} else {
-		wasOpen := e.circuit != policy.CircuitClosed
-		e.ep, e.known = reply.Endpoint, true
-		e.permits, e.ticket, e.circuit, e.limit = reply.Permits, reply.Ticket, reply.Circuit, reply.Threshold
-		e.reason = reply.Reason
+		e.ep, e.renewed = reply.Endpoint, time.Now()
+		e.h.Renewed(reply.Permits, reply.Ticket, reply.Circuit, reply.Threshold, sentSeq)
 		// Stop admitting early enough that an attempt admitted last finishes before the
 		// permit returns to the pool (the endpoint workflow starts the lease after sent).
 		e.until = sent.Add(req.TTL - g.timeout(e.ep) - leaseMargin/2)
-		e.renewed = time.Now()
-		// The endpoint workflow has seen the failures that tripped the gate (or the
-		// circuit has closed since) and still says closed: go on.
-		if reply.Circuit == policy.CircuitClosed && (wasOpen || (e.tripped && sentSeq >= e.tripSeq)) {
-			e.tripped, e.streak = false, 0
-		}
 	}
 	e.call = nil
 	e.mu.Unlock()

@@ -32,8 +32,6 @@ type LeaseReply struct {
 	// Threshold is how many consecutive failures make the gate stop admitting at once,
 	// before the endpoint workflow has heard of them.
 	Threshold int `json:"threshold"`
-	// Reason says why attempts wait, when they do.
-	Reason string `json:"reason,omitempty"`
 }
 
 // Permit is a permit of its own handed to one delivery: for a probe, a half-open attempt,
