@@ -24,6 +24,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 )
 
@@ -91,6 +92,15 @@ type Result struct {
 	Spread *float64 `json:"spread,omitempty"`
 }
 
+// RetryAfter is what the policy in force makes of the response's Retry-After header
+// (action "none" for a delivered attempt, whose result leaves the policy out).
+func (r Result) RetryAfter() policy.RetryAfter {
+	if r.Delivered() {
+		return policy.RetryAfter{Action: policy.RetryAfterNone}
+	}
+	return r.Policy.RetryAfter.Decide(r.RetryAfterHeader, r.DateHeader, r.StartedAt)
+}
+
 // Delivered reports whether the attempt succeeded.
 func (r Result) Delivered() bool { return r.Outcome == OutcomeDelivered }
 
@@ -100,8 +110,7 @@ func (r Result) Summary() string {
 	case OutcomeDelivered, OutcomeHTTPStatus:
 		s := fmt.Sprintf("%d %s", r.StatusCode, http.StatusText(r.StatusCode))
 		if r.RetryAfterHeader != "" {
-			ra := r.Policy.RetryAfter.Decide(r.RetryAfterHeader, r.DateHeader, r.StartedAt)
-			s += fmt.Sprintf(", Retry-After %s %s", strings.TrimSpace(r.RetryAfterHeader), ra.Action)
+			s += fmt.Sprintf(", Retry-After %s %s", strings.TrimSpace(r.RetryAfterHeader), r.RetryAfter().Action)
 		}
 		return s
 	default:
@@ -176,16 +185,12 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 	log := activity.GetLogger(ctx)
 	if res.Delivered() {
 		log.Debug("attempt delivered", "event", in.EventID, "endpoint", in.EndpointID, "attempt", in.Number, "status", res.StatusCode, "duration", res.Duration)
-	} else {
-		log.Info("attempt failed", "event", in.EventID, "endpoint", in.EndpointID, "attempt", in.Number, "round", in.Round,
-			"outcome", res.Outcome, "status", res.StatusCode, "error", res.Error, "duration", res.Duration)
-	}
-	if !res.Delivered() {
-		a.Metrics.RetryAfter(in.EndpointID, string(res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt).Action))
-	}
-	if res.Delivered() {
 		res.Policy = Effective{}
+		return res, nil
 	}
+	log.Info("attempt failed", "event", in.EventID, "endpoint", in.EndpointID, "attempt", in.Number, "round", in.Round,
+		"outcome", res.Outcome, "status", res.StatusCode, "error", res.Error, "duration", res.Duration)
+	a.Metrics.RetryAfter(in.EndpointID, string(res.RetryAfter().Action))
 	return res, nil
 }
 

@@ -16,8 +16,8 @@ type Report struct {
 	RetryAfterHonoured int `json:"retry_after_honoured"`
 	RetryAfterCapped   int `json:"retry_after_capped"`
 	RetryAfterIgnored  int `json:"retry_after_ignored"`
-	// RetryAfterBackpressure counts Retry-After values between 60 and 300 seconds: the sign
-	// of a receiver that knows how to shed load.
+	// RetryAfterBackpressure counts Retry-After values of a backpressure-aware receiver
+	// (policy.RetryAfter.Backpressure).
 	RetryAfterBackpressure int       `json:"retry_after_backpressure"`
 	LastAttemptAt          time.Time `json:"last_attempt_at,omitempty"`
 	LastOutcome            string    `json:"last_outcome,omitempty"`
@@ -30,7 +30,7 @@ func (r *Report) Add(res Result) {
 		r.Successes++
 	} else {
 		r.Failures++
-		ra := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
+		ra := res.RetryAfter()
 		switch ra.Action {
 		case policy.RetryAfterHonoured:
 			r.RetryAfterHonoured++
@@ -39,7 +39,7 @@ func (r *Report) Add(res Result) {
 		case policy.RetryAfterIgnored:
 			r.RetryAfterIgnored++
 		}
-		if ra.Asked >= time.Minute && ra.Asked <= 5*time.Minute {
+		if ra.Backpressure() {
 			r.RetryAfterBackpressure++
 		}
 	}

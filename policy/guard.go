@@ -403,3 +403,22 @@ func (g *Guard) View(now time.Time) GuardView {
 		P99:         g.Capacity.Percentile(now, 0.99),
 	}
 }
+
+// MaxQueuedWait is how long a queued attempt waits for its permit before it asks again, in
+// case the permit's signal was lost.
+const MaxQueuedWait = 10 * time.Minute
+
+// HoldRecheck is how long an attempt held back by its endpoint waits before asking again
+// if no permit reaches it: a queued one is signalled when its turn comes and asks again
+// only after MaxQueuedWait, or just after retryAt (the probe time) if that is sooner; one
+// that could not be queued asks again just after retryAt, or in a second.
+func HoldRecheck(queued bool, retryAt, now time.Time) time.Duration {
+	again := MaxQueuedWait
+	if !queued {
+		again = time.Second
+	}
+	if !retryAt.IsZero() && retryAt.After(now) && (!queued || retryAt.Sub(now) < again) {
+		again = retryAt.Sub(now) + time.Second
+	}
+	return again
+}

@@ -500,7 +500,7 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) 
 		av := attemptView{Round: a.Round, Number: a.Number, At: s.stamp(res.StartedAt), OK: res.Delivered(), Result: res.Summary(),
 			Latency: shortDuration(res.Duration), RetryAfter: "–", Next: "–", Snippet: res.Snippet}
 		if res.RetryAfterHeader != "" {
-			d := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
+			d := res.RetryAfter()
 			av.RetryAfter = fmt.Sprintf("%q: %s", res.RetryAfterHeader, d.Reason)
 		}
 		if n := a.Next; n != nil {

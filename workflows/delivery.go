@@ -36,14 +36,7 @@ const (
 	attemptTimeout = MaxAttemptTimeout + 30*time.Second
 	// MaxAttemptTimeout is the longest HTTP timeout an endpoint may set.
 	MaxAttemptTimeout = 2 * time.Minute
-	// maxQueuedWait is how long a queued delivery waits for its permit before it asks again.
-	maxQueuedWait = 10 * time.Minute
 )
-
-// Delivery is the workflow of one event, without metrics; see DeliveryWorkflow.
-func Delivery(ctx workflow.Context, in DeliveryInput) (Status, error) {
-	return (&DeliveryWorkflow{}).Run(ctx, in)
-}
 
 // DeliveryWorkflow is the workflow of one event: it runs the retry ladder with durable
 // timers, parks as a dead letter when the ladder is exhausted, and runs again on a replay
@@ -146,9 +139,7 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		if res.Held != nil {
 			// The endpoint's gate or breaker held the attempt back: no request was made,
 			// no attempt is used up. Wait for a permit, then try attempt n again.
-			if err := d.wait(ctx, res.Held); err != nil {
-				return activities.Effective{}, false, err
-			}
+			d.wait(ctx, res.Held)
 			n--
 			continue
 		}
@@ -165,8 +156,8 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			d.setState(ctx, StateDelivered, upsert)
 			return res.Policy, true, nil
 		}
-		ra := res.Policy.RetryAfter.Decide(res.RetryAfterHeader, res.DateHeader, res.StartedAt)
-		next := policy.Next(res.Policy.Ladder, n, ra, fmt.Sprintf("%s/%d/%d", ev.ID, round, n))
+		ra := res.RetryAfter()
+		next := policy.Next(res.Policy.Ladder, n, ra, policy.JitterKey(ev.ID, round, n))
 		if res.Spread != nil && workflow.GetVersion(ctx, "gate-spread", workflow.DefaultVersion, 1) == 1 {
 			// The gate placed this failure among the endpoint's others: retry evenly spread.
 			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
@@ -191,22 +182,14 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 
 // wait waits for the endpoint workflow to hand this delivery a permit, or until it is time
 // to ask again.
-func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) error {
+func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) {
 	// Waiting on the endpoint came with the gate; histories from before never reach here.
 	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
 	now := workflow.Now(ctx)
 	d.held = true
 	d.status.Waiting = &Waiting{Hold: *h, Since: now}
 	d.setState(ctx, StateWaitingEndpoint, true)
-	// Queued: the endpoint workflow signals when our turn comes; ask again after a while
-	// all the same, in case that signal is lost. Not queued: ask again at RetryAt.
-	again := maxQueuedWait
-	if !h.Queued {
-		again = time.Second
-	}
-	if !h.RetryAt.IsZero() && h.RetryAt.After(now) && (!h.Queued || h.RetryAt.Sub(now) < again) {
-		again = h.RetryAt.Sub(now) + time.Second
-	}
+	again := policy.HoldRecheck(h.Queued, h.RetryAt, now)
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(tctx, again, workflow.TimerOptions{
@@ -220,7 +203,6 @@ func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) error {
 	})
 	sel.AddFuture(timer, func(workflow.Future) {})
 	sel.Select(ctx)
-	return nil
 }
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).

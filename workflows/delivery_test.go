@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -119,7 +118,7 @@ type script func(in activities.AttemptInput, now time.Time) (activities.Result, 
 func newDeliveryEnv(t *testing.T, s script) (*testsuite.TestWorkflowEnvironment, *recorder) {
 	t.Helper()
 	env := newTestEnv()
-	env.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
+	env.RegisterWorkflowWithOptions((&DeliveryWorkflow{}).Run, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 	rec := &recorder{}
 	env.OnActivity((&activities.Activities{}).Attempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.AttemptInput) (activities.Result, error) {
@@ -129,16 +128,11 @@ func newDeliveryEnv(t *testing.T, s script) (*testsuite.TestWorkflowEnvironment,
 			rec.mu.Unlock()
 			return s(in, now)
 		})
-	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		sa := args.Get(0).(temporal.SearchAttributes)
-		v, ok := sa.GetKeyword(AttrStatus)
-		if !ok {
-			v = "<unset>"
-		}
+	onKeywordUpsert(env, AttrStatus, func(v string) {
 		rec.mu.Lock()
 		rec.upserts = append(rec.upserts, v)
 		rec.mu.Unlock()
-	}).Return()
+	})
 	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
 		rec.mu.Lock()
 		rec.timers = append(rec.timers, d)
@@ -147,9 +141,21 @@ func newDeliveryEnv(t *testing.T, s script) (*testsuite.TestWorkflowEnvironment,
 	return env, rec
 }
 
+// onKeywordUpsert calls fn with the value of key in every search attribute upsert
+// ("<unset>" when an upsert does not set it).
+func onKeywordUpsert(env *testsuite.TestWorkflowEnvironment, key temporal.SearchAttributeKeyKeyword, fn func(string)) {
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(key)
+		if !ok {
+			v = "<unset>"
+		}
+		fn(v)
+	}).Return()
+}
+
 // jitterKey is the key the delivery workflow must use for the jitter after failed attempt n.
 func jitterKey(eventID string, round, n int) string {
-	return fmt.Sprintf("%s/%d/%d", eventID, round, n)
+	return policy.JitterKey(eventID, round, n)
 }
 
 // ladderDelays is what the default ladder waits after each failed attempt of round,

@@ -38,44 +38,11 @@ func newSecret(t *testing.T) signature.Secret {
 }
 
 // putOutcome is what became of one put update.
-type putOutcome struct {
-	accepted  bool
-	rejected  error
-	completed bool
-	err       error
-	result    PutEndpointResult
-	decodeErr error
-}
+type putOutcome = updateOutcome[PutEndpointResult]
 
 // put sends a put update; the outcome fills in as the update runs.
 func put(env *testsuite.TestWorkflowEnvironment, req PutEndpointRequest) *putOutcome {
-	out := &putOutcome{}
-	env.UpdateWorkflow(UpdatePutEndpoint, "", &testsuite.TestUpdateCallback{
-		OnAccept: func() { out.accepted = true },
-		OnReject: func(err error) { out.rejected = err },
-		OnComplete: func(v any, err error) {
-			out.completed, out.err = true, err
-			switch v := v.(type) {
-			case PutEndpointResult:
-				out.result = v
-			case converter.EncodedValue:
-				out.decodeErr = v.Get(&out.result)
-			case nil:
-			default:
-				out.decodeErr = errors.New("unexpected update result type")
-			}
-		},
-	}, req)
-	return out
-}
-
-// mustSucceed fails t unless the put was accepted and completed without error.
-func (o *putOutcome) mustSucceed(t *testing.T, what string) {
-	t.Helper()
-	if !o.accepted || o.rejected != nil || !o.completed || o.err != nil || o.decodeErr != nil {
-		t.Fatalf("%s: accepted %v, rejected %v, completed %v, error %v, decode %v",
-			what, o.accepted, o.rejected, o.completed, o.err, o.decodeErr)
-	}
+	return sendUpdate[PutEndpointResult](env, UpdatePutEndpoint, req)
 }
 
 func queryConfig(env *testsuite.TestWorkflowEnvironment) (activities.Endpoint, error) {

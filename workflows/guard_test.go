@@ -115,16 +115,11 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 			}
 			return nil
 		})
-	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		sa := args.Get(0).(temporal.SearchAttributes)
-		v, ok := sa.GetKeyword(AttrCircuit)
-		if !ok {
-			v = "<unset>"
-		}
+	onKeywordUpsert(env, AttrCircuit, func(v string) {
 		rec.mu.Lock()
 		rec.circuits = append(rec.circuits, circuitUpsert{State: v, At: env.Now()})
 		rec.mu.Unlock()
-	}).Return()
+	})
 	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
 		rec.mu.Lock()
 		rec.timers = append(rec.timers, d)
@@ -177,6 +172,14 @@ func (o *updateOutcome[T]) check(t *testing.T, what string) bool {
 		return false
 	}
 	return true
+}
+
+// mustSucceed stops the test unless the update was accepted and completed without error.
+func (o *updateOutcome[T]) mustSucceed(t *testing.T, what string) {
+	t.Helper()
+	if !o.check(t, what) {
+		t.FailNow()
+	}
 }
 
 // lease sends a lease update as worker:a's gate would.

@@ -112,7 +112,7 @@ type Event struct {
 func DeliveryID(eventID string) string { return "delivery:" + eventID }
 
 // EndpointWorkflowID is the workflow id of endpoint id.
-func EndpointWorkflowID(endpointID string) string { return "endpoint:" + endpointID }
+func EndpointWorkflowID(endpointID string) string { return activities.EndpointWorkflowID(endpointID) }
 
 // EventIDFromWorkflowID is the inverse of DeliveryID; ok is false for other ids.
 func EventIDFromWorkflowID(workflowID string) (string, bool) {

@@ -66,8 +66,6 @@ func countSet(ts []time.Time) int {
 	return n
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
