@@ -54,8 +54,8 @@ type Overrides struct {
 	Timeout    time.Duration           `json:"timeout,omitempty"`
 	// MaxInFlight is the endpoint's concurrency cap (1..500; default 100).
 	MaxInFlight int `json:"max_in_flight,omitempty"`
-	// Breaker replaces the circuit breaker's settings.
-	Breaker *policy.BreakerConfig `json:"breaker,omitempty"`
+	// Breaker changes some of the circuit breaker's settings.
+	Breaker *policy.BreakerOverride `json:"breaker,omitempty"`
 	// Capacity replaces the adaptive cap's settings (MaxInFlight, when set, still wins).
 	Capacity *policy.CapacityConfig `json:"capacity,omitempty"`
 }
@@ -140,7 +140,12 @@ func (o *Overrides) Merge(n Overrides) {
 		o.MaxInFlight = n.MaxInFlight
 	}
 	if n.Breaker != nil {
-		o.Breaker = n.Breaker
+		b := policy.BreakerOverride{}
+		if o.Breaker != nil {
+			b = *o.Breaker
+		}
+		b.Merge(*n.Breaker)
+		o.Breaker = &b
 	}
 	if n.Capacity != nil {
 		o.Capacity = n.Capacity

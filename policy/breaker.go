@@ -56,6 +56,71 @@ func DefaultBreakerConfig() BreakerConfig {
 	}
 }
 
+// BreakerOverride changes some fields of a BreakerConfig, for per-endpoint settings: a
+// zero field (nil HalfOpenSuccesses) keeps the base's value, so a change names only what
+// it changes.
+type BreakerOverride struct {
+	ConsecutiveFailures int           `json:"consecutive_failures,omitempty"`
+	ConsecutiveWindow   time.Duration `json:"consecutive_window,omitempty"`
+	VolumeFailures      int           `json:"volume_failures,omitempty"`
+	VolumeWindow        time.Duration `json:"volume_window,omitempty"`
+	ProbeDelay          time.Duration `json:"probe_delay,omitempty"`
+	MaxProbeDelay       time.Duration `json:"max_probe_delay,omitempty"`
+	HalfOpenSuccesses   *int          `json:"half_open_successes,omitempty"`
+	ProbeTimeout        time.Duration `json:"probe_timeout,omitempty"`
+}
+
+// Override returns the override that sets every field to c's.
+func (c BreakerConfig) Override() BreakerOverride {
+	h := c.HalfOpenSuccesses
+	return BreakerOverride{
+		ConsecutiveFailures: c.ConsecutiveFailures, ConsecutiveWindow: c.ConsecutiveWindow,
+		VolumeFailures: c.VolumeFailures, VolumeWindow: c.VolumeWindow,
+		ProbeDelay: c.ProbeDelay, MaxProbeDelay: c.MaxProbeDelay,
+		HalfOpenSuccesses: &h, ProbeTimeout: c.ProbeTimeout,
+	}
+}
+
+// Apply returns c with o's fields in place. Validate the result; Apply does not.
+func (c BreakerConfig) Apply(o BreakerOverride) BreakerConfig {
+	setInt := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setDur := func(dst *time.Duration, v time.Duration) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setInt(&c.ConsecutiveFailures, o.ConsecutiveFailures)
+	setDur(&c.ConsecutiveWindow, o.ConsecutiveWindow)
+	setInt(&c.VolumeFailures, o.VolumeFailures)
+	setDur(&c.VolumeWindow, o.VolumeWindow)
+	setDur(&c.ProbeDelay, o.ProbeDelay)
+	setDur(&c.MaxProbeDelay, o.MaxProbeDelay)
+	if o.HalfOpenSuccesses != nil {
+		c.HalfOpenSuccesses = *o.HalfOpenSuccesses
+	}
+	setDur(&c.ProbeTimeout, o.ProbeTimeout)
+	return c
+}
+
+// Merge sets the fields n sets, keeping the others.
+func (o *BreakerOverride) Merge(n BreakerOverride) {
+	merged := BreakerConfig{
+		ConsecutiveFailures: o.ConsecutiveFailures, ConsecutiveWindow: o.ConsecutiveWindow,
+		VolumeFailures: o.VolumeFailures, VolumeWindow: o.VolumeWindow,
+		ProbeDelay: o.ProbeDelay, MaxProbeDelay: o.MaxProbeDelay, ProbeTimeout: o.ProbeTimeout,
+	}.Apply(n)
+	half := o.HalfOpenSuccesses
+	if n.HalfOpenSuccesses != nil {
+		half = n.HalfOpenSuccesses
+	}
+	*o = merged.Override()
+	o.HalfOpenSuccesses = half
+}
+
 // maxBreakerFailures bounds the failure counts so the state stays small in workflow history.
 const maxBreakerFailures = 10000
 

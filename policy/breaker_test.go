@@ -509,3 +509,22 @@ func TestBreakerProperties(t *testing.T) {
 		t.Fatalf("the random runs never reached every state: %v, %d probes", visits, probes)
 	}
 }
+
+func TestBreakerOverrideMergeApply(t *testing.T) {
+	zero, probe := 0, 2*time.Minute
+	var o BreakerOverride
+	o.Merge(BreakerOverride{ProbeDelay: probe})
+	o.Merge(BreakerOverride{ConsecutiveFailures: 3, HalfOpenSuccesses: &zero})
+	got := DefaultBreakerConfig().Apply(o)
+	want := DefaultBreakerConfig()
+	want.ProbeDelay, want.ConsecutiveFailures, want.HalfOpenSuccesses = probe, 3, 0
+	if got != want {
+		t.Errorf("merged override applied = %+v, want %+v", got, want)
+	}
+	if got := DefaultBreakerConfig().Apply(want.Override()); got != want {
+		t.Errorf("a full override applied = %+v, want %+v", got, want)
+	}
+	if got := want.Apply(BreakerOverride{}); got != want {
+		t.Errorf("an empty override changed %+v into %+v", want, got)
+	}
+}

@@ -372,7 +372,9 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 		if err != nil {
 			return 0, nil, err
 		}
-		o.Breaker, set = &c, true
+		// Missing fields take Herald's defaults: the API sets the breaker as a whole.
+		full := c.Override()
+		o.Breaker, set = &full, true
 	}
 	if set {
 		req.Overrides = &o

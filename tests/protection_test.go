@@ -21,10 +21,9 @@ import (
 )
 
 // scaledBreaker is the article's breaker with seconds for minutes.
-func scaledBreaker() *policy.BreakerConfig {
-	b := policy.DefaultBreakerConfig()
-	b.ProbeDelay, b.MaxProbeDelay, b.HalfOpenSuccesses = 2*time.Second, 8*time.Second, 2
-	return &b
+func scaledBreaker() *policy.BreakerOverride {
+	two := 2
+	return &policy.BreakerOverride{ProbeDelay: 2 * time.Second, MaxProbeDelay: 8 * time.Second, HalfOpenSuccesses: &two}
 }
 
 func endpointState(t *testing.T, id string) workflows.EndpointState {

@@ -80,8 +80,9 @@ func TestRecordHistories(t *testing.T) {
 	})
 	putEndpoint(t, "rec-ok", ok.URL, fast(3, time.Second))
 	brk := fast(3, 200*time.Millisecond)
-	brk.Breaker = &policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: time.Minute, VolumeFailures: 20,
-		VolumeWindow: 5 * time.Minute, ProbeDelay: time.Second, MaxProbeDelay: time.Minute, HalfOpenSuccesses: 0, ProbeTimeout: time.Minute}
+	full := policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: time.Minute, VolumeFailures: 20,
+		VolumeWindow: 5 * time.Minute, ProbeDelay: time.Second, MaxProbeDelay: time.Minute, HalfOpenSuccesses: 0, ProbeTimeout: time.Minute}.Override()
+	brk.Breaker = &full
 	putEndpoint(t, "rec-breaker", tripping.URL, brk)
 	putEndpoint(t, "rec-flaky", flaky.URL, fast(3, 30*time.Second))
 	putEndpoint(t, "rec-down", down.URL, fast(2, 200*time.Millisecond))

@@ -239,7 +239,21 @@ func (e *endpointRun) validate(ctx workflow.Context, req PutEndpointRequest) err
 	if req.ID != e.in.ID {
 		return fmt.Errorf("put for endpoint %q sent to endpoint %q", req.ID, e.in.ID)
 	}
-	return ValidatePut(req, e.in.Endpoint != nil, e.net)
+	if err := ValidatePut(req, e.in.Endpoint != nil, e.net); err != nil {
+		return err
+	}
+	if req.Overrides != nil && e.in.Endpoint != nil {
+		// The settings the endpoint would have, this put's on top of its own.
+		o := e.in.Endpoint.Overrides
+		if req.ClearOverrides {
+			o = activities.Overrides{}
+		}
+		o.Merge(*req.Overrides)
+		if err := guardConfig(o).Validate(); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	return nil
 }
 
 // ValidatePut checks a put request; registered says whether the endpoint exists already.
@@ -299,7 +313,7 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 				req.ID, o.MaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight)
 		}
 		if o.Breaker != nil {
-			if err := o.Breaker.Validate(); err != nil {
+			if err := policy.DefaultBreakerConfig().Apply(*o.Breaker).Validate(); err != nil {
 				return fmt.Errorf("endpoint %s: breaker: %w", req.ID, err)
 			}
 		}

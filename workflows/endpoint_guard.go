@@ -125,7 +125,7 @@ func (e *endpointRun) ensureGuard() {
 func guardConfig(o activities.Overrides) policy.GuardConfig {
 	c := policy.DefaultGuardConfig()
 	if o.Breaker != nil {
-		c.Breaker = *o.Breaker
+		c.Breaker = c.Breaker.Apply(*o.Breaker)
 	}
 	if o.Capacity != nil {
 		c.Capacity = *o.Capacity

@@ -84,22 +84,17 @@ Policy flags override the worker's defaults for this endpoint only.`,
 				}
 				o.MaxInFlight, set = maxInFlight, true
 			}
+			b, ok, err := brk.override(fl)
+			if err != nil {
+				return err
+			}
+			if ok {
+				o.Breaker, set = &b, true
+			}
+			if set {
+				req.Overrides = &o
+			}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				if brk.changed(fl) {
-					// The breaker's settings go as a whole: start from what the endpoint has.
-					cur := policy.DefaultBreakerConfig()
-					if st, err := s.GetEndpoint(ctx, req.ID); err == nil && st.Overrides.Breaker != nil {
-						cur = *st.Overrides.Breaker
-					}
-					b := brk.apply(fl, cur)
-					if err := b.Validate(); err != nil {
-						return fmt.Errorf("%w: breaker flags: %v", starter.ErrInvalid, err)
-					}
-					o.Breaker, set = &b, true
-				}
-				if set {
-					req.Overrides = &o
-				}
 				res, err := s.PutEndpoint(ctx, req)
 				if err != nil {
 					return err
@@ -295,39 +290,26 @@ func (b *breakerFlags) bind(f *pflag.FlagSet) {
 	f.IntVar(&b.halfOpen, "half-open-attempts", d.HalfOpenSuccesses, "successes in a row, one at a time, that close a half-open circuit")
 }
 
-var breakerFlagNames = []string{"breaker-consecutive", "breaker-window", "breaker-volume", "breaker-volume-window", "probe-delay", "max-probe-delay", "half-open-attempts"}
-
-func (b *breakerFlags) changed(f *pflag.FlagSet) bool {
-	for _, n := range breakerFlagNames {
-		if f.Changed(n) {
-			return true
+// override is the breaker settings the flags given change; ok is false if none was given.
+// The endpoint workflow checks the settings they make; zero would mean "keep", so it is
+// refused here.
+func (b *breakerFlags) override(f *pflag.FlagSet) (o policy.BreakerOverride, ok bool, err error) {
+	for name, set := range map[string]func(){
+		"breaker-consecutive":   func() { o.ConsecutiveFailures = b.consecutive },
+		"breaker-window":        func() { o.ConsecutiveWindow = b.window },
+		"breaker-volume":        func() { o.VolumeFailures = b.volume },
+		"breaker-volume-window": func() { o.VolumeWindow = b.volumeWindow },
+		"probe-delay":           func() { o.ProbeDelay = b.probe },
+		"max-probe-delay":       func() { o.MaxProbeDelay = b.maxProbe },
+		"half-open-attempts":    func() { o.HalfOpenSuccesses = &b.halfOpen },
+	} {
+		if f.Changed(name) {
+			if v := f.Lookup(name).Value.String(); name != "half-open-attempts" && (v == "0" || v == "0s") {
+				return o, false, fmt.Errorf("%w: --%s must be positive", starter.ErrInvalid, name)
+			}
+			set()
+			ok = true
 		}
 	}
-	return false
-}
-
-// apply sets the flags given on cur.
-func (b *breakerFlags) apply(f *pflag.FlagSet, cur policy.BreakerConfig) policy.BreakerConfig {
-	if f.Changed("breaker-consecutive") {
-		cur.ConsecutiveFailures = b.consecutive
-	}
-	if f.Changed("breaker-window") {
-		cur.ConsecutiveWindow = b.window
-	}
-	if f.Changed("breaker-volume") {
-		cur.VolumeFailures = b.volume
-	}
-	if f.Changed("breaker-volume-window") {
-		cur.VolumeWindow = b.volumeWindow
-	}
-	if f.Changed("probe-delay") {
-		cur.ProbeDelay = b.probe
-	}
-	if f.Changed("max-probe-delay") {
-		cur.MaxProbeDelay = b.maxProbe
-	}
-	if f.Changed("half-open-attempts") {
-		cur.HalfOpenSuccesses = b.halfOpen
-	}
-	return cur
+	return o, ok, nil
 }

@@ -82,8 +82,9 @@ func (e *env) breaker(ctx context.Context) (*BreakerResult, error) {
 	b.ProbeDelay, b.MaxProbeDelay = cfg.ProbeDelay, 4*cfg.ProbeDelay
 	b.ProbeTimeout = max(10*time.Second, 2*cfg.ProbeDelay)
 	jitter := 0.2
+	bo := b.Override()
 	o := &activities.Overrides{
-		Breaker: &b,
+		Breaker: &bo,
 		Ladder:  &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 4, Jitter: &jitter},
 	}
 	if err := e.putEndpoint(ctx, ep, func(w http.ResponseWriter, _ *http.Request, _ int) {

@@ -33,10 +33,8 @@ type StormResult struct {
 }
 
 // stormBreaker keeps the breaker from tripping, so the storm measures the ladder alone.
-func stormBreaker() *policy.BreakerConfig {
-	b := policy.DefaultBreakerConfig()
-	b.ConsecutiveFailures, b.VolumeFailures = 10000, 10000
-	return &b
+func stormBreaker() *policy.BreakerOverride {
+	return &policy.BreakerOverride{ConsecutiveFailures: 10000, VolumeFailures: 10000}
 }
 
 func (e *env) storm(ctx context.Context) (*StormResult, error) {
