@@ -242,11 +242,12 @@ func (e *endpointRun) validate(ctx workflow.Context, req PutEndpointRequest) err
 	if err := ValidatePut(req, e.in.Endpoint != nil, e.net); err != nil {
 		return err
 	}
-	if req.Overrides != nil && e.in.Endpoint != nil {
-		// The settings the endpoint would have, this put's on top of its own.
-		o := e.in.Endpoint.Overrides
-		if req.ClearOverrides {
-			o = activities.Overrides{}
+	if req.Overrides != nil {
+		// The breaker and cap settings the endpoint would have: this put's on top of its
+		// own (a breaker change names only some fields).
+		var o activities.Overrides
+		if e.in.Endpoint != nil && !req.ClearOverrides {
+			o = e.in.Endpoint.Overrides
 		}
 		o.Merge(*req.Overrides)
 		if err := guardConfig(o).Validate(); err != nil {
@@ -311,11 +312,6 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 		if o.MaxInFlight != 0 && (o.MaxInFlight < policy.MinMaxInFlight || o.MaxInFlight > policy.MaxMaxInFlight) {
 			return fmt.Errorf("endpoint %s: max in-flight %d is outside %d..%d (use at least %d, and ask for at most %d)",
 				req.ID, o.MaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight)
-		}
-		if o.Breaker != nil {
-			if err := policy.DefaultBreakerConfig().Apply(*o.Breaker).Validate(); err != nil {
-				return fmt.Errorf("endpoint %s: breaker: %w", req.ID, err)
-			}
 		}
 		if o.Capacity != nil {
 			if err := o.Capacity.Validate(); err != nil {
