@@ -156,8 +156,7 @@ type envelope struct {
 // receiver is reported in the Result.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, error) {
 	res := Result{Number: in.Number, StartedAt: a.now(), Policy: a.Defaults.Apply(Overrides{})}
-	fresh := in.Number > 1 || in.Round > 0 // a retry uses the endpoint's current configuration
-	adm, hold, err := a.Gate.Acquire(ctx, in.EndpointID, in.Waiter, in.Permit, fresh)
+	adm, hold, err := a.Gate.Acquire(ctx, in.EndpointID, in.Waiter, in.Permit)
 	switch {
 	case ctx.Err() != nil:
 		return res, ctx.Err()
@@ -166,7 +165,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 		return res, nil
 	case err != nil:
 		// The endpoint workflow could not be reached: wait, this is not the receiver's fault.
-		res.Held = &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), RetryAt: res.StartedAt.Add(10 * time.Second)}
+		res.Held = &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: unreachableRecheck}
 		return res, nil
 	case hold != nil:
 		res.Held = hold

@@ -19,13 +19,16 @@ import (
 	"github.com/heraldhq/herald/policy"
 )
 
-// Gate is a worker's local gate in front of every endpoint. It admits attempts against
-// permits leased in blocks from the endpoint workflows, so a healthy endpoint under its cap
-// costs no round trip per attempt; it renews the leases in the background, carrying the
-// outcomes seen since the last renewal; and it stops admitting to an endpoint at once when
-// it sees the breaker's trigger (consecutive failures), before the endpoint workflow has
-// heard of them. Attempts it cannot admit are handed to the endpoint workflow, which
-// grants them a permit of their own or queues them.
+// Gate is a worker's local gate in front of every endpoint. It admits attempts on its own —
+// against permits leased in blocks from the endpoint workflows, or, for an endpoint this
+// worker holds no lease for, against a few spare permits the endpoint's snapshot shows free
+// — so a healthy endpoint under its cap costs no round trip per attempt and a cold one no
+// history event. It never waits for an endpoint workflow: an attempt it cannot admit is
+// handed back at once, queued in the endpoint's durable queue or told when to ask again,
+// and the delivery waits on a durable timer or signal, holding no worker slot. In the
+// background it renews leases and reports the outcomes that can change a decision (a
+// failure, a slow attempt); it stops admitting to an endpoint at once when it sees the
+// breaker's trigger (consecutive failures), before the endpoint workflow has heard of them.
 type Gate struct {
 	client  client.Client
 	holder  string
@@ -39,8 +42,8 @@ type Gate struct {
 	eps map[string]*gateEntry
 }
 
-// gateEntry is the gate's view of one endpoint: the lease's decisions (policy.Holding),
-// and what only the gate has: the clock, the configuration and the outcomes to report.
+// gateEntry is the gate's view of one endpoint: the decisions (policy.Holding), and what
+// only the gate has: the clock, the configuration and the outcomes not yet told.
 type gateEntry struct {
 	id       string
 	stopping *atomic.Bool
@@ -49,29 +52,38 @@ type gateEntry struct {
 	mu       sync.Mutex
 	h        policy.Holding
 	ep       Endpoint
-	until    time.Time // admit nothing new after this (local clock)
+	learned  time.Time // when the request behind the last answer (snapshot, configuration) was sent
+	until    time.Time // admit nothing new under the lease after this (local clock)
 	outcomes []policy.Outcome
 	report   Report
-	call     *leaseCall // the renewal in flight, if any
-	renewed  time.Time  // when the last renewal was answered
-	waiting  int        // acquirers waiting for a renewal
+	call     *call // the renewal or report in flight, if any
+	ask      *call // the snapshot query in flight, if any
 }
 
-// renewParallel is how many background renewals may be in flight at once.
+// renewParallel is how many background renewals and reports may be in flight at once.
 const renewParallel = 8
 
 // leaseMargin is how much longer than an attempt timeout a lease lasts: a gate that can no
 // longer renew stops admitting for half of it before the lease expires.
 const leaseMargin = 10 * time.Second
 
-// leaseCall is one renewal in flight; concurrent acquirers wait on it.
-type leaseCall struct {
+// askTimeout bounds each call an attempt makes to an endpoint workflow (a snapshot query, a
+// wait signal): none of them waits for the workflow to change.
+const askTimeout = 5 * time.Second
+
+// unreachableRecheck is how long a delivery waits before asking again when its endpoint
+// workflow could not be reached.
+const unreachableRecheck = 10 * time.Second
+
+// call is one request in flight; concurrent callers wait on it.
+type call struct {
 	done chan struct{}
 	err  error
 }
 
-// NewGate returns a gate that renews its leases every interval through c. timeout gives
-// an endpoint's attempt timeout (leases outlive it, so a running attempt keeps its permit).
+// NewGate returns a gate whose knowledge of an endpoint is at most every old and that
+// renews its leases every interval through c. timeout gives an endpoint's attempt timeout
+// (leases outlive it, so a running attempt keeps its permit).
 func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.Duration, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
@@ -87,126 +99,147 @@ func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.D
 // Holder is the id this gate's leases are held under.
 func (g *Gate) Holder() string { return g.holder }
 
-// Admission is an attempt let through by the gate; pass it to Finish.
+// Admission is an attempt let through by the gate; pass it to Finish or Release.
 type Admission struct {
 	Endpoint Endpoint
 	Ticket   policy.Ticket
-	// Waiter is set when the attempt runs on a permit of its own (not the gate's lease).
+	// Waiter is set when the attempt runs on a permit of its own (not the gate's).
 	Waiter string
 	entry  *gateEntry
 }
 
-// Acquire admits one attempt to endpoint id, or says why it must wait. waiter is the
-// delivery's workflow id, used when the endpoint workflow must queue it; permit is a
-// permit of its own the delivery was handed, if any. fresh forces a renewal first, so that
-// the attempt uses the endpoint's current configuration.
-func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *Permit, fresh bool) (*Admission, *Hold, error) {
+// Acquire admits one attempt to endpoint id, or says at once why it must wait. waiter is
+// the delivery's workflow id, queued at the endpoint workflow when the attempt must wait
+// for a permit; permit is a permit of its own the delivery was handed, if any. The
+// attempt uses the endpoint's configuration as of at most one renewal interval ago.
+func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *Permit) (*Admission, *Hold, error) {
 	e := g.entry(id)
-	a, h, err := g.acquire(ctx, e, waiter, permit, fresh)
+	a, h, err := g.acquire(ctx, e, waiter, permit)
 	if a == nil {
 		g.unref(e)
 	}
 	return a, h, err
 }
 
-func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *Permit, fresh bool) (*Admission, *Hold, error) {
-	if fresh || permit != nil {
-		// A retry, or a delivery woken with a permit of its own: make sure the
-		// configuration is current (it is, if the lease was renewed a moment ago).
-		if err := g.refresh(ctx, e); err != nil {
-			return nil, nil, err
-		}
+func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *Permit) (*Admission, *Hold, error) {
+	if err := g.fresh(ctx, e); err != nil {
+		return nil, nil, err
 	}
+	e.mu.Lock()
 	if permit != nil {
-		e.mu.Lock()
 		ep := e.ep
 		e.mu.Unlock()
 		if time.Until(permit.Until) > g.timeout(ep) {
 			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, entry: e}, nil, nil
 		}
 		// Too late to use it safely: ask again (the endpoint workflow renews it).
-	} else if a := e.admit(); a != nil {
+		e.mu.Lock()
+		snap := e.h.Snapshot
+		e.mu.Unlock()
+		return nil, g.wait(ctx, e, waiter, snap, "the permit expired before the attempt could start"), nil
+	}
+	if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
+		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+		e.mu.Unlock()
 		return a, nil, nil
 	}
-	e.mu.Lock()
-	e.waiting++
+	kind, snap, tripped := e.h.Hold(), e.h.Snapshot, e.h.Tripped
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.waiting--
+	reason := snap.Reason
+	if tripped && snap.Circuit == policy.CircuitClosed {
+		reason = fmt.Sprintf("%d consecutive failures at this worker: the circuit breaker decides", snap.Threshold)
+	}
+	switch kind {
+	case policy.HoldLease:
+		g.kick(e)
+		return nil, &Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
+	case policy.HoldLater:
+		return nil, &Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt,
+			Recheck: policy.HoldRecheck(false, snap.RetryAt, time.Now()) + time.Minute}, nil
+	default:
+		return nil, g.wait(ctx, e, waiter, snap, reason), nil
+	}
+}
+
+// wait puts waiter in the endpoint's queue (a signal: it returns once the server has it,
+// without waiting for the endpoint workflow) and says how long to wait for the permit.
+func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *Hold {
+	sctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	err := g.client.SignalWorkflow(sctx, EndpointWorkflowID(e.id), "", SignalWait, WaitRequest{Waiter: waiter})
+	if err != nil {
+		return &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: unreachableRecheck}
+	}
+	if reason == "" {
+		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)
+	}
+	return &Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt,
+		Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
+}
+
+// fresh makes sure e's knowledge of the endpoint is at most one renewal interval old,
+// asking the endpoint workflow for a snapshot (a query: no history event) if it is not.
+func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
+	e.mu.Lock()
+	if e.h.Known && time.Since(e.learned) < g.every {
 		e.mu.Unlock()
-	}()
-	for calls := 0; ; {
-		reply, err := g.renewWith(ctx, e, waiter)
-		if err != nil {
-			return nil, nil, err
-		}
-		if reply == nil { // another attempt's renewal ran meanwhile: try its lease
-			if a := e.admit(); a != nil {
-				return a, nil, nil
-			}
-			continue
-		}
-		calls++
-		for _, w := range reply.Waiters {
-			if w.Waiter != waiter {
-				continue
-			}
-			switch {
-			case w.Covered:
-				if a := e.admit(); a != nil {
-					return a, nil, nil
-				}
-			case w.Granted:
-				return &Admission{Endpoint: reply.Endpoint, Ticket: w.Ticket, Waiter: waiter, entry: e}, nil, nil
-			default:
-				return nil, &Hold{Reason: w.Reason, Queued: w.Queued, Position: w.Position, RetryAt: w.RetryAt}, nil
-			}
-		}
-		if calls > 3 {
-			return nil, &Hold{Reason: "no permit yet", RetryAt: time.Now().Add(time.Second)}, nil
-		}
+		return nil
 	}
-}
-
-// refresh renews e's lease unless it was renewed within the renewal interval.
-func (g *Gate) refresh(ctx context.Context, e *gateEntry) error {
-	e.mu.Lock()
-	recent := e.h.Known && time.Since(e.renewed) < g.every
+	if c := e.ask; c != nil {
+		e.mu.Unlock()
+		return c.wait(ctx)
+	}
+	c := &call{done: make(chan struct{})}
+	e.ask = c
+	seen := e.h.Told
 	e.mu.Unlock()
-	if recent {
-		return nil
-	}
-	return g.renew(ctx, e, "")
-}
 
-// admit takes a permit from the local lease, or returns nil.
-func (e *gateEntry) admit() *Admission {
+	asked := time.Now()
+	v, err := g.snapshot(ctx, e.id)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
-		return nil
+	if err == nil && !e.learned.After(asked) {
+		e.ep, e.learned = v.Endpoint, asked
+		e.h.Heard(v.Snapshot, false, 0, seen)
 	}
-	return &Admission{Endpoint: e.ep, Ticket: e.h.Ticket, entry: e}
+	e.ask = nil
+	e.mu.Unlock()
+	c.finish(err)
+	return err
 }
 
-// Finish returns the attempt's permit with its result. An attempt on a permit of its own
-// reports straight to the endpoint workflow; the others wait for the next renewal. For a
-// failed attempt it also returns its place in the retry window (policy.Spread of the
-// endpoint's count of failures at this worker), so that failures that come together
-// retry evenly spread.
+// snapshot asks endpoint id's workflow for its configuration and guard snapshot.
+func (g *Gate) snapshot(ctx context.Context, id string) (AdmissionView, error) {
+	var v AdmissionView
+	qctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := g.client.QueryWorkflow(qctx, EndpointWorkflowID(id), "", QueryAdmission)
+	if err == nil {
+		err = res.Get(&v)
+	}
+	if err != nil {
+		return v, endpointError(id, "snapshot", err)
+	}
+	return v, nil
+}
+
+// Finish records the attempt's outcome and returns its room. An attempt on a permit of its
+// own reports straight to the endpoint workflow; the others are told in the background,
+// when they can change a decision. For a failed attempt it also returns its place in the
+// retry window (policy.Spread of the endpoint's count of failures at this worker), so that
+// failures that come together retry evenly spread.
 func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread float64, failed bool) {
 	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket}
 	e := a.entry
 	defer g.unref(e)
+	own := a.Waiter != ""
 	e.mu.Lock()
-	spread, failed, trip := e.h.Finish(res.Delivered(), a.Waiter == "")
-	if a.Waiter == "" {
+	spread, failed, trip := e.h.Finish(res.Delivered(), own)
+	if !own {
 		e.outcomes = append(e.outcomes, o)
 		e.report.Add(res)
 	}
 	e.mu.Unlock()
-	if a.Waiter != "" {
+	if own {
 		var rep Report
 		rep.Add(res)
 		err := g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalDone, Done{Waiter: a.Waiter, Outcome: &o, Report: rep})
@@ -215,17 +248,12 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 		}
 	}
 	if trip {
-		// Tell the endpoint workflow now, not at the next renewal.
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = g.renew(ctx, e, "")
-		}()
+		g.kick(e) // tell the endpoint workflow now, not at the next pass
 	}
 	return spread, failed
 }
 
-// Release returns an admitted attempt's permit without an outcome: the attempt did not run
+// Release returns an admitted attempt's room without an outcome: the attempt did not run
 // to an answer (the worker is stopping).
 func (g *Gate) Release(ctx context.Context, a *Admission) {
 	defer g.unref(a.entry)
@@ -241,7 +269,8 @@ func (g *Gate) Release(ctx context.Context, a *Admission) {
 	a.entry.mu.Unlock()
 }
 
-// Run renews the leases every interval until ctx ends, then gives them back.
+// Run renews the leases and reports outcomes every interval until ctx ends, then gives
+// the leases back and reports what is left.
 func (g *Gate) Run(ctx context.Context) {
 	t := time.NewTicker(g.every)
 	defer t.Stop()
@@ -250,16 +279,17 @@ func (g *Gate) Run(ctx context.Context) {
 		case <-ctx.Done():
 			g.stopping.Store(true)
 			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			g.renewAll(fctx)
+			g.pass(fctx)
 			cancel()
 			return
 		case <-t.C:
-			g.renewAll(ctx)
+			g.pass(ctx)
 		}
 	}
 }
 
-func (g *Gate) renewAll(ctx context.Context) {
+// pass is one periodic pass over the endpoints: renew, report or drop each as its holding says.
+func (g *Gate) pass(ctx context.Context) {
 	g.mu.Lock()
 	entries := make([]*gateEntry, 0, len(g.eps))
 	for _, e := range g.eps {
@@ -268,23 +298,25 @@ func (g *Gate) renewAll(ctx context.Context) {
 	g.mu.Unlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].id < entries[j].id })
 	stopping := g.stopping.Load()
+	now := time.Now()
 	sem := make(chan struct{}, renewParallel)
 	var wg sync.WaitGroup
 	for _, e := range entries {
 		e.mu.Lock()
-		pending := len(e.outcomes) > 0 || e.report.Attempts > 0
-		renew, drop := e.h.Background(pending, time.Until(e.until) < 2*g.every, stopping)
-		renew = renew && e.call == nil
+		act := policy.Wait
+		if e.call == nil {
+			act = e.h.Background(e.outcomes, time.Until(e.until) < 2*g.every, stopping, policy.Stale(e.outcomes, now, latencyWindow))
+		}
 		e.mu.Unlock()
-		if drop {
+		switch act {
+		case policy.Drop:
 			g.mu.Lock()
 			if e.refs == 0 {
 				delete(g.eps, e.id)
 			}
 			g.mu.Unlock()
 			continue
-		}
-		if !renew {
+		case policy.Wait:
 			continue
 		}
 		wg.Add(1)
@@ -292,12 +324,102 @@ func (g *Gate) renewAll(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := g.renew(ctx, e, ""); err != nil && ctx.Err() == nil {
-				g.log.Warn("lease renewal failed", "endpoint", e.id, "error", err)
+			if err := g.tell(ctx, e, act); err != nil && ctx.Err() == nil {
+				g.log.Warn("telling the endpoint workflow failed", "endpoint", e.id, "error", err)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// latencyWindow is how long untold fast outcomes are kept for the endpoint's latency window.
+const latencyWindow = 5 * time.Minute
+
+// kick tells the endpoint workflow in the background, unless a call is already in flight.
+func (g *Gate) kick(e *gateEntry) {
+	e.mu.Lock()
+	busy := e.call != nil
+	act := policy.Report
+	if e.h.Permits > 0 || e.h.Demand > 0 {
+		act = policy.Renew
+	}
+	e.mu.Unlock()
+	if busy {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := g.tell(ctx, e, act); err != nil {
+			g.log.Warn("telling the endpoint workflow failed", "endpoint", e.id, "error", err)
+		}
+	}()
+}
+
+// tell renews e's lease (act Renew) or reports its outcomes (act Report), unless another
+// call is in flight.
+func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error {
+	e.mu.Lock()
+	if e.call != nil {
+		e.mu.Unlock()
+		return nil
+	}
+	c := &call{done: make(chan struct{})}
+	e.call = c
+	outs, rep := e.outcomes, e.report
+	e.outcomes, e.report = nil, Report{}
+	seq := e.h.Seq
+	var req LeaseRequest
+	if act == policy.Renew {
+		want := e.h.Want(g.stopping.Load())
+		req = LeaseRequest{
+			LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: outs},
+			Report:       rep,
+		}
+		// The lease outlives an attempt admitted at its last moment (see until below).
+		req.TTL = g.timeout(e.ep) + leaseMargin
+		seq = e.h.StartRenewal(want)
+	}
+	e.mu.Unlock()
+
+	sent := time.Now()
+	var err error
+	var reply LeaseReply
+	if act == policy.Renew {
+		reply, err = g.lease(ctx, e.id, req)
+	} else {
+		err = g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalOutcomes,
+			OutcomeReport{Holder: g.holder, Outcomes: outs, Report: rep})
+		if err != nil {
+			err = endpointError(e.id, "report", err)
+		}
+	}
+
+	e.mu.Lock()
+	switch {
+	case err != nil:
+		// Keep the outcomes for the next try.
+		e.outcomes = append(outs, e.outcomes...)
+		rep.Merge(e.report)
+		e.report = rep
+		if act == policy.Renew {
+			e.h.RenewFailed()
+		}
+	case act == policy.Renew:
+		e.ep, e.learned = reply.Endpoint, sent
+		e.h.Heard(reply.Snapshot, true, reply.Permits, seq)
+		// Stop admitting early enough that an attempt admitted last finishes before the
+		// permit returns to the pool (the endpoint workflow starts the lease after sent).
+		e.until = sent.Add(req.TTL - g.timeout(e.ep) - leaseMargin/2)
+	default:
+		// Told; what was told may change the circuit: ask afresh before the next admission.
+		e.h.Told = max(e.h.Told, seq)
+		e.learned = time.Time{}
+	}
+	e.call = nil
+	e.mu.Unlock()
+	c.finish(err)
+	return err
 }
 
 // entry returns endpoint id's entry, counting one more user of it; unref when done.
@@ -319,73 +441,8 @@ func (g *Gate) unref(e *gateEntry) {
 	g.mu.Unlock()
 }
 
-// renew renews e's lease, or waits for the renewal already in flight.
-func (g *Gate) renew(ctx context.Context, e *gateEntry, waiter string) error {
-	_, err := g.renewWith(ctx, e, waiter)
-	return err
-}
-
-// renewWith sends one lease request carrying waiter (if any) and returns the reply. When
-// another renewal is already in flight and waiter is empty, it waits for that one and
-// returns a nil reply.
-func (g *Gate) renewWith(ctx context.Context, e *gateEntry, waiter string) (*LeaseReply, error) {
-	for {
-		e.mu.Lock()
-		call := e.call
-		if call == nil {
-			break
-		}
-		e.mu.Unlock()
-		select {
-		case <-call.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return nil, call.err
-	}
-	call := &leaseCall{done: make(chan struct{})}
-	e.call = call
-	want := e.h.Want(e.waiting, g.stopping.Load())
-	req := LeaseRequest{
-		LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: e.outcomes},
-		Report:       e.report,
-	}
-	if waiter != "" {
-		req.Waiters = []string{waiter}
-	}
-	// The lease outlives an attempt admitted at its last moment (see until below).
-	req.TTL = g.timeout(e.ep) + leaseMargin
-	e.outcomes, e.report = nil, Report{}
-	sentSeq := e.h.StartRenewal(want)
-	e.mu.Unlock()
-
-	sent := time.Now()
-	reply, err := g.lease(ctx, e.id, req)
-
-	e.mu.Lock()
-	if err != nil {
-		// Keep the outcomes for the next renewal.
-		e.outcomes = append(req.Outcomes, e.outcomes...)
-		e.report.Merge(req.Report)
-		e.h.RenewFailed()
-	} else {
-		e.ep, e.renewed = reply.Endpoint, time.Now()
-		e.h.Renewed(reply.Permits, reply.Ticket, reply.Circuit, reply.Threshold, sentSeq)
-		// Stop admitting early enough that an attempt admitted last finishes before the
-		// permit returns to the pool (the endpoint workflow starts the lease after sent).
-		e.until = sent.Add(req.TTL - g.timeout(e.ep) - leaseMargin/2)
-	}
-	e.call = nil
-	e.mu.Unlock()
-	call.err = err
-	close(call.done)
-	if err != nil {
-		return nil, err
-	}
-	return &reply, nil
-}
-
-// lease sends one lease update to the endpoint workflow.
+// lease sends one lease update to the endpoint workflow. It runs only in the background:
+// no attempt waits for it.
 func (g *Gate) lease(ctx context.Context, id string, req LeaseRequest) (LeaseReply, error) {
 	var reply LeaseReply
 	h, err := g.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
@@ -398,12 +455,31 @@ func (g *Gate) lease(ctx context.Context, id string, req LeaseRequest) (LeaseRep
 		err = h.Get(ctx, &reply)
 	}
 	if err != nil {
-		if isNotFound(err) || strings.Contains(err.Error(), ErrNoEndpoint.Error()) {
-			return reply, fmt.Errorf("endpoint %s: %w: register it with `herald endpoint put %s --url URL`", id, ErrNoEndpoint, id)
-		}
-		return reply, fmt.Errorf("endpoint %s: lease: %w", id, err)
+		return reply, endpointError(id, "lease", err)
 	}
 	return reply, nil
+}
+
+// endpointError names what failed; an endpoint that is not registered is ErrNoEndpoint.
+func endpointError(id, what string, err error) error {
+	if isNotFound(err) || strings.Contains(err.Error(), ErrNoEndpoint.Error()) {
+		return fmt.Errorf("endpoint %s: %w: register it with `herald endpoint put %s --url URL`", id, ErrNoEndpoint, id)
+	}
+	return fmt.Errorf("endpoint %s: %s: %w", id, what, err)
+}
+
+func (c *call) wait(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *call) finish(err error) {
+	c.err = err
+	close(c.done)
 }
 
 func isNotFound(err error) bool {

@@ -14,7 +14,33 @@ const (
 	SignalDone = "done"
 	// SignalPermit, sent by an endpoint workflow to a waiting delivery, hands it a permit (Permit).
 	SignalPermit = "permit"
+	// QueryAdmission returns what a gate needs to admit attempts on its own (AdmissionView).
+	// A query adds nothing to the endpoint workflow's history.
+	QueryAdmission = "admission"
+	// SignalWait puts a delivery the gate could not admit in the endpoint's queue (WaitRequest).
+	SignalWait = "wait"
+	// SignalOutcomes reports the outcomes of attempts a gate admitted without a lease (OutcomeReport).
+	SignalOutcomes = "outcomes"
 )
+
+// AdmissionView answers QueryAdmission: the endpoint's configuration and its guard's snapshot.
+type AdmissionView struct {
+	Endpoint Endpoint        `json:"endpoint"`
+	Snapshot policy.Snapshot `json:"snapshot"`
+}
+
+// WaitRequest asks an endpoint workflow for a permit for Waiter (a delivery's workflow id):
+// now if one may go, else when its turn in the queue comes.
+type WaitRequest struct {
+	Waiter string `json:"waiter"`
+}
+
+// OutcomeReport carries the outcomes of attempts a gate admitted without a lease.
+type OutcomeReport struct {
+	Holder   string           `json:"holder"`
+	Outcomes []policy.Outcome `json:"outcomes"`
+	Report   Report           `json:"report"`
+}
 
 // LeaseRequest is what a worker's gate sends to an endpoint workflow: the permits it wants,
 // the outcomes since its last request, and the attempts it could not admit.
@@ -32,6 +58,8 @@ type LeaseReply struct {
 	// Threshold is how many consecutive failures make the gate stop admitting at once,
 	// before the endpoint workflow has heard of them.
 	Threshold int `json:"threshold"`
+	// Snapshot is the endpoint after this renewal (zero from workflows of an older version).
+	Snapshot policy.Snapshot `json:"snapshot,omitzero"`
 }
 
 // Permit is a permit of its own handed to one delivery: for a probe, a half-open attempt,
@@ -58,4 +86,10 @@ type Hold struct {
 	Queued   bool      `json:"queued,omitempty"`
 	Position int       `json:"position,omitempty"`
 	RetryAt  time.Time `json:"retry_at,omitzero"`
+	// Brief marks a short wait that changes nothing the delivery shows (this worker's lease
+	// is growing): no search attribute is written for it.
+	Brief bool `json:"brief,omitempty"`
+	// Recheck is how long the delivery waits before it asks again if no permit reaches it
+	// (zero in results recorded before it existed: see policy.HoldRecheck).
+	Recheck time.Duration `json:"recheck,omitempty"`
 }

@@ -404,6 +404,10 @@ func (g *Guard) View(now time.Time) GuardView {
 	}
 }
 
+// NotStartedRecheck is how long a delivery waits before it makes again an attempt that
+// could not start (no worker slot in time, the worker stopping).
+const NotStartedRecheck = 10 * time.Second
+
 // MaxQueuedWait is how long a queued attempt waits for its permit before it asks again, in
 // case the permit's signal was lost.
 const MaxQueuedWait = 10 * time.Minute
@@ -421,4 +425,63 @@ func HoldRecheck(queued bool, retryAt, now time.Time) time.Duration {
 		again = retryAt.Sub(now) + time.Second
 	}
 	return again
+}
+
+// Snapshot is what a worker's gate knows of an endpoint between messages: enough to admit
+// attempts on its own (closed, nobody queued, room under the cap) and to say why an attempt
+// must wait otherwise. The endpoint workflow answers it to a query (no history event) and
+// with every lease renewal.
+type Snapshot struct {
+	Circuit CircuitState `json:"circuit"`
+	// Ticket goes with the outcomes of attempts admitted while closed.
+	Ticket Ticket `json:"ticket"`
+	// Cap is the concurrency cap in force; Free the permits nobody holds.
+	Cap  int `json:"cap"`
+	Free int `json:"free"`
+	// Queue is how many attempts wait in the endpoint's queue; QueueFull is set when no
+	// more can be queued.
+	Queue     int  `json:"queue"`
+	QueueFull bool `json:"queue_full,omitempty"`
+	// Threshold is how many consecutive failures trip the breaker.
+	Threshold int `json:"threshold"`
+	// Slow is the latency from which an attempt counts toward slowing the cap down.
+	Slow time.Duration `json:"slow"`
+	// Reason says why attempts wait now (empty while they need not); RetryAt is when the
+	// next probe is due, for an open circuit.
+	Reason  string    `json:"reason,omitempty"`
+	RetryAt time.Time `json:"retry_at,omitzero"`
+}
+
+// Snapshot returns what a gate needs to know of the guard at now. It changes nothing (a
+// query handler calls it).
+func (g *Guard) Snapshot(now time.Time) Snapshot {
+	s := Snapshot{
+		Circuit:   g.Breaker.State(),
+		Cap:       g.Cap(),
+		Free:      g.Permits.Free(g.Cap(), now),
+		Queue:     len(g.Permits.Waiting),
+		QueueFull: len(g.Permits.Waiting) >= g.Config.MaxQueue,
+		Threshold: g.Config.Breaker.ConsecutiveFailures,
+		Slow:      g.Capacity.Config.RecoverP99,
+	}
+	if t, ok := g.Breaker.Ticket(); ok {
+		s.Ticket = t
+	}
+	if s.Circuit != CircuitClosed || s.Queue > 0 || s.Free == 0 {
+		s.Reason, s.RetryAt = g.holdReason(now)
+	}
+	return s
+}
+
+// Wait takes a waiter that its worker's gate could not admit: it is granted a permit of
+// its own at once when one may go now (nobody queued, the breaker admits, the cap has
+// room), or given its granted permit again if it already holds one (the first signal may
+// not have reached it), or else queued at the back. ok reports a permit to hand over.
+func (g *Guard) Wait(now time.Time, waiter string) (w Wake, ok bool) {
+	g.expire(now)
+	r := g.waiter(now, waiter, g.Config.LeaseTTL)
+	if !r.Granted {
+		return Wake{}, false
+	}
+	return Wake{Waiter: waiter, Ticket: r.Ticket, Until: r.Until}, true
 }

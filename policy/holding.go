@@ -1,45 +1,103 @@
 package policy
 
-// Holding is a worker's lease of permits at one endpoint, as the worker's gate sees it:
-// the decisions of the fast path (admit, how many permits to ask for, when to stop at
-// once, when to renew), with no clock reading and no I/O; the gate supplies both. It is
-// not safe for concurrent use: the gate locks around it.
+import "time"
+
+// Holding is a worker's standing at one endpoint, as the worker's gate sees it: the lease of
+// permits it holds, the endpoint as last heard (Snapshot), and the decisions of the fast
+// path — admit, how many permits to ask for, when to stop at once, what a turned-away
+// attempt should do, when to talk to the endpoint workflow — with no clock reading and no
+// I/O; the gate supplies both. It is not safe for concurrent use: the gate locks around it.
 type Holding struct {
-	// Known is set once a lease request has been answered.
+	// Known is set once the endpoint has answered (a lease renewal or a snapshot query).
 	Known bool
-	// Permits is the lease; InUse the attempts running under it.
+	// Snapshot is the endpoint as last heard.
+	Snapshot Snapshot
+	// Permits is the lease; InUse the attempts the gate runs now (leased or spare).
 	Permits, InUse int
+	// Spare is how many attempts the gate may run beyond its lease on the strength of the
+	// last snapshot alone: a few of the permits nobody holds (SparePermits), and only while
+	// the circuit is closed and nobody is queued. This is what lets a cold endpoint take a
+	// delivery with no lease and no history event at the endpoint workflow.
+	Spare int
+	// Demand counts the attempts turned away for want of room since the last renewal: the
+	// next renewal asks for them.
+	Demand int
 	// Peak is the most attempts in use since the last renewal; Used says whether any was
 	// admitted since then.
 	Peak int
 	Used bool
-	// Circuit and Ticket are the endpoint's as of the last renewal.
-	Circuit CircuitState
-	Ticket  Ticket
-	// Limit is how many consecutive failures stop admission at once (the breaker's
-	// trigger); Streak counts the current run.
-	Limit, Streak int
-	// Tripped is set when Streak reached Limit, until the endpoint workflow has seen the
-	// tripping failure (TripSeq) and still says closed.
+	// Streak counts the current run of consecutive failures.
+	Streak int
+	// Tripped is set when Streak reached the breaker's threshold, until the endpoint
+	// workflow has seen the tripping failure (TripSeq) and still says closed.
 	Tripped bool
-	// Seq counts the outcomes reported under the lease; TripSeq is Seq at the trip.
-	Seq, TripSeq int
+	// Seq counts the outcomes of the attempts the gate admitted; TripSeq is Seq at the trip;
+	// Told is the Seq the endpoint workflow is known to have been given.
+	Seq, TripSeq, Told int
 	// Failures counts failed attempts: the next failure's place in Spread.
 	Failures uint64
-	// Renewing is set while a renewal is in flight; Flight then bounds admissions, since
-	// the renewal may shrink the lease to what it asked for.
+	// Renewing is set while a renewal is in flight; Flight then bounds admissions under
+	// the lease, since the renewal may shrink it to what it asked for.
 	Renewing bool
 	Flight   int
 }
 
-// Admit takes a permit for one attempt if the lease allows it: known, closed, not tripped,
-// a permit free, and the admission window open (open, from the gate's clock).
-func (h *Holding) Admit(open, stopping bool) bool {
-	limit := h.Permits
-	if h.Renewing {
-		limit = min(limit, h.Flight)
+// SparePermits is how many attempts a gate may run at an endpoint with cap capNow without
+// holding a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
+// at once on a cold endpoint, the cap can be exceeded by at most (W-1) × SparePermits.
+func SparePermits(capNow int) int { return min(4, capNow/4) }
+
+// HoldKind says what an attempt the gate could not admit does instead.
+type HoldKind int
+
+// What a turned-away attempt does.
+const (
+	// HoldQueue: wait in the endpoint's durable queue for a permit of its own (the circuit
+	// is not closed, others are queued, or the cap is full).
+	HoldQueue HoldKind = iota + 1
+	// HoldLease: the endpoint has room but this worker's lease does not yet: ask again
+	// after the next renewal, which asks for more.
+	HoldLease
+	// HoldLater: the endpoint's queue is full: ask again later (Snapshot.RetryAt, or in a
+	// minute).
+	HoldLater
+)
+
+// Heard takes what the endpoint workflow said: s, with the lease it granted when leased is
+// set (a renewal), given seen, the Seq of outcomes it had been told when it answered. A
+// tripped gate goes on once the endpoint workflow has seen the tripping failure (or the
+// circuit has closed since) and says closed.
+func (h *Holding) Heard(s Snapshot, leased bool, permits, seen int) {
+	wasOpen := h.Known && h.Snapshot.Circuit != CircuitClosed
+	h.Known, h.Snapshot = true, s
+	if leased {
+		h.Permits, h.Renewing = permits, false
 	}
-	if !h.Known || h.Tripped || stopping || h.Circuit != CircuitClosed || h.InUse >= limit || !open {
+	h.Told = max(h.Told, seen)
+	h.Spare = 0
+	if s.Circuit == CircuitClosed && s.Queue == 0 {
+		h.Spare = min(SparePermits(s.Cap), s.Free)
+	}
+	if s.Circuit == CircuitClosed && (wasOpen || (h.Tripped && seen >= h.TripSeq)) {
+		h.Tripped, h.Streak = false, 0
+	}
+}
+
+// Admit takes room for one attempt if the gate may let it go on its own: known, closed,
+// not tripped, and a permit of the lease (while its admission window, leaseOpen, lasts) or
+// a spare one free.
+func (h *Holding) Admit(leaseOpen, stopping bool) bool {
+	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed {
+		return false
+	}
+	leased := h.Permits
+	if h.Renewing {
+		leased = min(leased, h.Flight)
+	}
+	if !leaseOpen {
+		leased = 0
+	}
+	if h.InUse >= leased+h.Spare {
 		return false
 	}
 	h.InUse++
@@ -48,12 +106,30 @@ func (h *Holding) Admit(open, stopping bool) bool {
 	return true
 }
 
-// Finish records an attempt's outcome. leased is true for an attempt admitted under the
-// lease (its permit comes back here); false for one that ran on a permit of its own. It
-// returns a failed attempt's place in the retry window (Spread) and whether this failure
-// trips the gate: stop admitting and tell the endpoint workflow now.
-func (h *Holding) Finish(ok, leased bool) (spread float64, failed, trip bool) {
-	if leased {
+// Hold says what an attempt that Admit turned away does: queue when the endpoint holds
+// attempts back (circuit not closed, others queued, this gate tripped, the cap full), wait
+// for a bigger lease when the endpoint has permits nobody holds, or ask again later when
+// the queue is full. It counts the attempt as demand for the next renewal.
+func (h *Holding) Hold() HoldKind {
+	s := h.Snapshot
+	h.Demand++
+	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare
+	switch {
+	case closedAndFree:
+		return HoldLease
+	case s.QueueFull:
+		return HoldLater
+	default:
+		return HoldQueue
+	}
+}
+
+// Finish records the outcome of an attempt the gate admitted (own is false) or of one that
+// ran on a permit of its own (own is true: its permit goes back to the endpoint workflow
+// directly). It returns a failed attempt's place in the retry window (Spread) and whether
+// this failure trips the gate: stop admitting and tell the endpoint workflow now.
+func (h *Holding) Finish(ok, own bool) (spread float64, failed, trip bool) {
+	if !own {
 		h.InUse--
 		h.Seq++
 	}
@@ -64,21 +140,21 @@ func (h *Holding) Finish(ok, leased bool) (spread float64, failed, trip bool) {
 		spread, failed = Spread(h.Failures), true
 		h.Failures++
 	}
-	if !h.Tripped && h.Limit > 0 && h.Streak >= h.Limit {
+	if limit := h.Snapshot.Threshold; !h.Tripped && limit > 0 && h.Streak >= limit {
 		h.Tripped, h.TripSeq, trip = true, h.Seq, true
 	}
 	return spread, failed, trip
 }
 
-// Release returns the permit of a leased attempt that never got an answer.
+// Release gives back the room of an admitted attempt that never got an answer.
 func (h *Holding) Release() { h.InUse-- }
 
 // Want is how many permits to ask for: what runs, and while the endpoint is busy (or
-// attempts wait for a permit) room to grow to twice the peak. The endpoint workflow grants
+// attempts were turned away) room to grow to twice the peak. The endpoint workflow grants
 // only what the cap leaves free, and nothing more while others wait.
-func (h *Holding) Want(waiting int, stopping bool) int {
-	if (h.Used || waiting > 0) && !stopping {
-		return max(h.InUse+waiting, 2*h.Peak)
+func (h *Holding) Want(stopping bool) int {
+	if (h.Used || h.Demand > 0) && !stopping {
+		return max(h.InUse+h.Demand, 2*h.Peak)
 	}
 	return h.InUse
 }
@@ -87,34 +163,79 @@ func (h *Holding) Want(waiting int, stopping bool) int {
 // outcome count it carries.
 func (h *Holding) StartRenewal(want int) (sentSeq int) {
 	h.Renewing, h.Flight = true, min(h.Permits, want)
-	h.Peak, h.Used = h.InUse, false
+	h.Peak, h.Used, h.Demand = h.InUse, false, 0
 	return h.Seq
-}
-
-// Renewed takes the endpoint workflow's answer to the renewal that carried sentSeq
-// outcomes. A tripped gate goes on once the endpoint workflow has seen the tripping
-// failure (or the circuit has closed since) and says closed.
-func (h *Holding) Renewed(permits int, t Ticket, c CircuitState, limit, sentSeq int) {
-	wasOpen := h.Circuit != CircuitClosed
-	h.Known, h.Renewing = true, false
-	h.Permits, h.Ticket, h.Circuit, h.Limit = permits, t, c, limit
-	if c == CircuitClosed && (wasOpen || (h.Tripped && sentSeq >= h.TripSeq)) {
-		h.Tripped, h.Streak = false, 0
-	}
 }
 
 // RenewFailed ends a renewal that got no answer.
 func (h *Holding) RenewFailed() { h.Renewing = false }
 
-// Background says what the gate's periodic pass should do: renew (there are outcomes to
-// report, a busy lease whose admission window is closing, or permits to give back), or
-// drop the holding (nothing held, nothing running, nothing to report).
-func (h *Holding) Background(pending, closing, stopping bool) (renew, drop bool) {
+// Action is what the gate's periodic pass does for one endpoint.
+type Action int
+
+// Actions of the periodic pass.
+const (
+	// Wait: nothing to do now.
+	Wait Action = iota
+	// Renew the lease (an update to the endpoint workflow), carrying the outcomes.
+	Renew
+	// Report the outcomes (a signal to the endpoint workflow): no lease to renew.
+	Report
+	// Drop the holding: nothing held, nothing running, nothing worth keeping.
+	Drop
+)
+
+// Background says what the gate's periodic pass does. outcomes are the finished attempts
+// not yet told; closing says the lease's admission window is about to close. A lease is
+// renewed when there is something to report, a busy lease to extend, permits to give back
+// or attempts that wanted room. Without a lease, outcomes are reported only when they can
+// change a decision (Worth); a delivered fast attempt alone costs the endpoint workflow
+// nothing.
+// stale says the untold outcomes are too old to matter (see Stale).
+func (h *Holding) Background(outcomes []Outcome, closing, stopping, stale bool) Action {
 	if h.Renewing {
-		return false, false
+		return Wait
 	}
 	idle := h.InUse == 0 && !h.Used
-	renew = pending || (h.Used && closing) || (h.Permits > 0 && (idle || stopping))
-	drop = !pending && idle && h.Permits == 0
-	return renew, drop
+	if h.Permits > 0 || h.Demand > 0 {
+		if len(outcomes) > 0 || (h.Used && closing) || idle || stopping || h.Demand > 0 {
+			return Renew
+		}
+		return Wait
+	}
+	if h.Worth(outcomes) || (stopping && len(outcomes) > 0) {
+		return Report
+	}
+	if idle && (len(outcomes) == 0 || stale) {
+		return Drop
+	}
+	return Wait
+}
+
+// MaxUntold is how many outcomes a gate keeps before it reports them anyway.
+const MaxUntold = 64
+
+// Worth says whether outcomes can change a decision at the endpoint workflow and so are
+// worth a message: a failure (the breaker), a slow attempt (the cap), a tripped gate
+// waiting to be heard, or a full buffer. Fast successes alone are not; they go with the
+// next message, so the latency window sees them whenever a slow one arrives.
+func (h *Holding) Worth(outcomes []Outcome) bool {
+	if len(outcomes) == 0 {
+		return false
+	}
+	if h.Tripped || len(outcomes) >= MaxUntold {
+		return true
+	}
+	for _, o := range outcomes {
+		if !o.OK || (h.Snapshot.Slow > 0 && o.Latency >= h.Snapshot.Slow) {
+			return true
+		}
+	}
+	return false
+}
+
+// Stale says whether untold fast outcomes are too old to matter to the latency window
+// (older than window at now): the gate may drop them with the holding.
+func Stale(outcomes []Outcome, now time.Time, window time.Duration) bool {
+	return len(outcomes) == 0 || now.Sub(outcomes[0].At) > window
 }

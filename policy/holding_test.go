@@ -1,24 +1,34 @@
 package policy
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
+// closedSnapshot is an endpoint with a closed circuit, cap capNow and free permits nobody holds.
+func closedSnapshot(capNow, free int) Snapshot {
+	return Snapshot{Circuit: CircuitClosed, Ticket: Ticket{Epoch: 1, Kind: TicketNormal}, Cap: capNow, Free: free,
+		Threshold: 5, Slow: 1500 * time.Millisecond}
+}
+
+// renewedHolding holds a lease of permits at an endpoint whose cap is all leased.
 func renewedHolding(permits int) Holding {
 	var h Holding
-	h.Renewed(permits, Ticket{Epoch: 1, Kind: TicketNormal}, CircuitClosed, 5, 0)
+	h.Heard(closedSnapshot(100, 0), true, permits, 0)
 	return h
 }
 
 func TestHoldingAdmit(t *testing.T) {
 	var unknown Holding
 	if unknown.Admit(true, false) {
-		t.Error("admitted before any lease was granted")
+		t.Error("admitted before the endpoint answered")
 	}
 	h := renewedHolding(2)
 	if !h.Admit(true, false) || !h.Admit(true, false) {
 		t.Fatal("did not admit within the lease")
 	}
 	if h.Admit(true, false) {
-		t.Error("admitted a third attempt on a lease of 2")
+		t.Error("admitted a third attempt on a lease of 2 with nothing free")
 	}
 	if h.InUse != 2 || h.Peak != 2 || !h.Used {
 		t.Errorf("after two admissions: %+v", h)
@@ -29,7 +39,7 @@ func TestHoldingAdmit(t *testing.T) {
 	}{
 		"window closed": {renewedHolding(5), false, false},
 		"stopping":      {renewedHolding(5), true, true},
-		"circuit open":  {func() Holding { h := renewedHolding(5); h.Circuit = CircuitOpen; return h }(), true, false},
+		"circuit open":  {func() Holding { h := renewedHolding(5); h.Snapshot.Circuit = CircuitOpen; return h }(), true, false},
 		"tripped":       {func() Holding { h := renewedHolding(5); h.Tripped = true; return h }(), true, false},
 	} {
 		if c.h.Admit(c.open, c.stopped) {
@@ -44,6 +54,60 @@ func TestHoldingAdmit(t *testing.T) {
 	}
 }
 
+func TestHoldingSpare(t *testing.T) {
+	cases := []struct {
+		name       string
+		snap       Snapshot
+		spare      int
+		wantHold   HoldKind
+		wantDemand int
+	}{
+		{"cold, default cap", closedSnapshot(100, 100), 4, HoldLease, 1},
+		{"cold, cap 8", closedSnapshot(8, 8), 2, HoldLease, 1},
+		{"cold, cap 3: no spare", closedSnapshot(3, 3), 0, HoldLease, 1},
+		{"cold, 2 free", closedSnapshot(100, 2), 2, HoldQueue, 1},
+		{"others queued", func() Snapshot { s := closedSnapshot(100, 50); s.Queue = 3; return s }(), 0, HoldQueue, 1},
+		{"open", func() Snapshot { s := closedSnapshot(100, 100); s.Circuit = CircuitOpen; return s }(), 0, HoldQueue, 1},
+		{"open, queue full", func() Snapshot {
+			s := closedSnapshot(100, 100)
+			s.Circuit, s.Queue, s.QueueFull = CircuitOpen, 10, true
+			return s
+		}(), 0, HoldLater, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var h Holding
+			h.Heard(c.snap, false, 0, 0)
+			if h.Spare != c.spare {
+				t.Fatalf("spare %d, want %d", h.Spare, c.spare)
+			}
+			admitted := 0
+			for h.Admit(false, false) { // no lease: the window is irrelevant
+				admitted++
+			}
+			if admitted != c.spare {
+				t.Errorf("admitted %d without a lease, want %d", admitted, c.spare)
+			}
+			if k := h.Hold(); k != c.wantHold || h.Demand != c.wantDemand {
+				t.Errorf("hold %v demand %d, want %v %d", k, h.Demand, c.wantHold, c.wantDemand)
+			}
+			// The demand goes into the next renewal's ask.
+			if w := h.Want(false); w != max(admitted+1, 2*admitted) {
+				t.Errorf("wants %d after %d running and 1 turned away", w, admitted)
+			}
+		})
+	}
+}
+
+func TestSparePermitsBound(t *testing.T) {
+	for capNow := 1; capNow <= MaxMaxInFlight; capNow++ {
+		s := SparePermits(capNow)
+		if s < 0 || s > 4 || 4*s > capNow {
+			t.Fatalf("SparePermits(%d) = %d: must be within 0..4 and at most a quarter of the cap", capNow, s)
+		}
+	}
+}
+
 func TestHoldingTripAndSpread(t *testing.T) {
 	h := renewedHolding(10)
 	var spreads []float64
@@ -54,7 +118,7 @@ func TestHoldingTripAndSpread(t *testing.T) {
 		}
 	}
 	for range 6 {
-		s, failed, trip := h.Finish(false, true)
+		s, failed, trip := h.Finish(false, false)
 		if !failed {
 			t.Fatal("a failure was not reported as failed")
 		}
@@ -75,57 +139,88 @@ func TestHoldingTripAndSpread(t *testing.T) {
 	if h.Admit(true, false) {
 		t.Error("a tripped holding admitted")
 	}
-	// An answer to a renewal sent before the tripping failure does not untrip it.
-	h.Renewed(10, h.Ticket, CircuitClosed, 5, 4)
-	if !h.Tripped {
-		t.Error("untripped by a renewal that had not carried the tripping failure")
+	if k := h.Hold(); k != HoldQueue {
+		t.Errorf("a tripped holding's turned-away attempt: %v, want HoldQueue", k)
 	}
-	// One that carried it, and still says closed (other workers' successes came between), does.
-	h.Renewed(10, h.Ticket, CircuitClosed, 5, 6)
+	// An answer given before the endpoint workflow heard the tripping failure does not untrip it.
+	h.Heard(h.Snapshot, true, 10, 4)
+	if !h.Tripped {
+		t.Error("untripped by an answer that had not seen the tripping failure")
+	}
+	// One that had seen it, and still says closed (other workers' successes came between), does.
+	h.Heard(h.Snapshot, false, 0, 6)
 	if h.Tripped || h.Streak != 0 {
 		t.Errorf("not untripped after the endpoint workflow saw the failures: %+v", h)
 	}
 	// A success resets the streak.
 	h.Admit(true, false)
-	if _, failed, _ := h.Finish(true, true); failed || h.Streak != 0 {
+	if _, failed, _ := h.Finish(true, false); failed || h.Streak != 0 {
 		t.Errorf("success: failed=%v streak=%d", failed, h.Streak)
 	}
 }
 
-func TestHoldingWantAndBackground(t *testing.T) {
+func TestHoldingWant(t *testing.T) {
 	h := renewedHolding(8)
-	if w := h.Want(0, false); w != 0 {
+	if w := h.Want(false); w != 0 {
 		t.Errorf("idle holding wants %d, want 0 (give everything back)", w)
 	}
 	h.Admit(true, false)
 	h.Admit(true, false)
 	h.Admit(true, false)
-	if w := h.Want(0, false); w != 6 {
+	if w := h.Want(false); w != 6 {
 		t.Errorf("busy holding (peak 3) wants %d, want 6", w)
 	}
-	if w := h.Want(5, false); w != 8 {
-		t.Errorf("3 running and 5 waiting: wants %d, want 8", w)
+	h.Demand = 5
+	if w := h.Want(false); w != 8 {
+		t.Errorf("3 running and 5 turned away: wants %d, want 8", w)
 	}
-	if w := h.Want(5, true); w != 3 {
+	if w := h.Want(true); w != 3 {
 		t.Errorf("stopping: wants %d, want only what runs (3)", w)
 	}
+}
+
+func TestHoldingBackground(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fast := []Outcome{{At: now, OK: true, Latency: 20 * time.Millisecond}}
+	slow := []Outcome{{At: now, OK: true, Latency: 2 * time.Second}}
+	failed := []Outcome{{At: now, OK: false}}
+	cold := func() Holding { var h Holding; h.Heard(closedSnapshot(100, 100), false, 0, 0); return h }
+	busyCold := func() Holding { h := cold(); h.Admit(false, false); return h }
 	cases := []struct {
-		name                       string
-		h                          Holding
-		pending, closing, stopping bool
-		renew, drop                bool
+		name                     string
+		h                        Holding
+		outs                     []Outcome
+		closing, stopping, stale bool
+		want                     Action
 	}{
-		{"outcomes to report", renewedHolding(2), true, false, false, true, false},
-		{"idle permits to give back", renewedHolding(2), false, false, false, true, false},
-		{"nothing held", renewedHolding(0), false, false, false, false, true},
-		{"renewal in flight", func() Holding { h := renewedHolding(2); h.StartRenewal(2); return h }(), true, true, false, false, false},
-		{"busy, window closing", func() Holding { h := renewedHolding(2); h.Admit(true, false); return h }(), false, true, false, true, false},
-		{"busy, window open", func() Holding { h := renewedHolding(2); h.Admit(true, false); return h }(), false, false, false, false, false},
+		{"lease, outcomes to report", renewedHolding(2), fast, false, false, false, Renew},
+		{"lease, idle permits to give back", renewedHolding(2), nil, false, false, false, Renew},
+		{"lease, busy, window closing", func() Holding { h := renewedHolding(2); h.Admit(true, false); return h }(), nil, true, false, false, Renew},
+		{"lease, busy, window open", func() Holding { h := renewedHolding(2); h.Admit(true, false); return h }(), nil, false, false, false, Wait},
+		{"renewal in flight", func() Holding { h := renewedHolding(2); h.StartRenewal(2); return h }(), fast, true, false, false, Wait},
+		{"no lease, turned away: ask for one", func() Holding { h := cold(); h.Demand = 1; return h }(), nil, false, false, false, Renew},
+		{"no lease, a fast success: nothing", busyCold(), fast, false, false, false, Wait},
+		{"no lease, a failure: report", busyCold(), failed, false, false, false, Report},
+		{"no lease, a slow success: report", busyCold(), slow, false, false, false, Report},
+		{"no lease, stopping with outcomes: report", busyCold(), fast, false, true, false, Report},
+		{"nothing held, nothing told", renewedHolding(0), nil, false, false, false, Drop},
+		{"idle with fast outcomes: keep", func() Holding { h := cold(); h.Used = false; return h }(), fast, false, false, false, Wait},
+		{"idle with stale fast outcomes: drop", cold(), fast, false, false, true, Drop},
 	}
 	for _, c := range cases {
-		renew, drop := c.h.Background(c.pending, c.closing, c.stopping)
-		if renew != c.renew || drop != c.drop {
-			t.Errorf("%s: renew %v drop %v, want %v %v", c.name, renew, drop, c.renew, c.drop)
+		if got := c.h.Background(c.outs, c.closing, c.stopping, c.stale); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+	many := make([]Outcome, MaxUntold)
+	for i := range many {
+		many[i] = fast[0]
+	}
+	h := busyCold()
+	if !h.Worth(many) {
+		t.Errorf("%d untold outcomes are not worth a report", MaxUntold)
+	}
+	if !Stale(fast, now.Add(6*time.Minute), 5*time.Minute) || Stale(fast, now.Add(time.Minute), 5*time.Minute) {
+		t.Error("Stale does not follow the window")
 	}
 }

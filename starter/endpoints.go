@@ -40,7 +40,7 @@ func (s *Client) PutEndpoint(ctx context.Context, req workflows.PutEndpointReque
 	}
 	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       workflows.EndpointWorkflowID(req.ID),
-		TaskQueue:                s.opts.TaskQueue,
+		TaskQueue:                workflows.EndpointTaskQueue(s.opts.TaskQueue),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.AttrEndpoint.ValueSet(req.ID)),

@@ -33,6 +33,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics, if set, receives Herald's own metrics (attempts, dead letters, endpoints).
 	Metrics *metrics.Recorder
+	// DeliverySlots, if set, bounds the delivery worker's concurrent workflow tasks and
+	// local activities (attempts); default the SDK's (1,000 each). The endpoint workflows
+	// run on a worker of their own with its own slots, whatever this is.
+	DeliverySlots int
 }
 
 func (o *Options) setDefaults() {
@@ -50,9 +54,12 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Worker is a Herald worker bound to one Temporal client.
+// Worker is a Herald worker bound to one Temporal client: a worker for the deliveries on
+// the task queue, one for the endpoint workflows on their own queue
+// (workflows.EndpointTaskQueue), and the gate between them.
 type Worker struct {
 	w      sdkworker.Worker
+	ew     sdkworker.Worker
 	gate   *activities.Gate
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -74,7 +81,15 @@ func New(c client.Client, o Options) (*Worker, error) {
 	if o.Defaults.Retention <= 0 {
 		return nil, fmt.Errorf("dead-letter retention %s must be positive", o.Defaults.Retention)
 	}
-	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{})
+	var wo sdkworker.Options
+	if o.DeliverySlots > 0 {
+		wo.MaxConcurrentWorkflowTaskExecutionSize = o.DeliverySlots
+		wo.MaxConcurrentLocalActivityExecutionSize = o.DeliverySlots
+		wo.MaxConcurrentActivityExecutionSize = o.DeliverySlots
+	}
+	w := sdkworker.New(c, o.TaskQueue, wo)
+	ew := sdkworker.New(c, workflows.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{})
+	RegisterEndpoints(ew, o.Net, o.Metrics)
 	defaults := o.Defaults
 	gate := activities.NewGate(c, o.RenewInterval, func(ep activities.Endpoint) time.Duration {
 		return defaults.Apply(ep.Overrides).Timeout
@@ -87,12 +102,13 @@ func New(c client.Client, o Options) (*Worker, error) {
 		Metrics:  o.Metrics,
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
-	return &Worker{w: w, gate: gate}, nil
+	return &Worker{w: w, ew: ew, gate: gate}, nil
 }
 
 // Register registers Herald's workflows on r (a worker or a replayer). net is the SSRF
 // policy the endpoint workflow checks registered URLs against; m (nil for none) gets the
-// workflows' metrics.
+// workflows' metrics. The endpoint workflow is registered here too, for the runs started
+// on the main task queue before endpoints had their own.
 func Register(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy, m *metrics.Recorder) {
@@ -103,9 +119,22 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: workflows.BulkReplayWorkflowName})
 }
 
+// RegisterEndpoints registers the endpoint workflow on r, the worker of the endpoints' own
+// task queue.
+func RegisterEndpoints(r interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+}, net netguard.Policy, m *metrics.Recorder) {
+	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
+	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: workflows.EndpointWorkflowName})
+}
+
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.
 func (w *Worker) Start() error {
+	if err := w.ew.Start(); err != nil {
+		return err
+	}
 	if err := w.w.Start(); err != nil {
+		w.ew.Stop()
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,4 +154,5 @@ func (w *Worker) Stop() {
 		<-w.done
 		w.cancel = nil
 	}
+	w.ew.Stop()
 }

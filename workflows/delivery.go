@@ -25,6 +25,14 @@ type DeliveryInput struct {
 	Dropped  int             `json:"dropped,omitempty"`
 }
 
+// Change ids of the delivery workflow's versioned changes (workflow.GetVersion). Each can
+// go, with the branch for DefaultVersion, once no run started before it is open (the
+// longest a delivery lives is its ladder plus its dead-letter retention).
+const (
+	// versionNoAttemptWithoutRequest: an attempt that never ran uses no attempt (2026-11).
+	versionNoAttemptWithoutRequest = "no-attempt-without-request"
+)
+
 // Limits that keep a delivery's history bounded however often it is replayed.
 const (
 	// MaxKeptAttempts is how many attempt records survive a continue-as-new.
@@ -127,12 +135,18 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		}
 		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), acts.Attempt, in).Get(ctx, &res)
 		if err != nil {
-			// The worker could not make the attempt at all (it was shutting down, or the
-			// activity timed out): count it as a failed attempt, so the ladder stays bounded.
 			var canceled *temporal.CanceledError
 			if errors.As(err, &canceled) {
 				return activities.Effective{}, false, err
 			}
+			if workflow.GetVersion(ctx, versionNoAttemptWithoutRequest, workflow.DefaultVersion, 1) == 1 {
+				// The attempt never reached the receiver (no slot in time, the worker
+				// stopping): it uses none of the ladder. Wait, then make attempt n again.
+				d.wait(ctx, &activities.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: policy.NotStartedRecheck})
+				n--
+				continue
+			}
+			// Before that version: counted as a failed attempt.
 			res = activities.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: activities.OutcomeNetwork,
 				Error: "attempt did not complete: " + err.Error(), Policy: lastPolicy(d.status.Attempts)}
 		}
@@ -186,10 +200,15 @@ func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) {
 	// Waiting on the endpoint came with the gate; histories from before never reach here.
 	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
 	now := workflow.Now(ctx)
-	d.held = true
 	d.status.Waiting = &Waiting{Hold: *h, Since: now}
-	d.setState(ctx, StateWaitingEndpoint, true)
-	again := policy.HoldRecheck(h.Queued, h.RetryAt, now)
+	if !h.Brief {
+		d.held = true
+		d.setState(ctx, StateWaitingEndpoint, true)
+	}
+	again := h.Recheck
+	if again <= 0 { // recorded before the gate said how long to wait
+		again = policy.HoldRecheck(h.Queued, h.RetryAt, now)
+	}
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(tctx, again, workflow.TimerOptions{

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -563,10 +562,12 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 	})
 }
 
-func TestDeliveryAttemptErrorCountsAsFailedAttempt(t *testing.T) {
+func TestDeliveryAttemptThatNeverRanUsesNoAttempt(t *testing.T) {
 	p := defaultPolicy()
+	calls := 0
 	env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
-		if in.Number == 1 {
+		calls++
+		if calls <= 2 { // e.g. no local-activity slot before the timeout, then the worker stopping
 			return activities.Result{}, errors.New("worker is shutting down")
 		}
 		return deliveredAttempt(now, p), nil
@@ -574,21 +575,20 @@ func TestDeliveryAttemptErrorCountsAsFailedAttempt(t *testing.T) {
 	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
-	calls := rec.calls()
-	if len(calls) != 2 {
-		t.Fatalf("%d attempts, want 2", len(calls))
+	got := rec.calls()
+	if len(got) != 3 {
+		t.Fatalf("%d executions, want 3 (two that never ran, then the attempt)", len(got))
 	}
-	want := ladderDelays(t, p, testEventID, 0)[0]
-	if gap := calls[1].At.Sub(calls[0].At); gap != want {
-		t.Errorf("retry after %s, want the ladder's first rung %s", gap, want)
+	for i, c := range got {
+		if c.In.Number != 1 {
+			t.Errorf("execution %d made attempt %d, want attempt 1 each time", i+1, c.In.Number)
+		}
 	}
-	a := st.Attempts[0]
-	if a.Result.Outcome != activities.OutcomeNetwork || !strings.Contains(a.Result.Error, "attempt did not complete") ||
-		a.Result.Number != 1 || a.Result.Policy.Retention != p.Retention {
-		t.Errorf("record of the failed execution = %+v, want a network outcome with the default policy", a.Result)
+	if gap := got[1].At.Sub(got[0].At); gap != policy.NotStartedRecheck {
+		t.Errorf("asked again after %s, want %s", gap, policy.NotStartedRecheck)
 	}
-	if st.State != StateDelivered {
-		t.Errorf("state = %q, want delivered", st.State)
+	if len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.State != StateDelivered {
+		t.Errorf("attempts %+v state %q, want one attempt, delivered", st.Attempts, st.State)
 	}
 }
 

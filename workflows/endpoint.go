@@ -144,6 +144,11 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, activities.QueryAdmission, func() (activities.AdmissionView, error) {
+		return e.admission(workflow.Now(ctx))
+	}); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePutEndpoint, e.put,
 		workflow.UpdateHandlerOptions{Validator: e.validate}); err != nil {
 		return err
@@ -196,6 +201,24 @@ type endpointRun struct {
 	in      EndpointInput
 	// dirty is set by every message that may let a waiter go.
 	dirty bool
+	// waking counts the permit signals sent and not yet acknowledged.
+	waking int
+}
+
+// admission answers a gate's snapshot query: the configuration, and what the guard
+// allows (everything, for a run of the version before the guard).
+func (e *endpointRun) admission(now time.Time) (activities.AdmissionView, error) {
+	ep, err := e.config()
+	if err != nil {
+		return activities.AdmissionView{}, err
+	}
+	v := activities.AdmissionView{Endpoint: ep}
+	if g := e.in.Guard; g != nil {
+		v.Snapshot = g.Snapshot(now)
+	} else {
+		v.Snapshot = policy.Snapshot{Circuit: policy.CircuitClosed, Cap: policy.MaxMaxInFlight, Free: policy.MaxMaxInFlight}
+	}
+	return v, nil
 }
 
 func (e *endpointRun) continueAsNew(ctx workflow.Context) bool {

@@ -17,6 +17,8 @@ import (
 // sets the one timer the guard asks for.
 func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveChannel) error {
 	dones := workflow.GetSignalChannel(ctx, SignalDone)
+	waits := workflow.GetSignalChannel(ctx, activities.SignalWait)
+	outcomes := workflow.GetSignalChannel(ctx, activities.SignalOutcomes)
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateLease, e.lease,
 		workflow.UpdateHandlerOptions{Validator: e.validateLease}); err != nil {
 		return err
@@ -36,6 +38,13 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 	e.ensureGuard()
 
 	drain := func(ctx workflow.Context) {
+		// Outcomes first, so that the breaker has heard them before waiters are let go.
+		var o activities.OutcomeReport
+		for outcomes.ReceiveAsync(&o) {
+			e.in.Guard.Record(workflow.Now(ctx), o.Outcomes)
+			e.in.Counters.Merge(o.Report)
+			o = activities.OutcomeReport{}
+		}
 		var r activities.Report
 		for reports.ReceiveAsync(&r) { // from workers of the version before the gate
 			e.in.Counters.Merge(r)
@@ -46,6 +55,13 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 			e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 			e.in.Counters.Merge(d.Report)
 			d = activities.Done{}
+		}
+		var w activities.WaitRequest
+		for waits.ReceiveAsync(&w) {
+			if wk, ok := e.in.Guard.Wait(workflow.Now(ctx), w.Waiter); ok {
+				e.wake(ctx, wk)
+			}
+			w = activities.WaitRequest{}
 		}
 	}
 	var (
@@ -87,7 +103,8 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 
 		e.dirty = false
 		err := workflow.Await(ctx, func() bool {
-			return e.dirty || fired || reports.Len() > 0 || dones.Len() > 0 || e.continueAsNew(ctx)
+			return e.dirty || fired || reports.Len() > 0 || dones.Len() > 0 || waits.Len() > 0 ||
+				outcomes.Len() > 0 || e.continueAsNew(ctx)
 		})
 		if err != nil {
 			return err
@@ -104,7 +121,11 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 				return err
 			}
 			drain(ctx)
-			return workflow.NewContinueAsNewError(ctx, EndpointWorkflowName, e.in)
+			// Permits handed out by the last drain go out before this run ends.
+			if err := workflow.Await(ctx, func() bool { return e.waking == 0 }); err != nil {
+				return err
+			}
+			return e.continueAsNewError(ctx)
 		}
 	}
 }
@@ -153,6 +174,7 @@ func (e *endpointRun) lease(ctx workflow.Context, req activities.LeaseRequest) (
 		LeaseReply: r,
 		Endpoint:   *e.in.Endpoint,
 		Threshold:  e.in.Guard.Config.Breaker.ConsecutiveFailures,
+		Snapshot:   e.in.Guard.Snapshot(now),
 	}, nil
 }
 
@@ -169,7 +191,9 @@ func (e *endpointRun) reset(ctx workflow.Context) (EndpointState, error) {
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Wake) {
 	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", SignalPermit, activities.Permit{Ticket: w.Ticket, Until: w.Until})
+	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
+		defer func() { e.waking-- }()
 		if err := f.Get(gctx, nil); err != nil {
 			e.in.Guard.Done(workflow.Now(gctx), w.Waiter, nil)
 			e.dirty = true
@@ -191,4 +215,13 @@ func (e *endpointRun) expirePreviousSecret(now time.Time) {
 	if ep := e.in.Endpoint; ep != nil && ep.PreviousSecret != "" && !now.Before(ep.PreviousUntil) {
 		ep.PreviousSecret, ep.PreviousUntil = "", time.Time{}
 	}
+}
+
+// continueAsNewError continues the run as new on the endpoints' own task queue (runs
+// started before endpoints had one move there now), keeping the whole state.
+func (e *endpointRun) continueAsNewError(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, "endpoint-own-queue", workflow.DefaultVersion, 1) == 1 {
+		ctx = workflow.WithWorkflowTaskQueue(ctx, EndpointTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
+	}
+	return workflow.NewContinueAsNewError(ctx, EndpointWorkflowName, e.in)
 }

@@ -50,7 +50,8 @@ const (
 	// SignalEndpointReport carries a batch of attempt outcomes from a worker to the endpoint workflow.
 	SignalEndpointReport = activities.SignalEndpointReport
 
-	// DefaultTaskQueue is the task queue Herald's workers poll unless told otherwise.
+	// DefaultTaskQueue is the task queue Herald's workers poll unless told otherwise. The
+	// endpoint workflows run on a queue of their own next to it (EndpointTaskQueue).
 	DefaultTaskQueue = "herald"
 	// DefaultTenant owns endpoints registered without a tenant.
 	DefaultTenant = "default"
@@ -107,6 +108,19 @@ type Event struct {
 	Data       json.RawMessage `json:"data"`
 	CreatedAt  time.Time       `json:"created_at"`
 }
+
+// EndpointTaskQueue is the task queue of the endpoint workflows of Herald's task queue q:
+// q + "-endpoints". Endpoint workflows have their own queue, and every worker polls it
+// with slots of its own, so that they always get a workflow task promptly, however many
+// deliveries wait.
+func EndpointTaskQueue(q string) string {
+	if strings.HasSuffix(q, endpointQueueSuffix) {
+		return q
+	}
+	return q + endpointQueueSuffix
+}
+
+const endpointQueueSuffix = "-endpoints"
 
 // DeliveryID is the workflow id of the delivery of event id.
 func DeliveryID(eventID string) string { return "delivery:" + eventID }
