@@ -40,6 +40,12 @@ type Gate struct {
 
 	mu  sync.Mutex
 	eps map[string]*gateEntry
+
+	// queue is the endpoints' task queue, where the stats shards run.
+	queue string
+	// counts are the attempt counts added up since the last flush to the stats shards.
+	countMu sync.Mutex
+	counts  map[string]*Report
 }
 
 // gateEntry is the gate's view of one endpoint: the decisions (policy.Holding), and what
@@ -55,7 +61,6 @@ type gateEntry struct {
 	learned  time.Time // when the request behind the last answer (snapshot, configuration) was sent
 	until    time.Time // admit nothing new under the lease after this (local clock)
 	outcomes []policy.Outcome
-	report   Report
 	call     *call // the renewal or report in flight, if any
 	ask      *call // the snapshot query in flight, if any
 }
@@ -83,8 +88,9 @@ type call struct {
 
 // NewGate returns a gate whose knowledge of an endpoint is at most every old and that
 // renews its leases every interval through c. timeout gives an endpoint's attempt timeout
-// (leases outlive it, so a running attempt keeps its permit).
-func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.Duration, log *slog.Logger) *Gate {
+// (leases outlive it, so a running attempt keeps its permit); queue is the endpoint
+// workflows' task queue, where it starts the stats shards.
+func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.Duration, queue string, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -92,7 +98,7 @@ func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.D
 	return &Gate{
 		client: c, every: every, timeout: timeout, log: log,
 		holder: fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
-		eps:    map[string]*gateEntry{},
+		eps:    map[string]*gateEntry{}, queue: queue, counts: map[string]*Report{},
 	}
 }
 
@@ -236,13 +242,11 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 	spread, failed, trip := e.h.Finish(res.Delivered(), own)
 	if !own {
 		e.outcomes = append(e.outcomes, o)
-		e.report.Add(res)
 	}
 	e.mu.Unlock()
+	g.count(e.id, res)
 	if own {
-		var rep Report
-		rep.Add(res)
-		err := g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalDone, Done{Waiter: a.Waiter, Outcome: &o, Report: rep})
+		err := g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalDone, Done{Waiter: a.Waiter, Outcome: &o})
 		if err != nil {
 			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", e.id, "waiter", a.Waiter, "error", err)
 		}
@@ -274,16 +278,22 @@ func (g *Gate) Release(ctx context.Context, a *Admission) {
 func (g *Gate) Run(ctx context.Context) {
 	t := time.NewTicker(g.every)
 	defer t.Stop()
+	var flushed time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			g.stopping.Store(true)
 			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			g.pass(fctx)
+			g.flushCounts(fctx)
 			cancel()
 			return
-		case <-t.C:
+		case now := <-t.C:
 			g.pass(ctx)
+			if now.Sub(flushed) >= StatsInterval {
+				flushed = now
+				g.flushCounts(ctx)
+			}
 		}
 	}
 }
@@ -366,15 +376,14 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 	}
 	c := &call{done: make(chan struct{})}
 	e.call = c
-	outs, rep := e.outcomes, e.report
-	e.outcomes, e.report = nil, Report{}
+	outs := e.outcomes
+	e.outcomes = nil
 	seq := e.h.Seq
 	var req LeaseRequest
 	if act == policy.Renew {
 		want := e.h.Want(g.stopping.Load())
 		req = LeaseRequest{
 			LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: outs},
-			Report:       rep,
 		}
 		// The lease outlives an attempt admitted at its last moment (see until below).
 		req.TTL = g.timeout(e.ep) + leaseMargin
@@ -389,7 +398,7 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		reply, err = g.lease(ctx, e.id, req)
 	} else {
 		err = g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalOutcomes,
-			OutcomeReport{Holder: g.holder, Outcomes: outs, Report: rep})
+			OutcomeReport{Holder: g.holder, Outcomes: outs})
 		if err != nil {
 			err = endpointError(e.id, "report", err)
 		}
@@ -400,8 +409,6 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 	case err != nil:
 		// Keep the outcomes for the next try.
 		e.outcomes = append(outs, e.outcomes...)
-		rep.Merge(e.report)
-		e.report = rep
 		if act == policy.Renew {
 			e.h.RenewFailed()
 		}
@@ -485,4 +492,50 @@ func (c *call) finish(err error) {
 func isNotFound(err error) bool {
 	var nf *serviceerror.NotFound
 	return errors.As(err, &nf)
+}
+
+// count adds one attempt to endpoint id's counts, for the next flush.
+func (g *Gate) count(id string, res Result) {
+	g.countMu.Lock()
+	defer g.countMu.Unlock()
+	r := g.counts[id]
+	if r == nil {
+		r = &Report{}
+		g.counts[id] = r
+	}
+	r.Add(res)
+}
+
+// flushCounts sends the counts added up since the last flush to the stats shards, one
+// signal per shard (starting it if needed); counts that could not be sent wait for the next.
+func (g *Gate) flushCounts(ctx context.Context) {
+	g.countMu.Lock()
+	counts := g.counts
+	g.counts = map[string]*Report{}
+	g.countMu.Unlock()
+	shards := map[string][]EndpointCounts{}
+	for id, r := range counts {
+		sid := StatsWorkflowID(id)
+		shards[sid] = append(shards[sid], EndpointCounts{Endpoint: id, Counts: *r})
+	}
+	for sid, batch := range shards {
+		sort.Slice(batch, func(i, j int) bool { return batch[i].Endpoint < batch[j].Endpoint })
+		_, err := g.client.SignalWithStartWorkflow(ctx, sid, SignalStats, batch, client.StartWorkflowOptions{
+			ID: sid, TaskQueue: g.queue, StaticSummary: "attempt counts of the endpoints of " + sid,
+		}, StatsWorkflowName, struct{}{})
+		if err == nil {
+			continue
+		}
+		g.log.Warn("endpoint counts not sent; they go with the next flush", "shard", sid, "error", err)
+		g.countMu.Lock()
+		for _, c := range batch {
+			r := g.counts[c.Endpoint]
+			if r == nil {
+				r = &Report{}
+				g.counts[c.Endpoint] = r
+			}
+			r.Merge(c.Counts)
+		}
+		g.countMu.Unlock()
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
@@ -94,7 +95,31 @@ func (s *Client) GetEndpoint(ctx context.Context, id string) (workflows.Endpoint
 	if !st.Registered {
 		return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)
 	}
+	if err := s.addCounts(ctx, &st); err != nil {
+		return st, fmt.Errorf("endpoint %s: counters: %w", id, err)
+	}
 	return st, nil
+}
+
+// addCounts adds the counts kept by the endpoint's stats shard to those the endpoint
+// workflow kept itself (before the shards existed). A shard that does not exist yet has
+// counted nothing.
+func (s *Client) addCounts(ctx context.Context, st *workflows.EndpointState) error {
+	v, err := s.c.QueryWorkflow(ctx, activities.StatsWorkflowID(st.ID), "", activities.QueryStats, []string{st.ID})
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	var counts []activities.EndpointCounts
+	if err := v.Get(&counts); err != nil {
+		return err
+	}
+	for _, c := range counts {
+		st.Counters.Merge(c.Counts)
+	}
+	return nil
 }
 
 // ResetCircuit closes an endpoint's circuit by hand and returns its state.

@@ -93,7 +93,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 	defaults := o.Defaults
 	gate := activities.NewGate(c, o.RenewInterval, func(ep activities.Endpoint) time.Duration {
 		return defaults.Apply(ep.Overrides).Timeout
-	}, o.Logger)
+	}, workflows.EndpointTaskQueue(o.TaskQueue), o.Logger)
 	Register(w, o.Net, o.Metrics)
 	w.RegisterActivity(&activities.Activities{
 		Gate:     gate,
@@ -126,6 +126,7 @@ func RegisterEndpoints(r interface {
 }, net netguard.Policy, m *metrics.Recorder) {
 	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: workflows.EndpointWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: workflows.StatsWorkflowName})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.

@@ -24,6 +24,8 @@ const (
 	EndpointWorkflowName = "Endpoint"
 	// BulkReplayWorkflowName is the workflow type of a bulk replay of dead letters.
 	BulkReplayWorkflowName = "BulkReplay"
+	// StatsWorkflowName is the workflow type of a shard of endpoint attempt counts.
+	StatsWorkflowName = activities.StatsWorkflowName
 
 	// SignalPermit hands a waiting delivery a permit of its own.
 	SignalPermit = activities.SignalPermit
