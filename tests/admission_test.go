@@ -1,0 +1,248 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// sendAll sends n events to endpoint through s, senders at a time, and returns their ids.
+func sendAll(t *testing.T, s *starter.Client, endpoint string, n, senders int) []string {
+	t.Helper()
+	targets := make([]string, n)
+	for i := range targets {
+		targets[i] = endpoint
+	}
+	return sendTo(t, s, targets, senders)
+}
+
+// sendTo sends one event to each of targets (endpoint ids) through s, senders at a time,
+// and returns their ids in the same order.
+func sendTo(t *testing.T, s *starter.Client, targets []string, senders int) []string {
+	t.Helper()
+	ids := make([]string, len(targets))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(targets); i = int(next.Add(1)) - 1 {
+				res, err := s.Send(context.Background(), starter.Event{EndpointID: targets[i], Data: json.RawMessage(`{}`)})
+				if err != nil {
+					failed.Store(fmt.Errorf("send to %s: %w", targets[i], err))
+					return
+				}
+				ids[i] = res.EventID
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestBacklogLargerThanSlots: hundreds of deliveries wait behind one open circuit on a
+// worker with 20 workflow-task and 20 local-activity slots. None of them holds a slot
+// while it waits, so the endpoint workflow still answers at once, a healthy endpoint's
+// events still go out, none of the waiting deliveries uses an attempt, and once the
+// circuit closes they drain through the cap, never above it.
+func TestBacklogLargerThanSlots(t *testing.T) {
+	t.Parallel()
+	const slots, backlog, capN = 20, 400, 5
+	ctx := context.Background()
+	s, err := testkit.Start(ctx, testkit.Options{Worker: worker.Options{DeliverySlots: slots}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	put := func(id, url string, o *activities.Overrides) {
+		t.Helper()
+		if _, err := s.Starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: id, URL: url, Overrides: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var healthy atomic.Bool
+	var conc concurrency
+	bq := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if healthy.Load() {
+			conc.handler(20*time.Millisecond)(n, w)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	o := fast(3, time.Second)
+	o.MaxInFlight = capN
+	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 1, ProbeDelay: time.Hour, MaxProbeDelay: time.Hour}
+	put("bq", bq.URL, o)
+	ok := newReceiver(t, status(http.StatusOK))
+	put("ok", ok.URL, fast(3, time.Second))
+
+	// One failure opens bq's circuit.
+	first := sendAll(t, s.Starter, "bq", 1, 1)
+	waitFor(t, s.Starter, first[0], workflows.StateWaitingRetry)
+	eventually(t, "bq's circuit to open", func() bool {
+		st, err := s.Starter.GetEndpoint(ctx, "bq")
+		return err == nil && st.Circuit.State == string(policy.CircuitOpen)
+	})
+
+	ids := sendAll(t, s.Starter, "bq", backlog, 16)
+	eventually(t, "the backlog to queue at bq", func() bool {
+		st, err := s.Starter.GetEndpoint(ctx, "bq")
+		return err == nil && st.Queue >= backlog
+	})
+
+	// The endpoint workflow answers, and takes a change, while the backlog waits.
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	began := time.Now()
+	_, err = s.Starter.GetEndpoint(qctx, "bq")
+	cancel()
+	if err != nil {
+		t.Fatalf("endpoint get with %d waiting: %v", backlog, err)
+	}
+	t.Logf("endpoint get with %d waiting: %s", backlog, time.Since(began))
+	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	began = time.Now()
+	_, err = s.Starter.PutEndpoint(uctx, workflows.PutEndpointRequest{ID: "bq", Overrides: &activities.Overrides{Timeout: 4 * time.Second}})
+	cancel()
+	if err != nil {
+		t.Fatalf("endpoint put with %d waiting: %v", backlog, err)
+	}
+	t.Logf("endpoint put with %d waiting: %s", backlog, time.Since(began))
+
+	// A healthy endpoint's events go out meanwhile.
+	for _, id := range sendAll(t, s.Starter, "ok", 20, 4) {
+		waitFor(t, s.Starter, id, workflows.StateDelivered)
+	}
+
+	// Nobody waiting used an attempt; bq saw the one request that opened the circuit.
+	for _, id := range ids[:50] {
+		st, err := s.Starter.Status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Attempts) != 0 || st.State != workflows.StateWaitingEndpoint {
+			t.Fatalf("waiting delivery %s: state %s, %d attempts; want waiting_endpoint and none", id, st.State, len(st.Attempts))
+		}
+	}
+	if n := len(bq.requests()); n != 1 {
+		t.Errorf("bq saw %d requests while its circuit was open, want 1", n)
+	}
+
+	// Recovered and closed by hand: the backlog drains through the cap.
+	healthy.Store(true)
+	if _, err := s.Starter.ResetCircuit(ctx, "bq"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		waitFor(t, s.Starter, id, workflows.StateDelivered)
+	}
+	if p := conc.peak.Load(); p > capN {
+		t.Errorf("the drain reached %d concurrent requests, cap is %d", p, capN)
+	}
+	t.Logf("drained %d deliveries, peak concurrency %d (cap %d)", backlog, conc.peak.Load(), capN)
+}
+
+// TestColdEndpointsTwoWorkers: many endpoints with a few events each, two workers, no
+// eager start (so both workers take deliveries). Healthy endpoints stay within the cap
+// plus each worker's spare permits (policy.SparePermits); failing ones open their circuit
+// and get no more requests than each worker's own trigger allows.
+func TestColdEndpointsTwoWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c2, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	w2, err := worker.New(c2, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	lazy := starter.New(shared.client, starter.Options{}) // no eager start: matching spreads the work
+
+	const healthyN, failingN, each, capN, threshold = 60, 20, 6, 4, 3
+	type ep struct {
+		id   string
+		conc *concurrency
+		rcv  *receiver
+	}
+	var eps []ep
+	for i := range healthyN {
+		c := &concurrency{}
+		r := newReceiver(t, c.handler(400*time.Millisecond))
+		o := fast(3, time.Second)
+		o.MaxInFlight = capN
+		id := fmt.Sprintf("cold-%d", i)
+		putEndpoint(t, id, r.URL, o)
+		eps = append(eps, ep{id, c, r})
+	}
+	var bad []ep
+	for i := range failingN {
+		r := newReceiver(t, status(http.StatusInternalServerError))
+		o := fast(3, time.Second)
+		o.MaxInFlight = capN
+		o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: threshold, ProbeDelay: time.Hour, MaxProbeDelay: time.Hour}
+		id := fmt.Sprintf("cold-bad-%d", i)
+		putEndpoint(t, id, r.URL, o)
+		bad = append(bad, ep{id: id, rcv: r})
+	}
+
+	// Each endpoint's events go out together, from 16 senders over every endpoint.
+	var targets []string
+	for _, e := range append(append([]ep{}, eps...), bad...) {
+		for range each {
+			targets = append(targets, e.id)
+		}
+	}
+	sent := sendTo(t, lazy, targets, 16)
+	for _, id := range sent[:healthyN*each] {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	bound := capN + 2*policy.SparePermits(capN)
+	peak := int64(0)
+	for _, e := range eps {
+		peak = max(peak, e.conc.peak.Load())
+		if p := e.conc.peak.Load(); p > int64(bound) {
+			t.Errorf("%s saw %d concurrent requests: cap %d plus one spare permit per worker is %d", e.id, p, capN, bound)
+		}
+		if n := len(e.rcv.requests()); n != each {
+			t.Errorf("%s saw %d requests for %d events", e.id, n, each)
+		}
+	}
+	// Each worker stops at its own trigger; attempts already running at either still land.
+	most := 2 * (threshold + capN - 1)
+	for _, e := range bad {
+		eventually(t, e.id+"'s circuit to open", func() bool {
+			st, err := shared.starter.GetEndpoint(ctx, e.id)
+			return err == nil && st.Circuit.State == string(policy.CircuitOpen)
+		})
+		if n := len(e.rcv.requests()); n > most {
+			t.Errorf("%s saw %d requests before its circuit held them: at most %d expected", e.id, n, most)
+		}
+	}
+	t.Logf("%d cold endpoints × %d events on two workers: peak concurrency %d (cap %d, bound %d)", healthyN, each, peak, capN, bound)
+}
