@@ -165,10 +165,12 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 		return res, nil
 	case err != nil:
 		// The endpoint workflow could not be reached: wait, this is not the receiver's fault.
+		activity.GetLogger(ctx).Warn("endpoint workflow unreachable", "event", in.EventID, "endpoint", in.EndpointID, "error", err)
 		res.Held = &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: unreachableRecheck}
 		return res, nil
 	case hold != nil:
 		res.Held = hold
+		activity.GetLogger(ctx).Debug("attempt held", "event", in.EventID, "endpoint", in.EndpointID, "reason", hold.Reason, "queued", hold.Queued)
 		return res, nil
 	}
 	res = a.send(ctx, in, adm.Endpoint)
