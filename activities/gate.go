@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -213,11 +214,23 @@ func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	return err
 }
 
-// snapshot asks endpoint id's workflow for its configuration and guard snapshot.
+// snapshot reads endpoint id's configuration and guard snapshot from its workflow's memo
+// (a describe: served by the server alone), or, for a workflow that does not publish it
+// yet, asks it with a query.
 func (g *Gate) snapshot(ctx context.Context, id string) (AdmissionView, error) {
 	var v AdmissionView
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
+	d, err := g.client.DescribeWorkflow(qctx, EndpointWorkflowID(id), "")
+	if err != nil {
+		return v, endpointError(id, "describe", err)
+	}
+	if d.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return v, endpointError(id, "describe", ErrNoEndpoint)
+	}
+	if err := d.GetMemoValue(MemoAdmission, &v); err == nil {
+		return v, nil
+	}
 	res, err := g.client.QueryWorkflow(qctx, EndpointWorkflowID(id), "", QueryAdmission)
 	if err == nil {
 		err = res.Get(&v)

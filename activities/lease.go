@@ -14,9 +14,13 @@ const (
 	SignalDone = "done"
 	// SignalPermit, sent by an endpoint workflow to a waiting delivery, hands it a permit (Permit).
 	SignalPermit = "permit"
-	// QueryAdmission returns what a gate needs to admit attempts on its own (AdmissionView).
-	// A query adds nothing to the endpoint workflow's history.
+	// QueryAdmission returns what a gate needs to admit attempts on its own (AdmissionView),
+	// for an endpoint workflow that does not publish it in its memo yet.
 	QueryAdmission = "admission"
+	// MemoAdmission is the memo field where an endpoint workflow publishes its
+	// AdmissionView (with a coarse snapshot, policy.Snapshot.Coarse) whenever it changes;
+	// a gate reads it with a describe, which involves no worker and adds no event.
+	MemoAdmission = "admission"
 	// SignalWait puts a delivery the gate could not admit in the endpoint's queue (WaitRequest).
 	SignalWait = "wait"
 	// SignalOutcomes reports the outcomes of attempts a gate admitted without a lease (OutcomeReport).

@@ -473,6 +473,16 @@ func (g *Guard) Snapshot(now time.Time) Snapshot {
 	return s
 }
 
+// Coarse is s with the numbers that change with every lease and every waiter rounded to
+// what a gate decides by: Free at most one more than the spare permits (room for spares,
+// and more), Queue 0 or 1 (nobody, or somebody waits). A workflow can publish it, and
+// publish it again only when it changes, which is rarely while an endpoint is quiet.
+func (s Snapshot) Coarse() Snapshot {
+	s.Free = min(s.Free, SparePermits(s.Cap)+1)
+	s.Queue = min(s.Queue, 1)
+	return s
+}
+
 // Wait takes a waiter that its worker's gate could not admit: it is granted a permit of
 // its own at once when one may go now (nobody queued, the breaker admits, the cap has
 // room), or given its granted permit again if it already holds one (the first signal may

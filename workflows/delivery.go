@@ -301,8 +301,8 @@ func waitSummary(h *activities.Hold) string {
 	if !h.RetryAt.IsZero() && strings.HasPrefix(h.Reason, "circuit open") {
 		s += ", probe at " + h.RetryAt.UTC().Format("15:04:05Z")
 	}
-	if h.Queued {
-		s += fmt.Sprintf(" (position %d)", h.Position)
+	if h.Queued && h.Position > 1 {
+		s += fmt.Sprintf(" (behind %d or more)", h.Position-1)
 	}
 	return s
 }

@@ -203,7 +203,19 @@ type endpointRun struct {
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged.
 	waking int
+	// published is the admission view last written to the memo, encoded.
+	published []byte
 }
+
+// Change ids of the endpoint workflow's versioned changes (workflow.GetVersion). Each can
+// go, with its DefaultVersion branch, once no run started before it is open (endpoint runs
+// continue as new every few thousand events, so within days of an upgrade).
+const (
+	// versionAdmissionMemo: the run publishes its admission view in its memo (2026-11).
+	versionAdmissionMemo = "admission-memo"
+	// versionOwnQueue: a run continues as new on the endpoints' own task queue (2026-11).
+	versionOwnQueue = "endpoint-own-queue"
+)
 
 // admission answers a gate's snapshot query: the configuration, and what the guard
 // allows (everything, for a run of the version before the guard).

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,6 +38,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 		}
 	}
 	e.ensureGuard()
+	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
 
 	drain := func(ctx workflow.Context) {
 		// Outcomes first, so that the breaker has heard them before waiters are let go.
@@ -76,6 +79,9 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 			e.wake(ctx, w)
 		}
 		e.showCircuit(ctx)
+		if publish {
+			e.publishAdmission(ctx, now)
+		}
 		if !workflow.IsReplaying(ctx) {
 			v := e.in.Guard.View(now)
 			e.metrics.Endpoint(e.in.ID, string(v.Circuit), v.InFlight, v.Cap, len(v.Leases), v.Queue)
@@ -220,8 +226,22 @@ func (e *endpointRun) expirePreviousSecret(now time.Time) {
 // continueAsNewError continues the run as new on the endpoints' own task queue (runs
 // started before endpoints had one move there now), keeping the whole state.
 func (e *endpointRun) continueAsNewError(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, "endpoint-own-queue", workflow.DefaultVersion, 1) == 1 {
+	if workflow.GetVersion(ctx, versionOwnQueue, workflow.DefaultVersion, 1) == 1 {
 		ctx = workflow.WithWorkflowTaskQueue(ctx, EndpointTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
 	}
 	return workflow.NewContinueAsNewError(ctx, EndpointWorkflowName, e.in)
+}
+
+// publishAdmission writes what the workers' gates read before admitting — the configuration
+// and the guard's coarse snapshot — to the memo, when it has changed. At most one event per
+// workflow task, and none while a quiet endpoint stays as it is.
+func (e *endpointRun) publishAdmission(ctx workflow.Context, now time.Time) {
+	v := activities.AdmissionView{Endpoint: *e.in.Endpoint, Snapshot: e.in.Guard.Snapshot(now).Coarse()}
+	b, err := json.Marshal(v)
+	if err != nil || bytes.Equal(b, e.published) {
+		return
+	}
+	e.published = b
+	// Upsert fails only on a memo it cannot encode; the gates then ask with a query.
+	_ = workflow.UpsertMemo(ctx, map[string]any{activities.MemoAdmission: v})
 }

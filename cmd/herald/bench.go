@@ -36,7 +36,7 @@ Scenarios (--scenario, repeatable; default all, in this order):
               naive workflow (one regular activity) and through the engine's limit (eager
               start, one local activity), each on its own task queue, and the ratios.
   cost        history events per first-try delivery: its own workflow's, read back, plus its
-              share of the endpoint workflow's events during the run.
+              share of every endpoint workflow's and stats shard's events during the run.
   storm       events whose first attempts fail together (503, all at the same moment): how
               the second attempts spread over time (takes about 1.5 × --storm-rung).
   isolation   the healthy endpoints' latency while one endpoint hangs until its attempt
@@ -120,6 +120,7 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.Senders, "senders", cfg.Senders, "concurrent senders at full load (C)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "throughput: events per second of the steady phase")
 	f.IntVar(&cfg.CostEvents, "cost-events", cfg.CostEvents, "cost: first-try deliveries to read back")
+	f.IntVar(&cfg.CostEndpoints, "cost-endpoints", 1, "cost: endpoints the deliveries are spread over (many cold endpoints: try 1000)")
 	f.IntVar(&cfg.StormEvents, "storm-events", cfg.StormEvents, "storm: events whose first attempt fails together")
 	f.DurationVar(&cfg.StormRung, "storm-rung", cfg.StormRung, "storm: the ladder's first wait (jittered ±20%)")
 	f.Float64Var(&cfg.IsolationRate, "isolation-rate", cfg.IsolationRate, "isolation: events per second over the 10 endpoints")

@@ -61,8 +61,10 @@ type Config struct {
 	Endpoints int     `json:"endpoints"`
 	Senders   int     `json:"senders"`
 	Rate      float64 `json:"rate"`
-	// CostEvents first-try deliveries are read back for the cost scenario.
-	CostEvents int `json:"cost_events"`
+	// CostEvents first-try deliveries, spread over CostEndpoints endpoints, are read back
+	// for the cost scenario.
+	CostEvents    int `json:"cost_events"`
+	CostEndpoints int `json:"cost_endpoints"`
 	// StormEvents fail their first attempt together; StormRung is the ladder's first wait
 	// (±20% jitter).
 	StormEvents int           `json:"storm_events"`
@@ -120,6 +122,7 @@ func (c *Config) setDefaults() {
 		c.Rate = d.Rate
 	}
 	set(&c.CostEvents, d.CostEvents)
+	set(&c.CostEndpoints, 1)
 	set(&c.StormEvents, d.StormEvents)
 	setD(&c.StormRung, d.StormRung)
 	if c.IsolationRate <= 0 {

@@ -2,15 +2,20 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -18,6 +23,8 @@ import (
 // CostResult is the history cost of a first-try delivery.
 type CostResult struct {
 	Deliveries int `json:"deliveries"`
+	// Endpoints is how many endpoints the deliveries were spread over.
+	Endpoints int `json:"endpoints"`
 	// DeliveryEvents are the history events of each delivery workflow (mean, min, max).
 	DeliveryEvents    float64 `json:"delivery_events"`
 	DeliveryEventsMin int     `json:"delivery_events_min"`
@@ -28,36 +35,53 @@ type CostResult struct {
 	// (eager start, one local activity), for comparison.
 	EngineEvents int `json:"engine_events"`
 	EngineBytes  int `json:"engine_bytes"`
-	// EndpointEvents is how many events the endpoint workflow gained during the run;
-	// EndpointShare is that over the deliveries.
+	// EndpointEvents is how many events the endpoint workflows gained during the run,
+	// StatsEvents how many the stats shards gained; EndpointShare is both over the deliveries.
 	EndpointEvents int     `json:"endpoint_events"`
+	StatsEvents    int     `json:"stats_events"`
 	EndpointShare  float64 `json:"endpoint_share"`
 	// PerDelivery is DeliveryEvents + EndpointShare.
 	PerDelivery float64 `json:"per_delivery"`
-	// EndpointContinuedAsNew is set when the endpoint workflow continued as new during the
-	// run (then EndpointEvents counts the new run only).
+	// EndpointContinuedAsNew is set when an endpoint or stats workflow continued as new
+	// during the run (its closed runs are counted from visibility).
 	EndpointContinuedAsNew bool `json:"endpoint_continued_as_new,omitempty"`
 	// EndpointEventTypes counts the endpoint workflow's new events by type.
 	EndpointEventTypes map[string]int `json:"endpoint_event_types,omitempty"`
 }
 
 func (e *env) cost(ctx context.Context) (*CostResult, error) {
-	n := e.cfg.CostEvents
-	ep := e.endpointID("cost")
-	if err := e.putEndpoint(ctx, ep, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		w.WriteHeader(http.StatusNoContent)
-	}, nil); err != nil {
-		return nil, err
+	n, m := e.cfg.CostEvents, e.cfg.CostEndpoints
+	eps := make([]string, m)
+	for i := range eps {
+		eps[i] = e.endpointID("cost")
+		if m > 1 {
+			eps[i] = e.endpointID(fmt.Sprintf("cost-%d", i))
+		}
+		if err := e.putEndpoint(ctx, eps[i], func(w http.ResponseWriter, _ *http.Request, _ int) {
+			w.WriteHeader(http.StatusNoContent)
+		}, nil); err != nil {
+			return nil, err
+		}
 	}
-	before, err := e.client.DescribeWorkflowExecution(ctx, workflows.EndpointWorkflowID(ep), "")
+	// Every workflow a delivery may cost events to: the endpoints' and the stats shards'.
+	side := make([]string, 0, m+activities.StatsShards)
+	for _, ep := range eps {
+		side = append(side, workflows.EndpointWorkflowID(ep))
+	}
+	for i := range activities.StatsShards {
+		side = append(side, fmt.Sprintf("endpoint-stats:%d", i))
+	}
+	// Let earlier scenarios' counts settle first.
+	time.Sleep(activities.StatsInterval + time.Second)
+	before, err := e.footprint(ctx, side, nil)
 	if err != nil {
 		return nil, err
 	}
 	ids := newIDs(n)
-	if _, err := e.sendEvents(ctx, ids, func(int) string { return ep }, e.cfg.Senders, 0); err != nil {
+	if _, err := e.sendEvents(ctx, ids, func(i int) string { return eps[i%m] }, e.cfg.Senders, 0); err != nil {
 		return nil, err
 	}
-	res := &CostResult{Deliveries: n, DeliveryEventsMin: -1}
+	res := &CostResult{Deliveries: n, Endpoints: m, DeliveryEventsMin: -1}
 	total, bytes := 0, 0
 	for _, id := range ids {
 		run := e.client.GetWorkflow(ctx, workflows.DeliveryID(id), "")
@@ -80,28 +104,33 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 		res.DeliveryEventsMin = pick(res.DeliveryEventsMin < 0 || k < res.DeliveryEventsMin, k, res.DeliveryEventsMin)
 		res.DeliveryEventsMax = max(res.DeliveryEventsMax, k)
 	}
-	// Let the worker's last outcome report reach the endpoint workflow.
-	time.Sleep(2500 * time.Millisecond)
-	after, err := e.client.DescribeWorkflowExecution(ctx, workflows.EndpointWorkflowID(ep), "")
+	// Let the workers' last outcome reports and counts reach the endpoint and stats workflows.
+	time.Sleep(activities.StatsInterval + 2*time.Second)
+	after, err := e.footprint(ctx, side, before)
 	if err != nil {
 		return nil, err
 	}
-	b, a := before.GetWorkflowExecutionInfo(), after.GetWorkflowExecutionInfo()
-	if b.GetExecution().GetRunId() != a.GetExecution().GetRunId() {
-		res.EndpointContinuedAsNew = true
-		res.EndpointEvents = int(a.GetHistoryLength())
-	} else {
-		res.EndpointEvents = int(a.GetHistoryLength() - b.GetHistoryLength())
+	for i, id := range side {
+		d := after[id].events - before[id].events
+		if i < m {
+			res.EndpointEvents += d
+		} else {
+			res.StatsEvents += d
+		}
+		if after[id].run != before[id].run {
+			res.EndpointContinuedAsNew = true
+		}
 	}
-	if !res.EndpointContinuedAsNew {
+	if m == 1 && !res.EndpointContinuedAsNew {
 		res.EndpointEventTypes = map[string]int{}
-		it := e.client.GetWorkflowHistory(ctx, workflows.EndpointWorkflowID(ep), a.GetExecution().GetRunId(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		id := workflows.EndpointWorkflowID(eps[0])
+		it := e.client.GetWorkflowHistory(ctx, id, after[id].run, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
 				return nil, fmt.Errorf("endpoint history: %w", err)
 			}
-			if ev.GetEventId() > b.GetHistoryLength() {
+			if ev.GetEventId() > int64(before[id].current) {
 				res.EndpointEventTypes[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
 			}
 		}
@@ -111,9 +140,80 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 	if res.EngineEvents, res.EngineBytes, err = e.engineHistory(ctx); err != nil {
 		return nil, err
 	}
-	res.EndpointShare = float64(res.EndpointEvents) / float64(n)
+	res.EndpointShare = float64(res.EndpointEvents+res.StatsEvents) / float64(n)
 	res.PerDelivery = res.DeliveryEvents + res.EndpointShare
 	return res, nil
+}
+
+// runs is what a workflow id has cost so far: events in all its runs, and its current run.
+type runs struct {
+	events  int
+	current int // events of the current run
+	run     string
+}
+
+// footprint counts the history events of each workflow id in every run it has had. A run
+// that closed is counted from visibility, but only for ids whose current run changed since
+// before (nil: count every closed run).
+func (e *env) footprint(ctx context.Context, ids []string, before map[string]runs) (map[string]runs, error) {
+	out := make(map[string]runs, len(ids))
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r, err := e.runsOf(ctx, id, before)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			out[id] = r
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+func (e *env) runsOf(ctx context.Context, id string, before map[string]runs) (runs, error) {
+	var r runs
+	d, err := e.client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return r, nil
+		}
+		return r, fmt.Errorf("describe %s: %w", id, err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	r.run, r.current = info.GetExecution().GetRunId(), int(info.GetHistoryLength())
+	r.events = r.current
+	if b, ok := before[id]; ok && b.run == r.run {
+		return runs{events: b.events - b.current + r.current, current: r.current, run: r.run}, nil
+	}
+	var token []byte
+	for {
+		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:    fmt.Sprintf("WorkflowId = '%s' AND ExecutionStatus != 'Running'", id),
+			PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			return r, fmt.Errorf("list runs of %s: %w", id, err)
+		}
+		for _, ex := range resp.GetExecutions() {
+			if ex.GetExecution().GetRunId() != r.run {
+				r.events += int(ex.GetHistoryLength())
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return r, nil
+		}
+	}
 }
 
 func pick(c bool, a, b int) int {

@@ -65,13 +65,14 @@ func (r *Report) Rows() []Row {
 	}
 	if c := r.Cost; c != nil {
 		s := Cost
-		share := fmt.Sprintf("%.2f (%d events ÷ %d)", c.EndpointShare, c.EndpointEvents, c.Deliveries)
+		share := fmt.Sprintf("%.2f ((%d endpoint + %d stats events) ÷ %d, over %d endpoints)",
+			c.EndpointShare, c.EndpointEvents, c.StatsEvents, c.Deliveries, c.Endpoints)
 		if c.EndpointContinuedAsNew {
 			share += ", continued as new during the run"
 		}
 		rows = append(rows,
 			Row{s, "delivery workflow events", fmt.Sprintf("%.2f (min %d, max %d; %.0f bytes)", c.DeliveryEvents, c.DeliveryEventsMin, c.DeliveryEventsMax, c.DeliveryBytes), "", ""},
-			Row{s, "endpoint workflow share", share, "", ""},
+			Row{s, "endpoint and stats workflows' share", share, "", ""},
 			Row{s, "endpoint workflow events by type", eventTypes(c.EndpointEventTypes), "", ""},
 			Row{s, "engine-limit workflow, for comparison", fmt.Sprintf("%d events; %d bytes", c.EngineEvents, c.EngineBytes), "", ""},
 			Row{s, "history events per first-try delivery", fmt.Sprintf("%.2f", c.PerDelivery), "≤ 8", verdict(c.PerDelivery <= 8)},
