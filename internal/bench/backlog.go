@@ -207,7 +207,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		if err != nil {
 			e.progress("backlog: %s: %v", label, err)
 		}
-		wait := arrivalTimeout(n)
+		wait := min(arrivalTimeout(n), time.Minute)
 		stop := ticker(10*time.Second, func() {
 			e.progress("backlog: %s: %d/%d healthy events arrived", label, countSet(e.rcv.firstSeen(ids)), n)
 		})
@@ -228,7 +228,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, no backlog", backlogHealthy, cfg.BacklogRate, cfg.BacklogFor)
 	var err error
 	if res.Without, res.WithoutMissing, err = steady("without backlog"); err != nil {
-		return nil, err
+		return res, err
 	}
 
 	// Open bq's circuit with one failing event.
@@ -236,7 +236,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	opener := newIDs(1)
 	began := time.Now()
 	if _, err := e.sendEvents(ctx, opener, func(int) string { return bq }, 1, 0); err != nil {
-		return nil, err
+		return res, err
 	}
 	if !waitUntil(ctx, openTimeout, func() bool {
 		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
@@ -244,7 +244,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		st, err := e.starter.GetEndpoint(qctx, bq)
 		return err == nil && st.Circuit.State == string(policy.CircuitOpen)
 	}) {
-		return nil, fmt.Errorf("the circuit of %s did not open within %s of its first failure", bq, openTimeout)
+		return res, fmt.Errorf("the circuit of %s did not open within %s of its first failure", bq, openTimeout)
 	}
 	res.OpenAfter = secs(time.Since(began))
 
@@ -253,7 +253,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	defer e.terminateAll(ctx, append(ids, opener...))
 	e.progress("backlog: sending %d events to %s (circuit open), %d senders", len(ids), bq, cfg.Senders)
 	var sent atomic.Int64
-	sendTimeout := 2*time.Minute + time.Duration(len(ids))*20*time.Millisecond
+	sendTimeout := time.Minute + time.Duration(len(ids))*10*time.Millisecond
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	stop := ticker(10*time.Second, func() { e.progress("backlog: %d/%d sent", sent.Load(), len(ids)) })
 	began = time.Now()
@@ -273,7 +273,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		e.progress("backlog: %s", res.SendError)
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return res, ctx.Err()
 	}
 	opened := len(e.rcv.arrivalsOf(bq))
 
@@ -301,7 +301,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	res.With, res.WithMissing, err = steady("with backlog")
 	<-ops
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	res.P99Ratio = ratio(float64(res.With.Latency.P99), float64(res.Without.Latency.P99))
 
@@ -333,7 +333,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		}
 		return k, last
 	}
-	drainTimeout := 2*time.Minute + time.Duration(len(ids))*cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap)
+	drainTimeout := 90*time.Second + time.Duration(len(ids))*cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap)
 	stop = ticker(10*time.Second, func() {
 		k, _ := drained()
 		e.progress("backlog: drain: %d/%d delivered", k, len(ids))
@@ -350,7 +350,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		e.progress("backlog: drain: %d/%d delivered within %s", res.Drained, len(ids), drainTimeout)
 	}
 	res.MaxConcurrent = e.rcv.maxInFlight(bq)
-	return res, nil
+	return res, ctx.Err()
 }
 
 // backlogAttempts reads the status of every backlog delivery it can within statusBudget, in
@@ -403,10 +403,10 @@ func (e *env) backlogAttempts(ctx context.Context, ids []string, res *BacklogRes
 }
 
 // terminateAll ends the delivery workflows of ids that are still running, several at a
-// time and within a few minutes at most.
+// time and within two minutes at most.
 func (e *env) terminateAll(ctx context.Context, ids []string) {
 	e.progress("backlog: terminating the %d backlog deliveries", len(ids))
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	drive(tctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
 		return e.client.TerminateWorkflow(ctx, workflows.DeliveryID(ids[i]), "", "bench scenario over")
