@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
@@ -112,7 +114,9 @@ func timed(ctx context.Context, op func(ctx context.Context) error) OpTiming {
 	t := OpTiming{Seconds: secs(time.Since(began))}
 	if err != nil {
 		t.Error = err.Error()
-		t.TimedOut = errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil
+		// The server's own deadline (e.g. a query no worker picked up in time) counts too.
+		var deadline *serviceerror.DeadlineExceeded
+		t.TimedOut = errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || ctx.Err() != nil
 	}
 	return t
 }

@@ -170,6 +170,10 @@ func backlogRows(b *BacklogResult) []Row {
 	if b.DrainTimedOut {
 		drain += "; the rest did not arrive in time"
 	}
+	capVerdict := "" // nothing drained: nothing to judge
+	if b.Drained > 0 {
+		capVerdict = verdict(b.MaxConcurrent <= b.Cap)
+	}
 	return []Row{
 		{s, "backlog sent behind one open circuit", sent, "", ""},
 		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s, no backlog", b.Healthy, b.Rate), healthy(b.Without, b.WithoutMissing), "", ""},
@@ -180,7 +184,7 @@ func backlogRows(b *BacklogResult) []Row {
 		{s, "attempts used by the backlog while open", used, "0", usedVerdict},
 		op("endpoint reset (close the circuit by hand)", b.Reset),
 		{s, fmt.Sprintf("drain (receiver %s per request)", b.Delay), drain, "", verdict(!b.DrainTimedOut && b.Drained == b.Events)},
-		{s, fmt.Sprintf("most concurrent requests to it (cap %d)", b.Cap), fmt.Sprintf("%d", b.MaxConcurrent), fmt.Sprintf("≤ %d", b.Cap), verdict(b.MaxConcurrent <= b.Cap)},
+		{s, fmt.Sprintf("most concurrent requests to it (cap %d)", b.Cap), fmt.Sprintf("%d", b.MaxConcurrent), fmt.Sprintf("≤ %d", b.Cap), capVerdict},
 	}
 }
 
