@@ -24,7 +24,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure Herald on this machine: throughput, history cost, retry storm, isolation, cap, breaker",
+		Short: "Measure Herald on this machine: throughput, history cost, retry storm, isolation, cap, breaker, backlog",
 		Long: `Measure Herald on this machine. The bench starts its own embedded Temporal server (in
 memory unless --db-file is given), a Herald worker and HTTP receivers on 127.0.0.1, all in
 this process; it needs nothing else running and touches nothing outside a --db-file.
@@ -45,6 +45,14 @@ Scenarios (--scenario, repeatable; default all, in this order):
               concurrent requests it saw.
   breaker     an endpoint failing every request: how many requests reached it while its
               circuit was open (only probes should).
+  backlog     --backlog-events deliveries queued behind one open circuit (one failure opens
+              it, the probe is an hour away) while 10 healthy endpoints take --backlog-rate
+              events/s for --backlog-for: their first-request p99 against the same load run
+              before the backlog exists; how long endpoint get and put on the blocked
+              endpoint take (30s timeout each); the attempts recorded on the backlog and the
+              requests its receiver saw while open; then its receiver recovers, the circuit
+              is closed by hand, and the drain rate and the most concurrent requests (against
+              --backlog-cap). Every wait is bounded; takes a few minutes.
 
 The table shows each figure, its target where there is one, and whether it was met. The
 figures are measurements, not pass/fail tests: run on a quiet machine, and compare runs
@@ -52,6 +60,7 @@ on the same machine. -o json prints everything measured.`,
 		Example: `  herald bench                                  # every scenario, default sizes
   herald bench --scenario throughput --events 2000
   herald bench --scenario storm --storm-rung 10s
+  herald bench --scenario backlog --backlog-events 20000
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
   herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
 		Args: cobra.NoArgs,
@@ -132,6 +141,11 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.BreakerEvents, "breaker-events", cfg.BreakerEvents, "breaker: events sent to the failing endpoint")
 	f.DurationVar(&cfg.BreakerFor, "breaker-for", cfg.BreakerFor, "breaker: how long to watch the failing endpoint")
 	f.DurationVar(&cfg.ProbeDelay, "probe-delay", cfg.ProbeDelay, "breaker: the scaled-down delay before the circuit's first probe")
+	f.IntVar(&cfg.BacklogEvents, "backlog-events", cfg.BacklogEvents, "backlog: deliveries queued behind the open circuit")
+	f.Float64Var(&cfg.BacklogRate, "backlog-rate", cfg.BacklogRate, "backlog: events per second over the 10 healthy endpoints")
+	f.DurationVar(&cfg.BacklogFor, "backlog-for", cfg.BacklogFor, "backlog: how long each of the healthy endpoints' two runs sends")
+	f.IntVar(&cfg.BacklogCap, "backlog-cap", cfg.BacklogCap, "backlog: the blocked endpoint's max in-flight requests (1-500)")
+	f.DurationVar(&cfg.BacklogDelay, "backlog-delay", cfg.BacklogDelay, "backlog: how long the blocked endpoint's receiver takes to answer once it recovers")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to FILE; read it with `go tool pprof`")
 	return cmd
 }

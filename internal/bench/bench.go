@@ -1,7 +1,7 @@
 // Package bench measures Herald on an embedded Temporal server with receivers on loopback in
 // the same process: throughput and latency against two baselines, history cost per delivery,
 // the retry storm after a mass failure, isolation from a hanging endpoint, the per-endpoint
-// concurrency cap and the circuit breaker. It prints figures; it never asserts speed.
+// concurrency cap, the circuit breaker, and a backlog waiting behind one open circuit. It prints figures; it never asserts speed.
 package bench
 
 import (
@@ -38,10 +38,11 @@ const (
 	Isolation  = "isolation"
 	Cap        = "cap"
 	Breaker    = "breaker"
+	Backlog    = "backlog"
 )
 
 // Scenarios lists every scenario, in the order Run runs them.
-var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker}
+var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog}
 
 // Config sizes the scenarios. Zero values take the defaults (see DefaultConfig).
 type Config struct {
@@ -83,6 +84,15 @@ type Config struct {
 	BreakerEvents int           `json:"breaker_events"`
 	BreakerFor    time.Duration `json:"breaker_for"`
 	ProbeDelay    time.Duration `json:"probe_delay"`
+	// BacklogEvents wait behind one open circuit (an endpoint capped at BacklogCap) while
+	// 10 healthy endpoints take BacklogRate events per second for BacklogFor, once before
+	// the backlog exists and once while it waits; then the blocked endpoint's receiver
+	// answers after BacklogDelay and its circuit is closed by hand.
+	BacklogEvents int           `json:"backlog_events"`
+	BacklogRate   float64       `json:"backlog_rate"`
+	BacklogFor    time.Duration `json:"backlog_for"`
+	BacklogCap    int           `json:"backlog_cap"`
+	BacklogDelay  time.Duration `json:"backlog_delay"`
 
 	// Progress, if set, receives a line as each phase starts.
 	Progress io.Writer `json:"-"`
@@ -91,7 +101,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the sizes `herald bench` uses: each scenario takes under two
-// minutes on a 2-core machine.
+// minutes on a 2-core machine, except backlog (a few minutes; every wait in it is bounded).
 func DefaultConfig() Config {
 	return Config{
 		Events: 1000, Endpoints: 10, Senders: 50, Rate: 50,
@@ -100,6 +110,7 @@ func DefaultConfig() Config {
 		IsolationRate: 50, IsolationFor: 10 * time.Second, HangTimeout: 5 * time.Second,
 		CapEvents: 200, CapLimit: 5, CapDelay: 50 * time.Millisecond,
 		BreakerEvents: 30, BreakerFor: 15 * time.Second, ProbeDelay: 2 * time.Second,
+		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: 20 * time.Second, BacklogCap: 20, BacklogDelay: 20 * time.Millisecond,
 	}
 }
 
@@ -136,6 +147,13 @@ func (c *Config) setDefaults() {
 	set(&c.BreakerEvents, d.BreakerEvents)
 	setD(&c.BreakerFor, d.BreakerFor)
 	setD(&c.ProbeDelay, d.ProbeDelay)
+	set(&c.BacklogEvents, d.BacklogEvents)
+	if c.BacklogRate <= 0 {
+		c.BacklogRate = d.BacklogRate
+	}
+	setD(&c.BacklogFor, d.BacklogFor)
+	set(&c.BacklogCap, d.BacklogCap)
+	setD(&c.BacklogDelay, d.BacklogDelay)
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios
 	}
@@ -173,6 +191,7 @@ type Report struct {
 	Isolation  *IsolationResult   `json:"isolation,omitempty"`
 	Cap        *CapResult         `json:"cap,omitempty"`
 	Breaker    *BreakerResult     `json:"breaker,omitempty"`
+	Backlog    *BacklogResult     `json:"backlog,omitempty"`
 	Errors     map[string]string  `json:"errors,omitempty"`
 	Durations  map[string]Seconds `json:"durations"`
 }
@@ -229,6 +248,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Cap, err = e.capScenario(ctx)
 		case Breaker:
 			rep.Breaker, err = e.breaker(ctx)
+		case Backlog:
+			rep.Backlog, err = e.backlog(ctx)
 		}
 		rep.Durations[name] = secs(time.Since(began))
 		if err != nil {

@@ -19,6 +19,7 @@ func tiny() Config {
 		IsolationRate: 20, IsolationFor: time.Second, HangTimeout: time.Second,
 		CapEvents: 10, CapLimit: 2, CapDelay: 10 * time.Millisecond,
 		BreakerEvents: 5, BreakerFor: 3 * time.Second, ProbeDelay: time.Second,
+		BacklogEvents: 30, BacklogRate: 20, BacklogFor: time.Second, BacklogCap: 3, BacklogDelay: 5 * time.Millisecond,
 	}
 }
 
@@ -111,11 +112,42 @@ func TestAllScenariosTiny(t *testing.T) {
 		t.Errorf("breaker: %d before trip + %d while open > %d requests", b.BeforeTrip, b.WhileOpen, b.Requests)
 	}
 
+	bl := rep.Backlog
+	if bl == nil {
+		t.Fatal("no backlog result")
+	}
+	if bl.Sent != 30 || bl.Drained != 30 || bl.DrainTimedOut {
+		t.Errorf("backlog: sent %d, drained %d (timed out %v), want 30 and 30", bl.Sent, bl.Drained, bl.DrainTimedOut)
+	}
+	for name, p := range map[string]Phase{"without": bl.Without, "with": bl.With} {
+		if p.Events != 20 || p.Arrived != 20 || p.Latency.Count != 20 {
+			t.Errorf("backlog healthy %s: %d of %d arrived, latency over %d", name, p.Arrived, p.Events, p.Latency.Count)
+		}
+	}
+	if bl.WithoutMissing != 0 || bl.WithMissing != 0 || bl.P99Ratio <= 0 {
+		t.Errorf("backlog: missing %d/%d, ratio %v", bl.WithoutMissing, bl.WithMissing, bl.P99Ratio)
+	}
+	for name, op := range map[string]OpTiming{"get": bl.Get, "put": bl.Put, "reset": bl.Reset} {
+		if op.Error != "" || op.Seconds <= 0 {
+			t.Errorf("backlog %s: %+v", name, op)
+		}
+	}
+	n := 0
+	for _, k := range bl.States {
+		n += k
+	}
+	if bl.StatusAsked != 30 || bl.StatusRead != 30 || n != 30 || bl.WithAttempts > bl.StatusRead || bl.Attempts < bl.WithAttempts {
+		t.Errorf("backlog: status asked %d, read %d, states %v, %d attempts on %d deliveries", bl.StatusAsked, bl.StatusRead, bl.States, bl.Attempts, bl.WithAttempts)
+	}
+	if bl.MaxConcurrent < 1 || bl.DrainPerSecond <= 0 {
+		t.Errorf("backlog: max concurrent %d, drain %v/s", bl.MaxConcurrent, bl.DrainPerSecond)
+	}
+
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"SCENARIO", "Herald ÷ naive", "history events per first-try delivery", "peak second attempts per second", "healthy p99", "most concurrent requests", "breaker"} {
+	for _, want := range []string{"SCENARIO", "Herald ÷ naive", "history events per first-try delivery", "peak second attempts per second", "healthy p99", "most concurrent requests", "breaker", "attempts used by the backlog"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
 		}
@@ -156,6 +188,20 @@ func TestPhaseOf(t *testing.T) {
 	p := phaseOf(sent, got)
 	if p.Events != 4 || p.Arrived != 3 || p.Latency.Count != 3 || p.Seconds != 4 || p.PerSecond != 0.75 {
 		t.Fatalf("phaseOf = %+v", p)
+	}
+}
+
+func TestWithMissing(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	sent := []time.Time{t0, t0, t0, {}}
+	got := []time.Time{t0.Add(time.Second), {}, t0.Add(2 * time.Second), {}}
+	p, missing := withMissing(sent, got, t0.Add(10*time.Second))
+	if missing != 1 || p.Arrived != 2 || p.Latency.Count != 3 || p.Latency.Max != 10*time.Second || p.Latency.P50 != 2*time.Second {
+		t.Fatalf("withMissing = %+v, %d missing", p, missing)
+	}
+	p, missing = withMissing(sent[:1], got[:1], t0)
+	if missing != 0 || p.Latency.Max != time.Second {
+		t.Fatalf("withMissing with all arrived = %+v, %d missing", p, missing)
 	}
 }
 

@@ -122,7 +122,84 @@ func (r *Report) Rows() []Row {
 			)
 		}
 	}
+	if b := r.Backlog; b != nil {
+		rows = append(rows, backlogRows(b)...)
+	}
 	return rows
+}
+
+func backlogRows(b *BacklogResult) []Row {
+	s := Backlog
+	healthy := func(p Phase, missing int) string {
+		v := fmt.Sprintf("%s  (%d/%d arrived)", lat(p.Latency), p.Arrived, p.Events)
+		if missing > 0 {
+			v += fmt.Sprintf("; %d never arrived, counted as the whole wait: lower bounds", missing)
+		}
+		return v
+	}
+	op := func(name string, t OpTiming) Row {
+		v := fmt.Sprintf("%.2fs", float64(t.Seconds))
+		switch {
+		case t.TimedOut:
+			v += fmt.Sprintf(" (timed out: %s)", t.Error)
+		case t.Error != "":
+			v += fmt.Sprintf(" (failed: %s)", t.Error)
+		}
+		return Row{s, name, v, "< 2s", verdict(t.Error == "" && t.Seconds < 2)}
+	}
+	get := op(fmt.Sprintf("endpoint get (blocked endpoint, %d waiting)", b.Sent), b.Get)
+	if b.Queue >= 0 {
+		get.Value += fmt.Sprintf("  queue shown: %d", b.Queue)
+	}
+	sent := fmt.Sprintf("%d/%d in %.1fs (%d senders); circuit open %.2fs after its one failure", b.Sent, b.Events, float64(b.SendSeconds), b.Senders, float64(b.OpenAfter))
+	if b.SendError != "" {
+		sent += "; " + b.SendError
+	}
+	used := fmt.Sprintf("%d attempts on %d deliveries; %d requests reached the receiver; status read for %d/%d (%s)",
+		b.Attempts, b.WithAttempts, b.Requests, b.StatusRead, b.Events, states(b.States))
+	if b.StatusRead < b.StatusAsked {
+		used += fmt.Sprintf("; %d of %d status queries failed, first: %s", b.StatusAsked-b.StatusRead, b.StatusAsked, b.StatusError)
+	}
+	usedVerdict := ""
+	switch {
+	case b.Attempts > 0 || b.Requests > 0:
+		usedVerdict = verdict(false)
+	case b.StatusRead == b.Sent && b.Sent > 0:
+		usedVerdict = verdict(true)
+	}
+	drain := fmt.Sprintf("%.1f/s  (%d/%d in %.1fs after the reset)", b.DrainPerSecond, b.Drained, b.Events, float64(b.DrainSeconds))
+	if b.DrainTimedOut {
+		drain += "; the rest did not arrive in time"
+	}
+	capVerdict := "" // nothing drained: nothing to judge
+	if b.Drained > 0 {
+		capVerdict = verdict(b.MaxConcurrent <= b.Cap)
+	}
+	return []Row{
+		{s, "backlog sent behind one open circuit", sent, "", ""},
+		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s, no backlog", b.Healthy, b.Rate), healthy(b.Without, b.WithoutMissing), "", ""},
+		{s, fmt.Sprintf("same, %d events waiting on the open circuit", b.Sent), healthy(b.With, b.WithMissing), "", ""},
+		{s, "healthy p99 with ÷ without", fmt.Sprintf("%.2f×", b.P99Ratio), "≤ 1.5×", verdict(b.P99Ratio > 0 && b.P99Ratio <= 1.5 && b.WithMissing == 0)},
+		get,
+		op(fmt.Sprintf("endpoint put --max-in-flight %d (blocked endpoint)", b.Cap), b.Put),
+		{s, "attempts used by the backlog while open", used, "0", usedVerdict},
+		op("endpoint reset (close the circuit by hand)", b.Reset),
+		{s, fmt.Sprintf("drain (receiver %s per request)", b.Delay), drain, "", verdict(!b.DrainTimedOut && b.Drained == b.Events)},
+		{s, fmt.Sprintf("most concurrent requests to it (cap %d)", b.Cap), fmt.Sprintf("%d", b.MaxConcurrent), fmt.Sprintf("≤ %d", b.Cap), capVerdict},
+	}
+}
+
+func states(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return dash(strings.Join(parts, ", "))
 }
 
 func histogram(per []int) string {

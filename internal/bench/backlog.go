@@ -1,0 +1,418 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// The backlog scenario's bounds: every wait ends by itself.
+const (
+	// backlogHealthy endpoints take the steady load.
+	backlogHealthy = 10
+	// opTimeout bounds each operator command (endpoint get, put, reset).
+	opTimeout = 30 * time.Second
+	// statusTimeout bounds one status query; statusBudget all of them.
+	statusTimeout = 5 * time.Second
+	statusBudget  = 90 * time.Second
+	// statusReaders query statuses at once.
+	statusReaders = 16
+	// openTimeout bounds the wait for the circuit to open after the first failure.
+	openTimeout = time.Minute
+	// backlogProbeDelay puts the circuit's probe well past the scenario's end.
+	backlogProbeDelay = time.Hour
+)
+
+// OpTiming is how long one operator command took; a timeout or an error is a result.
+type OpTiming struct {
+	Seconds  Seconds `json:"seconds"`
+	Error    string  `json:"error,omitempty"`
+	TimedOut bool    `json:"timed_out,omitempty"`
+}
+
+// BacklogResult is what N deliveries queued behind one open circuit do to everything else.
+type BacklogResult struct {
+	Events  int           `json:"events"`
+	Senders int           `json:"senders"`
+	Healthy int           `json:"healthy_endpoints"`
+	Rate    float64       `json:"rate"`
+	For     time.Duration `json:"for"`
+	Cap     int           `json:"cap"`
+	Delay   time.Duration `json:"drain_receiver_delay"`
+
+	// OpenAfter is how long after the first (failing) send the circuit was seen open.
+	OpenAfter Seconds `json:"open_after"`
+	// Sent of Events were sent in SendSeconds; SendError is the first failed send's error.
+	Sent        int     `json:"sent"`
+	SendSeconds Seconds `json:"send_seconds"`
+	SendError   string  `json:"send_error,omitempty"`
+
+	// Without is the healthy endpoints' steady load before the backlog exists; With the
+	// same load while it waits. Events that did not arrive within the wait count in the
+	// latency as the wait (a lower bound): see Missing.
+	Without        Phase   `json:"without_backlog"`
+	With           Phase   `json:"with_backlog"`
+	WithoutMissing int     `json:"without_backlog_missing"`
+	WithMissing    int     `json:"with_backlog_missing"`
+	P99Ratio       float64 `json:"p99_ratio"`
+
+	// Get, Put and Reset are `endpoint get`, `endpoint put --max-in-flight` and
+	// `endpoint reset` on the blocked endpoint, through the starter, while the backlog waits.
+	Get   OpTiming `json:"get"`
+	Put   OpTiming `json:"put"`
+	Reset OpTiming `json:"reset"`
+	// Queue is the endpoint's queue as Get showed it (-1: Get failed).
+	Queue int `json:"queue"`
+
+	// StatusRead of StatusAsked backlog deliveries answered a status query within the
+	// budget; Attempts is the attempts recorded on them, WithAttempts how many had any,
+	// States how many were in each state. Requests is how many requests for backlog events
+	// reached the receiver while the circuit was open.
+	StatusAsked  int            `json:"status_asked"`
+	StatusRead   int            `json:"status_read"`
+	StatusError  string         `json:"status_error,omitempty"`
+	Attempts     int            `json:"attempts"`
+	WithAttempts int            `json:"with_attempts"`
+	States       map[string]int `json:"states"`
+	Requests     int            `json:"requests_while_open"`
+
+	// Drained of Events were delivered (204) within DrainSeconds of the reset, at
+	// DrainPerSecond; DrainTimedOut is set when not all were. MaxConcurrent is the most
+	// requests the blocked endpoint's receiver had in progress at once.
+	Drained        int     `json:"drained"`
+	DrainSeconds   Seconds `json:"drain_seconds"`
+	DrainPerSecond float64 `json:"drain_per_second"`
+	DrainTimedOut  bool    `json:"drain_timed_out"`
+	MaxConcurrent  int     `json:"max_concurrent"`
+}
+
+func (t OpTiming) String() string {
+	if t.Error != "" {
+		return fmt.Sprintf("%.2fs, %s", float64(t.Seconds), t.Error)
+	}
+	return fmt.Sprintf("%.2fs, ok", float64(t.Seconds))
+}
+
+// timed runs op with opTimeout and reports how long it took.
+func timed(ctx context.Context, op func(ctx context.Context) error) OpTiming {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	began := time.Now()
+	err := op(ctx)
+	t := OpTiming{Seconds: secs(time.Since(began))}
+	if err != nil {
+		t.Error = err.Error()
+		// The server's own deadline (e.g. a query no worker picked up in time) counts too.
+		var deadline *serviceerror.DeadlineExceeded
+		t.TimedOut = errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || ctx.Err() != nil
+	}
+	return t
+}
+
+// ticker calls f every d until the returned stop is called.
+func ticker(d time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// withMissing summarises the latency of sentAt→arrived, counting an event that did not
+// arrive as having taken until cutoff (so the figures are lower bounds then).
+func withMissing(sentAt, arrived []time.Time, cutoff time.Time) (Phase, int) {
+	p := phaseOf(sentAt, arrived)
+	missing := 0
+	filled := make([]time.Time, len(arrived))
+	for i := range arrived {
+		filled[i] = arrived[i]
+		if arrived[i].IsZero() && !sentAt[i].IsZero() {
+			filled[i] = cutoff
+			missing++
+		}
+	}
+	if missing > 0 {
+		p.Latency = summarize(between(sentAt, filled))
+	}
+	return p, missing
+}
+
+func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
+	cfg := e.cfg
+	res := &BacklogResult{Events: cfg.BacklogEvents, Senders: cfg.Senders, Healthy: backlogHealthy,
+		Rate: cfg.BacklogRate, For: cfg.BacklogFor, Cap: cfg.BacklogCap, Delay: cfg.BacklogDelay,
+		Queue: -1, States: map[string]int{}}
+
+	// The healthy endpoints: 204 at once.
+	ok := func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusNoContent) }
+	eps := make([]string, backlogHealthy)
+	for i := range eps {
+		eps[i] = e.endpointID(fmt.Sprintf("bl-%d", i))
+		if err := e.putEndpoint(ctx, eps[i], ok, nil); err != nil {
+			return nil, err
+		}
+	}
+	// The blocked endpoint: 503 until healthy is set, then 204 after BacklogDelay. One
+	// failure opens its circuit; the probe is an hour away.
+	bq := e.endpointID("bq")
+	var healthy atomic.Bool
+	var dmu sync.Mutex
+	delivered := map[string]time.Time{}
+	if err := e.putEndpoint(ctx, bq, func(w http.ResponseWriter, r *http.Request, _ int) {
+		if !healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		time.Sleep(cfg.BacklogDelay)
+		w.WriteHeader(http.StatusNoContent)
+		dmu.Lock()
+		if id := r.Header.Get("webhook-id"); delivered[id].IsZero() {
+			delivered[id] = time.Now()
+		}
+		dmu.Unlock()
+	}, &activities.Overrides{MaxInFlight: cfg.BacklogCap, Breaker: &policy.BreakerOverride{
+		ConsecutiveFailures: 1, ProbeDelay: backlogProbeDelay, MaxProbeDelay: backlogProbeDelay,
+	}}); err != nil {
+		return nil, err
+	}
+
+	// The healthy load, the same with and without the backlog.
+	n := int(cfg.BacklogRate * cfg.BacklogFor.Seconds())
+	endpoint := func(i int) string { return eps[i%len(eps)] }
+	steady := func(label string) (Phase, int, error) {
+		ids := newIDs(n)
+		sctx, cancel := context.WithTimeout(ctx, cfg.BacklogFor+opTimeout)
+		defer cancel()
+		sentAt, err := e.sendEvents(sctx, ids, endpoint, cfg.Senders, cfg.BacklogRate)
+		if err != nil {
+			e.progress("backlog: %s: %v", label, err)
+		}
+		wait := min(arrivalTimeout(n), time.Minute)
+		stop := ticker(10*time.Second, func() {
+			e.progress("backlog: %s: %d/%d healthy events arrived", label, countSet(e.rcv.firstSeen(ids)), n)
+		})
+		if !waitUntil(ctx, wait, func() bool { return e.rcv.allSeen(ids, 1) }) {
+			e.progress("backlog: %s: not every healthy event arrived within %s", label, wait)
+		}
+		stop()
+		p, missing := withMissing(sentAt, e.rcv.firstSeen(ids), time.Now())
+		return p, missing, ctx.Err()
+	}
+
+	warm := newIDs(min(100, n))
+	if _, err := e.sendEvents(ctx, warm, endpoint, cfg.Senders, 0); err != nil {
+		return nil, err
+	}
+	waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
+
+	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, no backlog", backlogHealthy, cfg.BacklogRate, cfg.BacklogFor)
+	var err error
+	if res.Without, res.WithoutMissing, err = steady("without backlog"); err != nil {
+		return res, err
+	}
+
+	// Open bq's circuit with one failing event.
+	e.progress("backlog: opening %s's circuit with one failing event", bq)
+	opener := newIDs(1)
+	began := time.Now()
+	if _, err := e.sendEvents(ctx, opener, func(int) string { return bq }, 1, 0); err != nil {
+		return res, err
+	}
+	if !waitUntil(ctx, openTimeout, func() bool {
+		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		defer cancel()
+		st, err := e.starter.GetEndpoint(qctx, bq)
+		return err == nil && st.Circuit.State == string(policy.CircuitOpen)
+	}) {
+		return res, fmt.Errorf("the circuit of %s did not open within %s of its first failure", bq, openTimeout)
+	}
+	res.OpenAfter = secs(time.Since(began))
+
+	// Queue the backlog behind it.
+	ids := newIDs(cfg.BacklogEvents)
+	defer e.terminateAll(ctx, append(ids, opener...))
+	e.progress("backlog: sending %d events to %s (circuit open), %d senders", len(ids), bq, cfg.Senders)
+	var sent atomic.Int64
+	sendTimeout := time.Minute + time.Duration(len(ids))*10*time.Millisecond
+	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	stop := ticker(10*time.Second, func() { e.progress("backlog: %d/%d sent", sent.Load(), len(ids)) })
+	began = time.Now()
+	_, failed, ferr := drive(sctx, len(ids), cfg.Senders, 0, func(ctx context.Context, i int) error {
+		_, err := e.starter.Send(ctx, starter.Event{ID: ids[i], EndpointID: bq, Type: "bench.event", Data: benchData})
+		if err == nil {
+			sent.Add(1)
+		}
+		return err
+	})
+	res.SendSeconds = secs(time.Since(began))
+	stop()
+	cancel()
+	res.Sent = len(ids) - failed
+	if ferr != nil {
+		res.SendError = fmt.Sprintf("%d sends failed, first: %v", failed, ferr)
+		e.progress("backlog: %s", res.SendError)
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	opened := len(e.rcv.arrivalsOf(bq))
+
+	// The same healthy load while the backlog waits; meanwhile, the operator commands.
+	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, %d events waiting on %s; endpoint get and put on it",
+		backlogHealthy, cfg.BacklogRate, cfg.BacklogFor, res.Sent, bq)
+	ops := make(chan struct{})
+	go func() {
+		defer close(ops)
+		res.Get = timed(ctx, func(ctx context.Context) error {
+			st, err := e.starter.GetEndpoint(ctx, bq)
+			if err == nil {
+				res.Queue = st.Queue
+			}
+			return err
+		})
+		e.progress("backlog: endpoint get %s: %s", bq, res.Get)
+		res.Put = timed(ctx, func(ctx context.Context) error {
+			_, err := e.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: bq,
+				Overrides: &activities.Overrides{MaxInFlight: cfg.BacklogCap}})
+			return err
+		})
+		e.progress("backlog: endpoint put %s --max-in-flight %d: %s", bq, cfg.BacklogCap, res.Put)
+	}()
+	res.With, res.WithMissing, err = steady("with backlog")
+	<-ops
+	if err != nil {
+		return res, err
+	}
+	res.P99Ratio = ratio(float64(res.With.Latency.P99), float64(res.Without.Latency.P99))
+
+	// What the backlog used while the circuit was open.
+	e.progress("backlog: reading the status of the %d backlog deliveries (at most %s)", len(ids), statusBudget)
+	e.backlogAttempts(ctx, ids, res)
+	res.Requests = len(e.rcv.arrivalsOf(bq)) - opened
+
+	// Drain: bq answers again, the circuit closes by hand.
+	e.progress("backlog: %s healthy again (%s per request); closing its circuit by hand", bq, cfg.BacklogDelay)
+	healthy.Store(true)
+	drainStart := time.Now()
+	res.Reset = timed(ctx, func(ctx context.Context) error {
+		_, err := e.starter.ResetCircuit(ctx, bq)
+		return err
+	})
+	e.progress("backlog: endpoint reset %s: %s", bq, res.Reset)
+	drained := func() (int, time.Time) {
+		dmu.Lock()
+		defer dmu.Unlock()
+		k, last := 0, time.Time{}
+		for _, id := range ids {
+			if t := delivered[id]; !t.IsZero() {
+				k++
+				if t.After(last) {
+					last = t
+				}
+			}
+		}
+		return k, last
+	}
+	drainTimeout := 90*time.Second + time.Duration(len(ids))*cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap)
+	stop = ticker(10*time.Second, func() {
+		k, _ := drained()
+		e.progress("backlog: drain: %d/%d delivered", k, len(ids))
+	})
+	res.DrainTimedOut = !waitUntil(ctx, drainTimeout, func() bool { k, _ := drained(); return k == len(ids) })
+	stop()
+	var last time.Time
+	res.Drained, last = drained()
+	if res.Drained > 0 {
+		res.DrainSeconds = secs(last.Sub(drainStart))
+		res.DrainPerSecond = float64(res.Drained) / last.Sub(drainStart).Seconds()
+	}
+	if res.DrainTimedOut {
+		e.progress("backlog: drain: %d/%d delivered within %s", res.Drained, len(ids), drainTimeout)
+	}
+	res.MaxConcurrent = e.rcv.maxInFlight(bq)
+	return res, ctx.Err()
+}
+
+// backlogAttempts reads the status of every backlog delivery it can within statusBudget, in
+// random order (so those read are a fair sample), and sums their attempts.
+func (e *env) backlogAttempts(ctx context.Context, ids []string, res *BacklogResult) {
+	order := rand.Perm(len(ids))
+	bctx, cancel := context.WithTimeout(ctx, statusBudget)
+	defer cancel()
+	next := make(chan string)
+	go func() {
+		defer close(next)
+		for _, i := range order {
+			select {
+			case next <- ids[i]:
+			case <-bctx.Done():
+				return
+			}
+		}
+	}()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range statusReaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range next {
+				qctx, qcancel := context.WithTimeout(bctx, statusTimeout)
+				st, err := e.starter.Status(qctx, id)
+				qcancel()
+				mu.Lock()
+				res.StatusAsked++
+				if err != nil {
+					if res.StatusError == "" {
+						res.StatusError = err.Error()
+					}
+				} else {
+					res.StatusRead++
+					used := len(st.Attempts) + st.Dropped
+					res.Attempts += used
+					if used > 0 {
+						res.WithAttempts++
+					}
+					res.States[st.State]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// terminateAll ends the delivery workflows of ids that are still running, several at a
+// time and within two minutes at most.
+func (e *env) terminateAll(ctx context.Context, ids []string) {
+	e.progress("backlog: terminating the %d backlog deliveries", len(ids))
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	drive(tctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
+		return e.client.TerminateWorkflow(ctx, workflows.DeliveryID(ids[i]), "", "bench scenario over")
+	})
+}
