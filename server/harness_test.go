@@ -48,6 +48,9 @@ var shared *stack
 var quiet = testkit.Quiet
 
 func TestMain(m *testing.M) {
+	if os.Getenv(tokenWriterEnv) != "" {
+		os.Exit(runTokenWriter()) // a child of TestTokenStoreConcurrentProcesses
+	}
 	dir, err := os.MkdirTemp("", "herald-server-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
