@@ -20,8 +20,9 @@ import (
 
 // Request body limits.
 const (
-	// maxEventBody leaves room for the envelope around up to 256 KiB of data.
-	maxEventBody = workflows.MaxDataBytes + 16<<10
+	// maxEventBody bounds the body of POST /v1/events. The data limit applies to the data
+	// compacted (starter.ValidateEvent); this leaves room for whitespace around it.
+	maxEventBody = 4*workflows.MaxDataBytes + 16<<10
 	// maxBody bounds every other request body.
 	maxBody = 64 << 10
 )
@@ -52,7 +53,7 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: event data may be at most 256 KiB; send a reference to large content instead", tooLarge.Limit))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: event data may be at most 256 KiB compacted; send a reference to large content instead", tooLarge.Limit))
 		return
 	}
 	code := errStatus(err)
@@ -68,7 +69,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 
 // cleanMessage drops the sentinel prefixes ("invalid input: ", "not found: ") that wrap starter errors.
 func cleanMessage(m string) string {
-	for _, p := range []string{starter.ErrInvalid.Error() + ": ", starter.ErrNotFound.Error() + ": ", errForbidden.Error() + ": "} {
+	for _, p := range []string{starter.ErrInvalid.Error() + ": ", starter.ErrTooLarge.Error() + ": ", starter.ErrNotFound.Error() + ": ", errForbidden.Error() + ": "} {
 		m = strings.TrimPrefix(m, p)
 	}
 	return m
@@ -139,9 +140,6 @@ func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (i
 	var req sendRequest
 	if err := decode(w, r, maxEventBody, &req); err != nil {
 		return 0, nil, err
-	}
-	if len(req.Data) > workflows.MaxDataBytes {
-		return 0, nil, &http.MaxBytesError{Limit: workflows.MaxDataBytes}
 	}
 	if req.EndpointID == "" {
 		return 0, nil, fmt.Errorf("%w: endpoint_id is missing: name the endpoint to deliver to", starter.ErrInvalid)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/workflows"
 )
 
 func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
@@ -280,4 +282,33 @@ func deadLetterIDs(list map[string]any) []string {
 		ids = append(ids, d.(map[string]any)["event_id"].(string))
 	}
 	return ids
+}
+
+// TestSendDataLimitIsOnCompactedBytes: the 256 KiB limit applies to the data as it goes on
+// the wire (compacted, never escaped), in the API as in starter.
+func TestSendDataLimitIsOnCompactedBytes(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("limit")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	max := workflows.MaxDataBytes
+	lt := func(n int) string { return `"` + strings.Repeat("<", n-2) + `"` } // n bytes of JSON
+	body := func(data string) string { return fmt.Sprintf(`{"endpoint_id":%q,"data":%s}`, ep, data) }
+	cases := []struct {
+		name, body string
+		code       int
+	}{
+		{"256 KiB of <", body(lt(max)), http.StatusAccepted},
+		{"256 KiB compacted, more with whitespace", body(`{"a":` + lt(max-6) + strings.Repeat(" ", 100<<10) + `}`), http.StatusAccepted},
+		{"one byte over", body(lt(max + 1)), http.StatusRequestEntityTooLarge},
+		{"request body over 1 MiB", body(`{"a":` + lt(100) + strings.Repeat(" ", 2<<20) + `}`), http.StatusRequestEntityTooLarge},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out := call(t, "POST", "/v1/events", shared.operator, c.body)
+			want(t, c.name, code, c.code, out)
+			if c.code == http.StatusRequestEntityTooLarge && !strings.Contains(fmt.Sprint(out["error"]), "256 KiB") {
+				t.Errorf("413 should name the limit: %v", out)
+			}
+		})
+	}
 }

@@ -199,6 +199,8 @@ func errStatus(err error) int {
 	switch {
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
+	case errors.Is(err, starter.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, starter.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, starter.ErrNotFound):
