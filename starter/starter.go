@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -176,12 +177,12 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) error {
 	desc, err := s.c.DescribeWorkflowExecution(ctx, workflows.EndpointWorkflowID(id), "")
 	if err != nil {
 		if isNotFound(err) {
-			return fmt.Errorf("%w: endpoint %s is not registered: register it first with `herald endpoint put %s --url URL`", ErrNotFound, id, id)
+			return fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
 		}
 		return fmt.Errorf("endpoint %s: %w", id, err)
 	}
 	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return fmt.Errorf("%w: endpoint %s is not registered: register it with `herald endpoint put %s --url URL`", ErrNotFound, id, id)
+		return fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
 	}
 	s.mu.Lock()
 	s.known[id] = now
@@ -314,7 +315,10 @@ func keyword(raw []byte) string {
 // and returns the workflow id that carries it out (visible in the Temporal UI).
 func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (string, error) {
 	if f := in.Filter; !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
-		return "", fmt.Errorf("%w: --until %s is before --since %s", ErrInvalid, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+		return "", fmt.Errorf("%w: until (%s) is before since (%s)", ErrInvalid, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	if err := policy.ValidateReplayAt(in.At, s.opts.Now()); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if in.Filter.EndpointID != "" {
 		if err := workflows.ValidateEndpointID(in.Filter.EndpointID); err != nil {

@@ -1,12 +1,14 @@
 package starter
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -71,5 +73,26 @@ func TestEventDataSurvivesJSON(t *testing.T) {
 	}
 	if string(old.Data) != `{"order":42}` || old.EndpointID != "a" || old.CreatedAt.IsZero() {
 		t.Errorf("an event of an earlier history reads as %+v", old)
+	}
+}
+
+func TestBulkReplayBounds(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := New(nil, Options{Now: func() time.Time { return now }}) // refused before any call to Temporal
+	tests := []struct {
+		name string
+		in   workflows.BulkReplayInput
+		want string
+	}{
+		{"in 31 days", workflows.BulkReplayInput{At: now.Add(31 * 24 * time.Hour)}, "at most 30 days"},
+		{"until before since", workflows.BulkReplayInput{Filter: activities.DeadLetterFilter{Since: now, Until: now.Add(-time.Hour)}}, "until (2026-11-30T11:00:00Z) is before since"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.BulkReplay(context.Background(), tt.in)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "--") {
+				t.Fatalf("error %v, want an invalid-input error containing %q and no flag name", err, tt.want)
+			}
+		})
 	}
 }

@@ -107,7 +107,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 func TestDeadLetterThenReplay(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, status(http.StatusInternalServerError))
-	putEndpoint(t, "dlq", rcv.URL, fast(3, 100*time.Millisecond, 200*time.Millisecond))
+	putEndpoint(t, "dlq", rcv.URL, fast(3, time.Second, time.Second))
 	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "dlq", Data: json.RawMessage(`{"n":1}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -96,8 +96,12 @@ func SearchAttributeTypes() map[string]enums.IndexedValueType {
 	return m
 }
 
-// MaxDataBytes is the largest event payload Herald accepts.
+// MaxDataBytes is the largest event payload Herald accepts, counted compacted (as it goes
+// on the wire).
 const MaxDataBytes = 256 << 10
+
+// MaxURLBytes is the longest endpoint URL Herald accepts.
+const MaxURLBytes = 2048
 
 // Event is what a producer hands Herald: one message for one endpoint.
 type Event struct {
