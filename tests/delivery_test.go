@@ -246,7 +246,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 		{"dot in id", starter.Event{ID: "evt.bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
 		{"space in id", starter.Event{ID: "evt bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
 		{"no data", starter.Event{ID: "evt_nodata", EndpointID: "strict"}, starter.ErrInvalid, "no data"},
-		{"unknown endpoint", starter.Event{ID: "evt_orphan", EndpointID: "nobody-home", Data: json.RawMessage(`{}`)}, starter.ErrNotFound, "herald endpoint put"},
+		{"unknown endpoint", starter.Event{ID: "evt_orphan", EndpointID: "nobody-home", Data: json.RawMessage(`{}`)}, starter.ErrNotFound, "is not registered: register it first"},
 		{"bad endpoint id", starter.Event{ID: "evt_badep", EndpointID: "a/b", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "endpoint id"},
 	}
 	for _, tc := range cases {
