@@ -151,6 +151,19 @@ type envelope struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// body is the envelope as it goes on the wire: compact JSON whose data is the producer's
+// bytes, compacted at most. Nothing is escaped for HTML: json.Marshal would turn each <, >
+// and & into a six-byte \u escape, changing the data and its size.
+func (e envelope) body() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // Attempt makes one HTTP attempt to deliver an event to its endpoint's current URL. It
 // returns an error only when the worker itself is shutting down; every failure of the
 // receiver is reported in the Result.
@@ -199,7 +212,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 func (a *Activities) send(ctx context.Context, in AttemptInput, ep Endpoint) Result {
 	now := a.now()
 	res := Result{Number: in.Number, StartedAt: now, Policy: a.Defaults.Apply(ep.Overrides), URL: displayURL(ep.URL)}
-	body, err := json.Marshal(envelope{ID: in.EventID, Type: in.Type, CreatedAt: in.CreatedAt, Data: in.Data})
+	body, err := envelope{ID: in.EventID, Type: in.Type, CreatedAt: in.CreatedAt, Data: in.Data}.body()
 	if err != nil {
 		res.Outcome, res.Error = OutcomeRefused, fmt.Sprintf("encode body: %v", err)
 		return res

@@ -43,7 +43,7 @@ func LoadKeyring(path string) (*Keyring, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("codec key file %s does not exist; create one with a new key (GenerateKeyFile) or fix the path", path)
+			return nil, fmt.Errorf("codec key file %s does not exist; create one with `herald keygen %s` or fix the path", path, path)
 		}
 		return nil, fmt.Errorf("codec key file %s: %w", path, err)
 	}

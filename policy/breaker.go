@@ -139,8 +139,11 @@ func (c BreakerConfig) Validate() error {
 	if c.VolumeWindow <= 0 {
 		errs = append(errs, fmt.Errorf("breaker volume window %s is not positive; use a duration such as 5m", c.VolumeWindow))
 	}
-	if c.ProbeDelay <= 0 {
+	switch {
+	case c.ProbeDelay <= 0:
 		errs = append(errs, fmt.Errorf("breaker probe delay %s is not positive; use a duration such as 5m", c.ProbeDelay))
+	case c.ProbeDelay < MinDelay:
+		errs = append(errs, fmt.Errorf("breaker probe delay %s is under %s; use a duration such as 5m", c.ProbeDelay, MinDelay))
 	}
 	if c.MaxProbeDelay < c.ProbeDelay {
 		errs = append(errs, fmt.Errorf("breaker max probe delay %s is below the probe delay %s; raise it to at least the probe delay", c.MaxProbeDelay, c.ProbeDelay))

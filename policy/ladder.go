@@ -60,7 +60,7 @@ func DefaultLadder() Ladder {
 }
 
 // Validate reports every problem with the ladder, joined, or nil when it is
-// usable: Attempts in [1, MaxAttempts], each delay in (0, MaxDelay], at least
+// usable: Attempts in [1, MaxAttempts], each delay in [MinDelay, MaxDelay], at least
 // one delay when Attempts > 1, and Jitter in [0, 1).
 func (l Ladder) Validate() error {
 	var errs []error
@@ -74,6 +74,8 @@ func (l Ladder) Validate() error {
 		switch {
 		case d <= 0:
 			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; every delay must be positive", i+1, d))
+		case d < MinDelay:
+			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; the shortest allowed is %s", i+1, d, MinDelay))
 		case d > MaxDelay:
 			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; the longest allowed is %s", i+1, d, MaxDelay))
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -20,8 +21,9 @@ import (
 
 // Request body limits.
 const (
-	// maxEventBody leaves room for the envelope around up to 256 KiB of data.
-	maxEventBody = workflows.MaxDataBytes + 16<<10
+	// maxEventBody bounds the body of POST /v1/events. The data limit applies to the data
+	// compacted (starter.ValidateEvent); this leaves room for whitespace around it.
+	maxEventBody = 4*workflows.MaxDataBytes + 16<<10
 	// maxBody bounds every other request body.
 	maxBody = 64 << 10
 )
@@ -52,7 +54,7 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: event data may be at most 256 KiB; send a reference to large content instead", tooLarge.Limit))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: event data may be at most 256 KiB compacted; send a reference to large content instead", tooLarge.Limit))
 		return
 	}
 	code := errStatus(err)
@@ -68,7 +70,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 
 // cleanMessage drops the sentinel prefixes ("invalid input: ", "not found: ") that wrap starter errors.
 func cleanMessage(m string) string {
-	for _, p := range []string{starter.ErrInvalid.Error() + ": ", starter.ErrNotFound.Error() + ": ", errForbidden.Error() + ": "} {
+	for _, p := range []string{starter.ErrInvalid.Error() + ": ", starter.ErrTooLarge.Error() + ": ", starter.ErrNotFound.Error() + ": ", errForbidden.Error() + ": ", errMediaType.Error() + ": "} {
 		m = strings.TrimPrefix(m, p)
 	}
 	return m
@@ -95,8 +97,15 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // decode reads a JSON body of at most limit bytes into v, refusing unknown fields and
 // trailing data.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("%w: Content-Type is %q: send application/json", starter.ErrInvalid, ct)
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		// The media type is case-insensitive and may carry parameters; JSON is UTF-8.
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return fmt.Errorf("%w: Content-Type is %q: send application/json", errMediaType, ct)
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return fmt.Errorf("%w: Content-Type charset is %q: send application/json in utf-8 (charset=utf-8, or no charset)", errMediaType, cs)
+		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -139,9 +148,6 @@ func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (i
 	var req sendRequest
 	if err := decode(w, r, maxEventBody, &req); err != nil {
 		return 0, nil, err
-	}
-	if len(req.Data) > workflows.MaxDataBytes {
-		return 0, nil, &http.MaxBytesError{Limit: workflows.MaxDataBytes}
 	}
 	if req.EndpointID == "" {
 		return 0, nil, fmt.Errorf("%w: endpoint_id is missing: name the endpoint to deliver to", starter.ErrInvalid)
@@ -257,28 +263,30 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// breakerRequest is a circuit-breaker override; missing fields take Herald's defaults.
+// breakerRequest is a circuit-breaker override; missing fields take Herald's defaults. A
+// field given is used as given: 0 is refused where the range starts at 1, never read as
+// "the default".
 type breakerRequest struct {
-	ConsecutiveFailures int      `json:"consecutive_failures,omitempty"`
-	ConsecutiveWindow   Duration `json:"consecutive_window,omitempty"`
-	VolumeFailures      int      `json:"volume_failures,omitempty"`
-	VolumeWindow        Duration `json:"volume_window,omitempty"`
-	ProbeDelay          Duration `json:"probe_delay,omitempty"`
-	MaxProbeDelay       Duration `json:"max_probe_delay,omitempty"`
-	HalfOpenSuccesses   *int     `json:"half_open_successes,omitempty"`
-	ProbeTimeout        Duration `json:"probe_timeout,omitempty"`
+	ConsecutiveFailures *int      `json:"consecutive_failures,omitempty"`
+	ConsecutiveWindow   *Duration `json:"consecutive_window,omitempty"`
+	VolumeFailures      *int      `json:"volume_failures,omitempty"`
+	VolumeWindow        *Duration `json:"volume_window,omitempty"`
+	ProbeDelay          *Duration `json:"probe_delay,omitempty"`
+	MaxProbeDelay       *Duration `json:"max_probe_delay,omitempty"`
+	HalfOpenSuccesses   *int      `json:"half_open_successes,omitempty"`
+	ProbeTimeout        *Duration `json:"probe_timeout,omitempty"`
 }
 
 func (b breakerRequest) config() (policy.BreakerConfig, error) {
 	c := policy.DefaultBreakerConfig()
-	setInt := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
+	setInt := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
 		}
 	}
-	setDur := func(dst *time.Duration, v Duration) {
-		if v != 0 {
-			*dst = time.Duration(v)
+	setDur := func(dst *time.Duration, v *Duration) {
+		if v != nil {
+			*dst = time.Duration(*v)
 		}
 	}
 	setInt(&c.ConsecutiveFailures, b.ConsecutiveFailures)
@@ -287,12 +295,10 @@ func (b breakerRequest) config() (policy.BreakerConfig, error) {
 	setDur(&c.VolumeWindow, b.VolumeWindow)
 	setDur(&c.ProbeDelay, b.ProbeDelay)
 	setDur(&c.MaxProbeDelay, b.MaxProbeDelay)
-	if c.MaxProbeDelay < c.ProbeDelay && b.MaxProbeDelay == 0 {
+	if c.MaxProbeDelay < c.ProbeDelay && b.MaxProbeDelay == nil {
 		c.MaxProbeDelay = c.ProbeDelay
 	}
-	if b.HalfOpenSuccesses != nil {
-		c.HalfOpenSuccesses = *b.HalfOpenSuccesses
-	}
+	setInt(&c.HalfOpenSuccesses, b.HalfOpenSuccesses)
 	setDur(&c.ProbeTimeout, b.ProbeTimeout)
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("%w: breaker: %v", starter.ErrInvalid, err)
@@ -300,17 +306,19 @@ func (b breakerRequest) config() (policy.BreakerConfig, error) {
 	return c, nil
 }
 
-// putEndpointRequest is the body of PUT /v1/endpoints/{id}; absent fields keep what is stored.
+// putEndpointRequest is the body of PUT /v1/endpoints/{id}; absent fields keep what is
+// stored. A field given is used as given: 0 is refused where the range starts above 0,
+// never read as "keep" or "the default".
 type putEndpointRequest struct {
 	URL         string          `json:"url,omitempty"`
 	Secret      string          `json:"secret,omitempty"`
 	Tenant      string          `json:"tenant,omitempty"`
-	MaxInFlight int             `json:"max_in_flight,omitempty"`
+	MaxInFlight *int            `json:"max_in_flight,omitempty"`
 	Schedule    []Duration      `json:"schedule,omitempty"`
-	Attempts    int             `json:"attempts,omitempty"`
+	Attempts    *int            `json:"attempts,omitempty"`
 	Jitter      *float64        `json:"jitter,omitempty"`
-	Timeout     Duration        `json:"timeout,omitempty"`
-	Retention   Duration        `json:"retention,omitempty"`
+	Timeout     *Duration       `json:"timeout,omitempty"`
+	Retention   *Duration       `json:"retention,omitempty"`
 	Breaker     *breakerRequest `json:"breaker,omitempty"`
 	// ClearOverrides returns the endpoint to the worker's defaults before applying the rest.
 	ClearOverrides bool `json:"clear_overrides,omitempty"`
@@ -345,8 +353,26 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 	}
 	var o activities.Overrides
 	set := false
-	if body.Schedule != nil || body.Attempts != 0 || body.Jitter != nil {
-		lo := policy.LadderOverride{Attempts: body.Attempts, Jitter: body.Jitter}
+	// Overrides read 0 as "keep": a 0 given here must be refused, not dropped.
+	if body.Attempts != nil && *body.Attempts < 1 {
+		return 0, nil, fmt.Errorf("%w: attempts %d: give 1 to %d, or leave attempts out to keep it", starter.ErrInvalid, *body.Attempts, policy.MaxAttempts)
+	}
+	if body.MaxInFlight != nil && (*body.MaxInFlight < policy.MinMaxInFlight || *body.MaxInFlight > policy.MaxMaxInFlight) {
+		return 0, nil, fmt.Errorf("%w: max_in_flight %d is outside %d..%d", starter.ErrInvalid, *body.MaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight)
+	}
+	for _, f := range []struct {
+		name string
+		d    *Duration
+	}{{"timeout", body.Timeout}, {"retention", body.Retention}} {
+		if f.d != nil && *f.d <= 0 {
+			return 0, nil, fmt.Errorf("%w: %s %s: give a positive duration, or leave %s out to keep it", starter.ErrInvalid, f.name, time.Duration(*f.d), f.name)
+		}
+	}
+	if body.Schedule != nil || body.Attempts != nil || body.Jitter != nil {
+		lo := policy.LadderOverride{Jitter: body.Jitter}
+		if body.Attempts != nil {
+			lo.Attempts = *body.Attempts
+		}
 		if body.Schedule != nil {
 			lo.Delays = make([]time.Duration, len(body.Schedule))
 			for i, d := range body.Schedule {
@@ -355,17 +381,14 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 		}
 		o.Ladder, set = &lo, true
 	}
-	if body.MaxInFlight != 0 {
-		if body.MaxInFlight < 1 || body.MaxInFlight > 500 {
-			return 0, nil, fmt.Errorf("%w: max_in_flight %d is outside 1..500", starter.ErrInvalid, body.MaxInFlight)
-		}
-		o.MaxInFlight, set = body.MaxInFlight, true
+	if body.MaxInFlight != nil {
+		o.MaxInFlight, set = *body.MaxInFlight, true
 	}
-	if body.Timeout != 0 {
-		o.Timeout, set = time.Duration(body.Timeout), true
+	if body.Timeout != nil {
+		o.Timeout, set = time.Duration(*body.Timeout), true
 	}
-	if body.Retention != 0 {
-		o.Retention, set = time.Duration(body.Retention), true
+	if body.Retention != nil {
+		o.Retention, set = time.Duration(*body.Retention), true
 	}
 	if body.Breaker != nil {
 		c, err := body.Breaker.config()

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/workflows"
 )
 
 func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
@@ -161,6 +165,16 @@ func TestErrors(t *testing.T) {
 		{"bulk unknown field", "POST", "/v1/endpoints/" + ep + "/replay", shared.operator, map[string]any{"from": "x"}, 400, "unknown field"},
 		{"reset unknown endpoint", "POST", "/v1/endpoints/nobody-" + ep + "/reset", shared.operator, nil, 404, "does not exist"},
 		{"dead letters of unknown endpoint", "GET", "/v1/dead-letters?endpoint=nobody-" + ep, shared.operator, nil, 404, "does not exist"},
+		{"max_in_flight 0", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"max_in_flight": 0}, 400, "max_in_flight 0 is outside 1..500"},
+		{"attempts 0", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"attempts": 0}, 400, "attempts 0"},
+		{"timeout 0s", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"timeout": "0s"}, 400, "timeout 0s"},
+		{"retention 0s", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"retention": "0s"}, 400, "retention 0s"},
+		{"breaker field 0", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"breaker": map[string]any{"consecutive_failures": 0}}, 400, "consecutive failures 0"},
+		{"retention under 1h", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"retention": "10m"}, 400, "under 1h"},
+		{"ladder wait under 1s", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"schedule": []string{"100ms"}}, 400, "shortest allowed is 1s"},
+		{"probe delay under 1s", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"breaker": map[string]any{"probe_delay": "500ms"}}, 400, "under 1s"},
+		{"URL too long", "PUT", "/v1/endpoints/long-" + ep, shared.operator, map[string]any{"url": rcv.URL + "/" + strings.Repeat("a", 2048)}, 400, "the limit is 2048"},
+		{"replay over 30 days ahead", "POST", "/v1/endpoints/" + ep + "/replay", shared.operator, map[string]any{"at": time.Now().Add(31 * 24 * time.Hour).Format(time.RFC3339)}, 400, "at most 30 days"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -172,6 +186,9 @@ func TestErrors(t *testing.T) {
 			msg, _ := out["error"].(string)
 			if !strings.Contains(msg, c.says) {
 				t.Fatalf("error %q should say %q", msg, c.says)
+			}
+			if strings.Contains(msg, "--") {
+				t.Fatalf("error %q names a command-line flag: API errors name JSON fields", msg)
 			}
 		})
 	}
@@ -280,4 +297,121 @@ func deadLetterIDs(list map[string]any) []string {
 		ids = append(ids, d.(map[string]any)["event_id"].(string))
 	}
 	return ids
+}
+
+// TestSendDataLimitIsOnCompactedBytes: the 256 KiB limit applies to the data as it goes on
+// the wire (compacted, never escaped), in the API as in starter.
+func TestSendDataLimitIsOnCompactedBytes(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("limit")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	max := workflows.MaxDataBytes
+	lt := func(n int) string { return `"` + strings.Repeat("<", n-2) + `"` } // n bytes of JSON
+	body := func(data string) string { return fmt.Sprintf(`{"endpoint_id":%q,"data":%s}`, ep, data) }
+	cases := []struct {
+		name, body string
+		code       int
+	}{
+		{"256 KiB of <", body(lt(max)), http.StatusAccepted},
+		{"256 KiB compacted, more with whitespace", body(`{"a":` + lt(max-6) + strings.Repeat(" ", 100<<10) + `}`), http.StatusAccepted},
+		{"one byte over", body(lt(max + 1)), http.StatusRequestEntityTooLarge},
+		{"request body over 1 MiB", body(`{"a":` + lt(100) + strings.Repeat(" ", 2<<20) + `}`), http.StatusRequestEntityTooLarge},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out := call(t, "POST", "/v1/events", shared.operator, c.body)
+			want(t, c.name, code, c.code, out)
+			if c.code == http.StatusRequestEntityTooLarge && !strings.Contains(fmt.Sprint(out["error"]), "256 KiB") {
+				t.Errorf("413 should name the limit: %v", out)
+			}
+		})
+	}
+}
+
+// TestContentType: the media type is matched exactly but case-insensitively, with
+// parameters; anything else is 415.
+func TestContentType(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("ctype")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	body := fmt.Sprintf(`{"endpoint_id":%q,"data":{}}`, ep)
+	for _, c := range []struct {
+		ct   string
+		code int
+	}{
+		{"application/json", http.StatusAccepted},
+		{"Application/JSON", http.StatusAccepted},
+		{"application/json; charset=utf-8", http.StatusAccepted},
+		{"application/json;charset=UTF-8", http.StatusAccepted},
+		{"", http.StatusAccepted},
+		{"application/jsonx", http.StatusUnsupportedMediaType},
+		{"application/json-patch+json", http.StatusUnsupportedMediaType},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"application/json; charset=latin1", http.StatusUnsupportedMediaType},
+		{"application/json; charset", http.StatusUnsupportedMediaType},
+	} {
+		t.Run(c.ct, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", shared.http.URL+"/v1/events", strings.NewReader(body))
+			if c.ct != "" {
+				req.Header.Set("Content-Type", c.ct)
+			}
+			req.Header.Set("Authorization", "Bearer "+shared.operator)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			record("POST", "/v1/events", resp.StatusCode)
+			if resp.StatusCode != c.code {
+				t.Fatalf("Content-Type %q: status %d, want %d: %s", c.ct, resp.StatusCode, c.code, raw)
+			}
+			if c.code == http.StatusUnsupportedMediaType && !strings.Contains(string(raw), "application/json") {
+				t.Errorf("415 should say what to send: %s", raw)
+			}
+		})
+	}
+}
+
+// TestWrongMethodIs405 tries a method no route takes on the path of every API route.
+func TestWrongMethodIs405(t *testing.T) {
+	allowed := map[string][]string{} // path → methods
+	for _, rt := range shared.server.routes() {
+		if rt.api {
+			path := strings.ReplaceAll(rt.path, "{id}", "x")
+			allowed[path] = append(allowed[path], rt.method)
+		}
+	}
+	for path, methods := range allowed {
+		for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+			if slices.Contains(methods, m) {
+				continue
+			}
+			req, _ := http.NewRequest(m, shared.http.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+shared.operator)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			allow := resp.Header.Get("Allow")
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: status %d, want 405 (%v)", m, path, resp.StatusCode, out)
+				continue
+			}
+			for _, want := range methods {
+				if !strings.Contains(allow, want) {
+					t.Errorf("%s %s: Allow %q lacks %s", m, path, allow, want)
+				}
+			}
+			if msg, _ := out["error"].(string); !strings.Contains(msg, methods[0]) {
+				t.Errorf("%s %s: error %q should name the methods to use", m, path, msg)
+			}
+		}
+	}
+	if code, _ := call(t, "GET", "/v1/nothing", shared.operator, nil); code != http.StatusNotFound {
+		t.Errorf("unknown API path: status %d, want 404", code)
+	}
 }

@@ -48,6 +48,9 @@ var shared *stack
 var quiet = testkit.Quiet
 
 func TestMain(m *testing.M) {
+	if os.Getenv(tokenWriterEnv) != "" {
+		os.Exit(runTokenWriter()) // a child of TestTokenStoreConcurrentProcesses
+	}
 	dir, err := os.MkdirTemp("", "herald-server-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -290,7 +293,7 @@ func uniq(prefix string) string {
 // putEndpoint registers an endpoint through the API with a short ladder of attempts.
 func putEndpoint(t *testing.T, id, tenant, url string, attempts int, extra map[string]any) {
 	t.Helper()
-	body := map[string]any{"url": url, "tenant": tenant, "schedule": []string{"200ms"}, "attempts": attempts, "jitter": 0, "timeout": "5s", "retention": "1h"}
+	body := map[string]any{"url": url, "tenant": tenant, "schedule": []string{"1s"}, "attempts": attempts, "jitter": 0, "timeout": "5s", "retention": "1h"}
 	for k, v := range extra {
 		body[k] = v
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -129,9 +130,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no API route "+r.Method+" "+r.URL.Path+": see /v1/openapi.json")
-	})
+	s.mux.HandleFunc("/v1/", s.noRoute)
 	return s, nil
 }
 
@@ -160,6 +159,25 @@ func (s *Server) routes() []route {
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
 	}
+}
+
+// noRoute answers a request no API route takes: 405 with Allow when the path has routes for
+// other methods, 404 otherwise.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/v1/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, "no API route "+r.Method+" "+r.URL.Path+": see /v1/openapi.json")
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s does not take %s: use %s (see /v1/openapi.json)", r.URL.Path, r.Method, strings.Join(allow, " or ")))
 }
 
 // ServeHTTP adds the security headers to every answer and routes the request.
@@ -199,6 +217,10 @@ func errStatus(err error) int {
 	switch {
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType
+	case errors.Is(err, starter.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, starter.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, starter.ErrNotFound):
@@ -213,5 +235,8 @@ func errStatus(err error) int {
 // errForbidden marks what a token may not do at all (as opposed to what it may not see).
 var errForbidden = errors.New("forbidden")
 
+// errMediaType marks a request body that is not application/json.
+var errMediaType = errors.New("unsupported media type")
+
 // unavailableMessage is the message of a 503.
-const unavailableMessage = "Temporal is unreachable right now; retry shortly (the server's --address must point at a running Temporal frontend)"
+const unavailableMessage = "Temporal is unreachable right now; retry shortly (if it lasts, the Herald server cannot reach its Temporal frontend: tell its operator)"

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/filelock"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -58,15 +59,18 @@ type tokensFile struct {
 // TokenStore holds the tokens of a tokens file. It rereads the file when it changes, so a
 // token created or revoked by `herald token` takes effect in running servers at once; several
 // servers must share one file (the session key in it signs their cookies).
+//
+// Every change holds an exclusive lock on the file's sibling PATH.lock from the read to the
+// rename of the new file, so writers in any number of processes take turns and none loses
+// another's change.
 type TokenStore struct {
 	path string
 
-	mu      sync.Mutex
-	modTime time.Time
-	size    int64
-	file    tokensFile
-	byHash  map[string]Token
-	byID    map[string]Token
+	mu     sync.Mutex
+	read   os.FileInfo // the file as last read; nil when it did not exist
+	file   tokensFile
+	byHash map[string]Token
+	byID   map[string]Token
 }
 
 // OpenTokenStore opens the tokens file at path. A missing file is an empty store: it will be
@@ -92,13 +96,13 @@ func (s *TokenStore) reload(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if errors.Is(err, os.ErrNotExist) {
-		s.file, s.byHash, s.byID, s.modTime, s.size = tokensFile{}, map[string]Token{}, map[string]Token{}, time.Time{}, 0
+		s.file, s.byHash, s.byID, s.read = tokensFile{}, map[string]Token{}, map[string]Token{}, nil
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("tokens file %s: %w", s.path, err)
 	}
-	if !force && fi.ModTime().Equal(s.modTime) && fi.Size() == s.size {
+	if !force && s.read != nil && unchanged(s.read, fi) {
 		return nil
 	}
 	b, err := os.ReadFile(s.path)
@@ -109,13 +113,20 @@ func (s *TokenStore) reload(force bool) error {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("tokens file %s is not valid: %v (recreate it with herald token create)", s.path, err)
 	}
-	s.file, s.modTime, s.size = f, fi.ModTime(), fi.Size()
+	s.file, s.read = f, fi
 	s.byHash, s.byID = map[string]Token{}, map[string]Token{}
 	for _, t := range f.Tokens {
 		s.byHash[t.Hash] = t
 		s.byID[t.ID] = t
 	}
 	return nil
+}
+
+// unchanged reports whether the file is the one last read. Every change renames a new file
+// into place, so a change is a new inode even when the size and the modification time (whose
+// granularity may be coarse) are the same.
+func unchanged(read, now os.FileInfo) bool {
+	return os.SameFile(read, now) && read.ModTime().Equal(now.ModTime()) && read.Size() == now.Size()
 }
 
 // hashToken is the stored form of a token.
@@ -211,8 +222,15 @@ func (s *TokenStore) Revoke(id string) error {
 }
 
 // update rewrites the file with fn's change, atomically (write to a temporary file, rename),
-// with mode 0600, creating the session key when the file has none.
+// with mode 0600, creating the session key when the file has none. It holds the file's lock
+// from reading the current tokens to the rename, so concurrent writers, in this process or
+// others, never lose each other's changes.
 func (s *TokenStore) update(fn func(*tokensFile) error) error {
+	lock, err := filelock.Acquire(s.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("tokens file %s: %w", s.path, err)
+	}
+	defer lock.Unlock()
 	if err := s.reload(true); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -19,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -32,6 +35,15 @@ var ErrNotFound = errors.New("not found")
 // ErrInvalid marks errors caused by bad input, so callers (the CLI, the HTTP API) can tell
 // them from outages.
 var ErrInvalid = errors.New("invalid input")
+
+// ErrTooLarge marks event data over workflows.MaxDataBytes once compacted. It is an
+// ErrInvalid too (errors.Is reports both).
+var ErrTooLarge error = tooLarge{}
+
+type tooLarge struct{}
+
+func (tooLarge) Error() string        { return "too large" }
+func (tooLarge) Is(target error) bool { return target == ErrInvalid }
 
 // Options configure a Client.
 type Options struct {
@@ -86,7 +98,9 @@ func NewEventID() string {
 }
 
 // ValidateEvent checks an event before anything is started, filling in a missing id,
-// type and creation time. Errors wrap ErrInvalid and say what to fix.
+// type and creation time, and compacting its data (json.Compact: whitespace goes, nothing
+// is escaped): those are the bytes a receiver gets, and the ones workflows.MaxDataBytes
+// limits. Errors wrap ErrInvalid (and ErrTooLarge for data over the limit) and say what to fix.
 func ValidateEvent(ev *Event, now time.Time) error {
 	if ev.ID == "" {
 		ev.ID = NewEventID()
@@ -103,15 +117,22 @@ func ValidateEvent(ev *Event, now time.Time) error {
 	if len(ev.Type) > 255 || strings.ContainsAny(ev.Type, "\r\n\t") {
 		return fmt.Errorf("%w: event type %q must be one line of at most 255 characters", ErrInvalid, ev.Type)
 	}
-	if len(ev.Data) == 0 {
+	if len(bytes.TrimSpace(ev.Data)) == 0 {
 		return fmt.Errorf("%w: event %s has no data: give a JSON value, e.g. {}", ErrInvalid, ev.ID)
 	}
-	if len(ev.Data) > workflows.MaxDataBytes {
-		return fmt.Errorf("%w: event %s data is %d bytes; the limit is %d (256 KiB): send a reference to large content instead", ErrInvalid, ev.ID, len(ev.Data), workflows.MaxDataBytes)
+	if !utf8.Valid(ev.Data) {
+		return fmt.Errorf("%w: event %s data is not valid UTF-8: JSON must be UTF-8", ErrInvalid, ev.ID)
 	}
-	if !json.Valid(ev.Data) {
-		return fmt.Errorf("%w: event %s data is not valid JSON", ErrInvalid, ev.ID)
+	// The limit applies to the bytes that go on the wire: the data compacted, never escaped.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, ev.Data); err != nil {
+		return fmt.Errorf("%w: event %s data is not valid JSON: %v", ErrInvalid, ev.ID, err)
 	}
+	if compact.Len() > workflows.MaxDataBytes {
+		return fmt.Errorf("%w: event %s data is %d bytes compacted; the limit is %d (256 KiB): send a reference to large content instead",
+			ErrTooLarge, ev.ID, compact.Len(), workflows.MaxDataBytes)
+	}
+	ev.Data = compact.Bytes()
 	if ev.CreatedAt.IsZero() {
 		ev.CreatedAt = now.UTC()
 	}
@@ -156,12 +177,12 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) error {
 	desc, err := s.c.DescribeWorkflowExecution(ctx, workflows.EndpointWorkflowID(id), "")
 	if err != nil {
 		if isNotFound(err) {
-			return fmt.Errorf("%w: endpoint %s is not registered: register it first with `herald endpoint put %s --url URL`", ErrNotFound, id, id)
+			return fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
 		}
 		return fmt.Errorf("endpoint %s: %w", id, err)
 	}
 	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return fmt.Errorf("%w: endpoint %s is not registered: register it with `herald endpoint put %s --url URL`", ErrNotFound, id, id)
+		return fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
 	}
 	s.mu.Lock()
 	s.known[id] = now
@@ -294,7 +315,10 @@ func keyword(raw []byte) string {
 // and returns the workflow id that carries it out (visible in the Temporal UI).
 func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (string, error) {
 	if f := in.Filter; !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
-		return "", fmt.Errorf("%w: --until %s is before --since %s", ErrInvalid, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+		return "", fmt.Errorf("%w: until (%s) is before since (%s)", ErrInvalid, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	if err := policy.ValidateReplayAt(in.At, s.opts.Now()); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if in.Filter.EndpointID != "" {
 		if err := workflows.ValidateEndpointID(in.Filter.EndpointID); err != nil {

@@ -107,7 +107,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 func TestDeadLetterThenReplay(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, status(http.StatusInternalServerError))
-	putEndpoint(t, "dlq", rcv.URL, fast(3, 100*time.Millisecond, 200*time.Millisecond))
+	putEndpoint(t, "dlq", rcv.URL, fast(3, time.Second, time.Second))
 	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "dlq", Data: json.RawMessage(`{"n":1}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 		{"dot in id", starter.Event{ID: "evt.bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
 		{"space in id", starter.Event{ID: "evt bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
 		{"no data", starter.Event{ID: "evt_nodata", EndpointID: "strict"}, starter.ErrInvalid, "no data"},
-		{"unknown endpoint", starter.Event{ID: "evt_orphan", EndpointID: "nobody-home", Data: json.RawMessage(`{}`)}, starter.ErrNotFound, "herald endpoint put"},
+		{"unknown endpoint", starter.Event{ID: "evt_orphan", EndpointID: "nobody-home", Data: json.RawMessage(`{}`)}, starter.ErrNotFound, "is not registered: register it first"},
 		{"bad endpoint id", starter.Event{ID: "evt_badep", EndpointID: "a/b", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "endpoint id"},
 	}
 	for _, tc := range cases {

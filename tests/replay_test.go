@@ -79,13 +79,13 @@ func TestRecordHistories(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	putEndpoint(t, "rec-ok", ok.URL, fast(3, time.Second))
-	brk := fast(3, 200*time.Millisecond)
+	brk := fast(3, time.Second)
 	full := policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: time.Minute, VolumeFailures: 20,
 		VolumeWindow: 5 * time.Minute, ProbeDelay: time.Second, MaxProbeDelay: time.Minute, HalfOpenSuccesses: 0, ProbeTimeout: time.Minute}.Override()
 	brk.Breaker = &full
 	putEndpoint(t, "rec-breaker", tripping.URL, brk)
 	putEndpoint(t, "rec-flaky", flaky.URL, fast(3, 30*time.Second))
-	putEndpoint(t, "rec-down", down.URL, fast(2, 200*time.Millisecond))
+	putEndpoint(t, "rec-down", down.URL, fast(2, time.Second))
 
 	send := func(id, endpoint string) {
 		if _, err := shared.starter.Send(ctx, starter.Event{ID: id, EndpointID: endpoint, Type: "test.recorded", Data: json.RawMessage(`{"n":1}`)}); err != nil {

@@ -61,7 +61,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 	secret, _ := signature.GenerateSecret()
 	zero := 0.0
 	if _, err := s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,
-		Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{100 * time.Millisecond}, Attempts: 2, Jitter: &zero}}}); err != nil {
+		Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 2, Jitter: &zero}}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Send(ctx, starter.Event{EndpointID: "sealed", Data: json.RawMessage(`{"card":"` + payloadMarker + `"}`)})

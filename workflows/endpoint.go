@@ -303,7 +303,10 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 		}
 	}
 	if req.URL == "" && !registered {
-		return fmt.Errorf("endpoint %s is not registered yet: give its URL with --url", req.ID)
+		return fmt.Errorf("endpoint %s is not registered yet: give its URL", req.ID)
+	}
+	if len(req.URL) > MaxURLBytes {
+		return fmt.Errorf("endpoint %s: the URL is %d bytes long; the limit is %d", req.ID, len(req.URL), MaxURLBytes)
 	}
 	if req.URL != "" {
 		if _, err := net.CheckURL(req.URL); err != nil {
@@ -327,8 +330,8 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 	if req.RotateTo != "" && !registered {
 		return fmt.Errorf("endpoint %s is not registered yet: there is no secret to rotate", req.ID)
 	}
-	if req.RotateGrace < 0 {
-		return fmt.Errorf("rotation grace %s is negative", req.RotateGrace)
+	if err := policy.ValidateGrace(req.RotateGrace); err != nil {
+		return fmt.Errorf("endpoint %s: %w", req.ID, err)
 	}
 	if o := req.Overrides; o != nil {
 		if o.Ladder != nil {
@@ -353,8 +356,10 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 				return fmt.Errorf("endpoint %s: capacity: %w", req.ID, err)
 			}
 		}
-		if o.Retention < 0 {
-			return fmt.Errorf("endpoint %s: retention %s is negative", req.ID, o.Retention)
+		if o.Retention != 0 {
+			if err := policy.ValidateRetention(o.Retention); err != nil {
+				return fmt.Errorf("endpoint %s: %w", req.ID, err)
+			}
 		}
 	}
 	return nil

@@ -41,9 +41,14 @@ downloaded and no Docker is needed. Stop it with Ctrl-C; start it again on the s
 every waiting delivery and parked dead letter carries on.
 
 The dev worker may dial loopback addresses (127.0.0.0/8, ::1), so receivers on this
-machine work; production workers refuse them unless allowed with --allow-cidr.`,
+machine work; production workers refuse them unless allowed with --allow-cidr.
+
+` + zeroRule,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseZero(cmd.Flags()); err != nil {
+				return err
+			}
 			opts, err := wf.options(g.taskQueue)
 			if err != nil {
 				return err

@@ -42,11 +42,16 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 changes only what it gives. A changed URL is used by the next attempt of every pending
 delivery. A new endpoint without --secret gets a generated signing secret, shown once.
 
-Policy flags override the worker's defaults for this endpoint only.`,
+Policy flags override the worker's defaults for this endpoint only.
+
+` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseZero(cmd.Flags()); err != nil {
+				return err
+			}
 			req := workflows.PutEndpointRequest{ID: args[0], URL: url, Tenant: tenant, ClearOverrides: clear}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)
@@ -79,16 +84,9 @@ Policy flags override the worker's defaults for this endpoint only.`,
 				o.Retention, set = retention, true
 			}
 			if fl.Changed("max-in-flight") {
-				if maxInFlight < 1 || maxInFlight > 500 {
-					return fmt.Errorf("%w: --max-in-flight %d is outside 1..500: every endpoint may have at least 1 and at most 500 requests in flight", starter.ErrInvalid, maxInFlight)
-				}
 				o.MaxInFlight, set = maxInFlight, true
 			}
-			b, ok, err := brk.override(fl)
-			if err != nil {
-				return err
-			}
-			if ok {
+			if b, ok := brk.override(fl); ok {
 				o.Breaker, set = &b, true
 			}
 			if set {
@@ -292,8 +290,8 @@ func (b *breakerFlags) bind(f *pflag.FlagSet) {
 
 // override is the breaker settings the flags given change; ok is false if none was given.
 // The endpoint workflow checks the settings they make; zero would mean "keep", so it is
-// refused here.
-func (b *breakerFlags) override(f *pflag.FlagSet) (o policy.BreakerOverride, ok bool, err error) {
+// refused before (refuseZero).
+func (b *breakerFlags) override(f *pflag.FlagSet) (o policy.BreakerOverride, ok bool) {
 	for name, set := range map[string]func(){
 		"breaker-consecutive":   func() { o.ConsecutiveFailures = b.consecutive },
 		"breaker-window":        func() { o.ConsecutiveWindow = b.window },
@@ -304,12 +302,9 @@ func (b *breakerFlags) override(f *pflag.FlagSet) (o policy.BreakerOverride, ok 
 		"half-open-attempts":    func() { o.HalfOpenSuccesses = &b.halfOpen },
 	} {
 		if f.Changed(name) {
-			if v := f.Lookup(name).Value.String(); name != "half-open-attempts" && (v == "0" || v == "0s") {
-				return o, false, fmt.Errorf("%w: --%s must be positive", starter.ErrInvalid, name)
-			}
 			set()
 			ok = true
 		}
 	}
-	return o, ok, nil
+	return o, ok
 }

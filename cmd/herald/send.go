@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,8 @@ func newSendCmd(g *globals) *cobra.Command {
 on the ladder until the receiver answers 2xx. Sending the same --id twice is safe: the second
 send starts nothing and returns the first delivery.
 
---data takes JSON inline, @FILE to read a file, or - to read standard input (256 KiB at most).`,
+--data takes JSON inline, @FILE to read a file, or - to read standard input (256 KiB at
+most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.`,
 		Example: `  herald send --endpoint acme --type order.paid --data '{"order":42}'
   herald send --endpoint acme --id evt_order_42_paid --data @event.json`,
 		Args: cobra.NoArgs,
@@ -35,6 +37,9 @@ send starts nothing and returns the first delivery.
 			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 				res, err := s.Send(ctx, ev)
+				if errors.Is(err, starter.ErrNotFound) {
+					return fmt.Errorf("%w (herald endpoint put %s --url URL)", err, endpoint)
+				}
 				if err != nil {
 					return err
 				}
@@ -72,9 +77,15 @@ func readData(arg string, stdin io.Reader) ([]byte, error) {
 	default:
 		return []byte(arg), nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r, workflows.MaxDataBytes+1))
+	// The limit counts the data compacted (starter.ValidateEvent checks it); this only
+	// bounds what is read, leaving room for whitespace.
+	const most = 4 * workflows.MaxDataBytes
+	b, err := io.ReadAll(io.LimitReader(r, most+1))
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: %w", arg, err)
+	}
+	if len(b) > most {
+		return nil, fmt.Errorf("%w: --data %s is over %d bytes: event data may be at most 256 KiB compacted", starter.ErrTooLarge, arg, most)
 	}
 	return b, nil
 }

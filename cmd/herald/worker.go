@@ -31,9 +31,14 @@ attributes (HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, all Ke
 Run as many workers as you like on the same task queue.
 
 With --metrics-listen HOST:PORT the worker serves Prometheus metrics on /metrics there: the
-Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).`,
+Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).
+
+` + zeroRule,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseZero(cmd.Flags()); err != nil {
+				return err
+			}
 			opts, err := wf.options(g.taskQueue)
 			if err != nil {
 				return err

@@ -58,6 +58,9 @@ func (f *workerFlags) options(taskQueue string) (worker.Options, error) {
 	if err := d.Ladder.Validate(); err != nil {
 		return o, fmt.Errorf("%w: --schedule/--attempts/--jitter: %v", errUsage, err)
 	}
+	if err := policy.ValidateRetention(f.retention); err != nil {
+		return o, fmt.Errorf("%w: --retention: %v", errUsage, err)
+	}
 	d.Retention, d.Timeout = f.retention, f.timeout
 	return worker.Options{
 		TaskQueue: taskQueue,

@@ -126,7 +126,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	s, err := start(ctx, o, frontendPort, httpPort, uiPort, lock)
 	if err != nil {
-		lock.release()
+		lock.Unlock()
 		return nil, err
 	}
 	return s, nil
@@ -211,7 +211,7 @@ func (s *Server) Stop() {
 		if err := s.temporal.Stop(); err != nil {
 			s.logger.Warn("stop temporal server", "frontend", s.frontend, "error", err)
 		}
-		s.lock.release()
+		s.lock.Unlock()
 	})
 }
 
