@@ -21,6 +21,9 @@ import (
 // errUsage marks errors in how a command was called.
 var errUsage = errors.New("usage")
 
+// annotationNoKeys marks commands that must not load the payload keys.
+const annotationNoKeys = "herald/no-keys"
+
 // globals are the flags every command shares.
 type globals struct {
 	address   string
@@ -66,6 +69,9 @@ Start here:
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "text" && g.output != "json" {
 			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
+		}
+		if cmd.Annotations[annotationNoKeys] != "" {
+			return nil // e.g. keygen, whose key file does not exist yet
 		}
 		return g.loadKeys(cmd.Flags().Changed("codec-key-file") || os.Getenv("HERALD_CODEC_KEY_FILE") != "")
 	}
