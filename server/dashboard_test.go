@@ -267,8 +267,8 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 	}
 	op := browserClient(t)
 	signIn(t, op, shared.operator)
-	_, evPage = get(t, op, "/events/"+ev)
-	if !strings.Contains(evPage, `href="http://127.0.0.1:8233/namespaces/default/workflows/delivery:`+ev+`"`) {
+	_, evPage = get(t, op, "/events/"+ev+"?tenant=acme")
+	if !strings.Contains(evPage, `href="http://127.0.0.1:8233/namespaces/default/workflows/delivery@acme:`+ev+`"`) {
 		t.Error("an operator's event page lacks the Temporal UI link")
 	}
 }

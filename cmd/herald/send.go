@@ -41,7 +41,11 @@ send starts nothing and returns the first delivery.
 				if g.output == "json" {
 					return printJSON(cmd.OutOrStdout(), res)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, res.EventID)
+				follow := res.EventID
+				if tenant, _, _ := workflows.ParseDeliveryID(res.WorkflowID); tenant != workflows.DefaultTenant {
+					follow += " --tenant " + tenant
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, follow)
 				return nil
 			})
 		},
