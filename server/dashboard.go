@@ -501,6 +501,8 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) 
 		CanReplay: st.State == workflows.StateDeadLetter || st.State == workflows.StateDelivered || st.State == workflows.StateExpired,
 	}
 	switch {
+	case st.State == workflows.StateWaitingKey && st.Waiting != nil:
+		ev.When = fmt.Sprintf("since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
 	case st.Waiting != nil:
 		ev.When = fmt.Sprintf("held back by the endpoint since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
 	case !st.NextAttemptAt.IsZero() && st.State != workflows.StateDelivered:

@@ -1,17 +1,28 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
 )
 
 // keyed is a stack whose worker encrypts with its own keys.
@@ -96,4 +107,195 @@ func TestEndpointListWithWrongKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyLines returns the key lines of keyrings' files, for a keyring holding several keys.
+func keyLines(t *testing.T, paths ...string) *codec.Keyring {
+	t.Helper()
+	var text string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text += string(b)
+	}
+	k, err := codec.ParseKeyring(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// syncBuffer is a log sink for slog that tests read while the worker writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestKeyRotationOrder follows a key rotation in the documented order, and the wrong one:
+//
+//  1. A producer that gets the new key before the workers is refused by send (the workers
+//     advertise their keys); one that cannot tell sends anyway, and its event is not lost: it
+//     waits, reported by status, a log line and a metric, as "waiting for a worker with
+//     payload key NEW".
+//  2. Workers get the new key (a line in their key file): the waiting event is delivered,
+//     and send accepts the new key.
+//  3. Producers and workers encrypt with the new key; the old key stays for old histories.
+func TestKeyRotationOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	oldPath, newPath := dir+"/old.key", dir+"/new.key"
+	oldKey, err := codec.GenerateKeyFile(oldPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // key ids carry the time; keep them apart
+	newKey, err := codec.GenerateKeyFile(newPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oldKey.ActiveKeyID() == newKey.ActiveKeyID() {
+		t.Fatalf("two keys share id %s", oldKey.ActiveKeyID())
+	}
+	rec, err := metrics.NewWithOptions(metrics.Options{SDKReportInterval: 100 * time.Millisecond, NoProcessMetrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	logs := &syncBuffer{}
+	stk, err := testkit.Start(ctx, testkit.Options{Keys: oldKey, Client: func(o *client.Options) {
+		o.MetricsHandler = rec.SDKHandler()
+		o.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, nil)))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stk.Stop()
+	rcv := newReceiver(t, status(http.StatusOK))
+	if _, err := stk.Starter.PutEndpoint(ctx, putReq("rotating", rcv.URL)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Producers with the new key first (and the old one, to read what workers write).
+	producerKeys := keyLines(t, newPath, oldPath)
+	pc, err := client.DialContext(ctx, client.Options{
+		HostPort: stk.Server.FrontendAddress(), Namespace: stk.Server.Namespace(), Logger: sdklog.NewStructuredLogger(quiet),
+		DataConverter: codec.DataConverter(producerKeys), FailureConverter: codec.FailureConverter(producerKeys),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	producer := func(tell bool) *starter.Client {
+		o := starter.Options{DataConverter: codec.DataConverter(producerKeys), EndpointCacheTTL: time.Nanosecond}
+		if tell {
+			o.PayloadKeyID = producerKeys.ActiveKeyID()
+		}
+		return starter.New(pc, o)
+	}
+	ev := starter.Event{ID: "evt_rotation", EndpointID: "rotating", Data: json.RawMessage(`{"k":"new"}`)}
+	_, err = producer(true).Send(ctx, ev)
+	if !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), newKey.ActiveKeyID()) {
+		t.Fatalf("send with a key no worker holds = %v; want it refused, naming the key", err)
+	}
+
+	// A producer that cannot tell (an older client) sends anyway: the event waits.
+	if _, err := producer(false).Send(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	want := codec.WaitingForKey(newKey.ActiveKeyID())
+	var st workflows.Status
+	eventually(t, "status to say the event waits for the key", func() bool {
+		st, err = producer(false).Status(ctx, ev.ID)
+		return err == nil && st.State == workflows.StateWaitingKey && st.Waiting != nil && st.Waiting.Reason == want
+	})
+	if st.Event.EndpointID != "rotating" {
+		t.Errorf("waiting status shows endpoint %q", st.Event.EndpointID)
+	}
+	if err := producer(false).Replay(ctx, ev.ID); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("replay of a waiting event = %v; want a refusal that says it waits for the key", err)
+	}
+	eventually(t, "a log line and a metric", func() bool {
+		return strings.Contains(logs.String(), want) && metricValue(t, rec, codec.MetricMissingKey, "key", promLabel(newKey.ActiveKeyID())) > 0
+	})
+	if desc, err := stk.Client.DescribeWorkflowExecution(ctx, workflows.DeliveryID(ev.ID), ""); err != nil ||
+		desc.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("the undecryptable delivery is not running: %v, %v", desc.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+	if len(rcv.requests()) != 0 {
+		t.Fatal("the receiver got a request before any worker held the key")
+	}
+
+	// 2. Workers first: a worker with both keys (still encrypting with the old one) takes
+	// over, and the waiting event goes out.
+	workerKeys := keyLines(t, oldPath, newPath)
+	wc, err := client.DialContext(ctx, client.Options{
+		HostPort: stk.Server.FrontendAddress(), Namespace: stk.Server.Namespace(), Logger: sdklog.NewStructuredLogger(quiet),
+		DataConverter: codec.DataConverter(workerKeys), FailureConverter: codec.FailureConverter(workerKeys),
+		Identity: codec.Identity("rotated-worker", workerKeys),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	stk.Worker.Stop()
+	w, err := worker.New(wc, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stk.Worker = w // stopped by stk.Stop
+	waitFor(t, producer(false), ev.ID, workflows.StateDelivered)
+	if got := rcv.requests(); len(got) != 1 || !strings.Contains(string(got[0].Body), `"k":"new"`) {
+		t.Fatalf("receiver got %d requests, want the event once", len(got))
+	}
+
+	// 3. Then producers: send with the new key is accepted now that a worker holds it.
+	var res starter.SendResult
+	eventually(t, "send with the new key to be accepted", func() bool {
+		res, err = producer(true).Send(ctx, starter.Event{ID: "evt_rotation_2", EndpointID: "rotating", Data: json.RawMessage(`2`)})
+		return err == nil
+	})
+	waitFor(t, producer(true), res.EventID, workflows.StateDelivered)
+}
+
+// promLabel is a label value as the SDK's Prometheus naming writes it ('-' becomes '_').
+func promLabel(v string) string { return strings.ReplaceAll(v, "-", "_") }
+
+// metricValue returns the value of counter name with label=value in rec's registry.
+func metricValue(t *testing.T, rec *metrics.Recorder, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := rec.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), name) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

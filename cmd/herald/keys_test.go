@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/workflows"
 )
 
 // TestKeygenWithKeyFileEnv: HERALD_CODEC_KEY_FILE naming the file keygen is about to create
@@ -44,5 +46,21 @@ func TestKeygenWithKeyFileEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestStatusSaysWaitingForKey: herald status prints why an undecryptable event waits.
+func TestStatusSaysWaitingForKey(t *testing.T) {
+	st := workflows.Status{
+		Event:   workflows.EventSummary{ID: "evt_1", EndpointID: "acme", Type: "t"},
+		State:   workflows.StateWaitingKey,
+		Waiting: &workflows.Waiting{Hold: activities.Hold{Reason: codec.WaitingForKey("k2")}},
+	}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	for _, want := range []string{"waiting_key", "waiting for a worker with payload key k2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
