@@ -330,15 +330,15 @@ func TestEventIDsScopedToTenant(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{"another endpoint", body(acmeOther, "order.paid", map[string]any{"n": 1}), "endpoint"},
-		{"another type", body(acmeEP, "order.refunded", map[string]any{"n": 1}), "type"},
-		{"other data", body(acmeEP, "order.paid", map[string]any{"n": 3}), "data"},
+		{"another endpoint", body(acmeOther, "order.paid", map[string]any{"n": 1}), "to endpoint " + acmeEP + ", not " + acmeOther},
+		{"another type", body(acmeEP, "order.refunded", map[string]any{"n": 1}), `with type "order.paid", not "order.refunded"`},
+		{"other data", body(acmeEP, "order.paid", map[string]any{"n": 3}), "with different data"},
 	} {
 		code, out := call(t, "POST", "/v1/events", shared.acme, c.body)
 		want(t, "reuse with "+c.name, code, http.StatusConflict, out)
 		msg, _ := out["error"].(string)
-		if !strings.Contains(msg, "another "+c.field) || strings.Contains(msg, globexEP) {
-			t.Fatalf("reuse with %s: error %q should name the field %s (and nothing of globex's)", c.name, msg, c.field)
+		if !strings.Contains(msg, "already sent "+c.field) || strings.Contains(msg, globexEP) {
+			t.Fatalf("reuse with %s: error %q should say %q (and nothing of globex's)", c.name, msg, c.field)
 		}
 	}
 	if acmeRcv.count(id) != 1 || globexRcv.count(id) != 1 {

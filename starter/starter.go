@@ -203,22 +203,22 @@ func (s *Client) sameEvent(ctx context.Context, wfID string, ev Event) error {
 	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
 		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
-	if field := differingField(was.Event, ev); field != "" {
-		return fmt.Errorf("%w: event id %s was already sent with another %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, field)
+	if diff := difference(was.Event, ev); diff != "" {
+		return fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
 	}
 	return nil
 }
 
-// differingField names the first field (endpoint, type, data) in which a and b differ, or
-// returns "" for the same event.
-func differingField(a, b Event) string {
+// difference says in which field (endpoint, type, data) the event sent before (was) and
+// ev differ, the first only, or returns "" for the same event.
+func difference(was, ev Event) string {
 	switch {
-	case a.EndpointID != b.EndpointID:
-		return "endpoint"
-	case a.Type != b.Type:
-		return "type"
-	case !sameJSON(a.Data, b.Data):
-		return "data"
+	case was.EndpointID != ev.EndpointID:
+		return fmt.Sprintf("to endpoint %s, not %s", was.EndpointID, ev.EndpointID)
+	case was.Type != ev.Type:
+		return fmt.Sprintf("with type %q, not %q", was.Type, ev.Type)
+	case !sameJSON(was.Data, ev.Data):
+		return "with different data"
 	}
 	return ""
 }
