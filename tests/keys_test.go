@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/server"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
@@ -225,6 +227,27 @@ func TestKeyRotationOrder(t *testing.T) {
 	})
 	if st.Event.EndpointID != "rotating" {
 		t.Errorf("waiting status shows endpoint %q", st.Event.EndpointID)
+	}
+	// The API says the same.
+	tokens, err := server.OpenTokenStore(dir + "/tokens.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := tokens.Create(true, "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := server.New(server.Options{Starter: producer(false), Client: pc, Tokens: tokens, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/v1/events/"+ev.ID, nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	rw := httptest.NewRecorder()
+	api.ServeHTTP(rw, r)
+	var got workflows.Status
+	if err := json.Unmarshal(rw.Body.Bytes(), &got); rw.Code != http.StatusOK || err != nil || got.State != workflows.StateWaitingKey || got.Waiting == nil || got.Waiting.Reason != want {
+		t.Errorf("GET /v1/events/%s = %d %s; want 200 with state waiting_key and %q", ev.ID, rw.Code, rw.Body, want)
 	}
 	if err := producer(false).Replay(ctx, ev.ID); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), want) {
 		t.Errorf("replay of a waiting event = %v; want a refusal that says it waits for the key", err)
