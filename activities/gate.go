@@ -483,7 +483,7 @@ func (g *Gate) lease(ctx context.Context, id string, req LeaseRequest) (LeaseRep
 // endpointError names what failed; an endpoint that is not registered is ErrNoEndpoint.
 func endpointError(id, what string, err error) error {
 	if isNotFound(err) || strings.Contains(err.Error(), ErrNoEndpoint.Error()) {
-		return fmt.Errorf("endpoint %s: %w: register it with `herald endpoint put %s --url URL`", id, ErrNoEndpoint, id)
+		return fmt.Errorf("endpoint %s: %w: register it first (herald endpoint put, or PUT /v1/endpoints/%s)", id, ErrNoEndpoint, id)
 	}
 	return fmt.Errorf("endpoint %s: %s: %w", id, what, err)
 }

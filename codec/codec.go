@@ -2,6 +2,7 @@ package codec
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -100,7 +101,7 @@ func (c *Codec) decodeOne(pl *commonpb.Payload) (*commonpb.Payload, error) {
 	}
 	aead, ok := c.keys.aead(id)
 	if !ok {
-		return nil, fmt.Errorf("key %q is not in the keyring (have %s); add the key that encrypted it to the key file or HERALD_CODEC_KEYS", id, strings.Join(c.keys.ids, ", "))
+		return nil, &MissingKeyError{KeyID: id, Have: c.keys.KeyIDs()}
 	}
 	data := pl.GetData()
 	if len(data) < aead.NonceSize()+aead.Overhead() {
@@ -109,7 +110,7 @@ func (c *Codec) decodeOne(pl *commonpb.Payload) (*commonpb.Payload, error) {
 	nonce, sealed := data[:aead.NonceSize()], data[aead.NonceSize():]
 	plain, err := aead.Open(nil, nonce, sealed, []byte(id))
 	if err != nil {
-		return nil, fmt.Errorf("key %q failed to authenticate the ciphertext: the payload was altered, or key %q holds different bytes than the key that encrypted it", id, id)
+		return nil, fmt.Errorf("%w: key %q failed to authenticate the ciphertext: the payload was altered, or key %q holds different bytes than the key that encrypted it", ErrUndecryptable, id, id)
 	}
 	dec := &commonpb.Payload{}
 	if err := proto.Unmarshal(plain, dec); err != nil {
@@ -118,14 +119,49 @@ func (c *Codec) decodeOne(pl *commonpb.Payload) (*commonpb.Payload, error) {
 	return dec, nil
 }
 
-// DataConverter wraps the default data converter with the codec. A nil k
+// ErrUndecryptable marks errors of payloads this process holds no key to decrypt (a
+// MissingKeyError, or a key whose bytes differ from the one that encrypted the payload).
+var ErrUndecryptable = errors.New("payload cannot be decrypted")
+
+// MissingKeyError is the error of a payload encrypted with a key the keyring lacks.
+type MissingKeyError struct {
+	// KeyID names the key that encrypted the payload (from its metadata).
+	KeyID string
+	// Have are the ids of the keys this process holds.
+	Have []string
+}
+
+func (e *MissingKeyError) Error() string {
+	return fmt.Sprintf("key %q is not in the keyring (have %s); add the key that encrypted it to the key file or HERALD_CODEC_KEYS", e.KeyID, strings.Join(e.Have, ", "))
+}
+
+// Unwrap makes errors.Is(err, ErrUndecryptable) hold.
+func (e *MissingKeyError) Unwrap() error { return ErrUndecryptable }
+
+// IsUndecryptable reports whether err comes from an encrypted payload this process cannot
+// read: a key it lacks or holds different bytes of, or no keys at all.
+func IsUndecryptable(err error) bool {
+	return err != nil && (errors.Is(err, ErrUndecryptable) || strings.Contains(err.Error(), Encoding))
+}
+
+// PayloadKeyID returns the id of the key that encrypted p, or "" if p is not encrypted.
+func PayloadKeyID(p *commonpb.Payload) string {
+	if string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+		return ""
+	}
+	return string(p.GetMetadata()[MetadataKeyID])
+}
+
+// DataConverter wraps the default data converter with the codec. In workflow code, a
+// payload encrypted with a key k lacks fails the workflow task (retried by Temporal until a
+// worker with the key runs it) instead of the workflow; see WaitingForKey. A nil k
 // returns the default data converter unchanged (no encryption), matching
 // KeyringFromEnvOrFile's (nil, nil) for "no keys configured".
 func DataConverter(k *Keyring) converter.DataConverter {
 	if k == nil {
 		return converter.GetDefaultDataConverter()
 	}
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), NewCodec(k))
+	return keyedConverter{converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), NewCodec(k))}
 }
 
 // FailureConverter encodes failure messages and stack traces into a payload

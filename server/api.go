@@ -70,7 +70,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 
 // cleanMessage drops the sentinel prefixes ("invalid input: ", "not found: ") that wrap starter errors.
 func cleanMessage(m string) string {
-	for _, p := range []string{starter.ErrInvalid.Error() + ": ", starter.ErrTooLarge.Error() + ": ", starter.ErrNotFound.Error() + ": ", errForbidden.Error() + ": ", errMediaType.Error() + ": "} {
+	for _, p := range []string{starter.ErrInvalid.Error() + ": ", starter.ErrTooLarge.Error() + ": ", starter.ErrNotFound.Error() + ": ", starter.ErrConflict.Error() + ": ", errForbidden.Error() + ": ", errMediaType.Error() + ": "} {
 		m = strings.TrimPrefix(m, p)
 	}
 	return m
@@ -159,17 +159,11 @@ func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (i
 			return 0, nil, err
 		}
 	}
+	// Event ids are scoped to the endpoint's tenant: a reused id can only name one of the
+	// same tenant's events (ErrConflict if it differs), never reveal another tenant's.
 	res, err := s.opts.Starter.Send(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data})
 	if err != nil {
 		return 0, nil, err
-	}
-	if !p.operator() && req.ID != "" {
-		// An id chosen by a tenant may already name another tenant's event: Send then
-		// returned that delivery. Say so without showing it.
-		st, err := s.opts.Starter.Status(ctx, res.EventID)
-		if err == nil && st.Event.EndpointID != req.EndpointID {
-			return 0, nil, fmt.Errorf("%w: event id %s is already used by another event: choose another id", starter.ErrInvalid, req.ID)
-		}
 	}
 	return http.StatusAccepted, sendResponse{ID: res.EventID, WorkflowID: res.WorkflowID}, nil
 }
@@ -177,7 +171,11 @@ func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (i
 func (s *Server) apiEvent(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	st, err := s.eventFor(ctx, p, r.PathValue("id"))
+	tenant, err := eventTenant(p, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	st, err := s.eventFor(ctx, p, tenant, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -197,10 +195,14 @@ func (s *Server) apiReplay(_ http.ResponseWriter, r *http.Request, p principal) 
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	if _, err := s.eventFor(ctx, p, id); err != nil {
+	tenant, err := eventTenant(p, r)
+	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.opts.Starter.Replay(ctx, id); err != nil {
+	if _, err := s.eventFor(ctx, p, tenant, id); err != nil {
+		return 0, nil, err
+	}
+	if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusAccepted, replayResponse{ID: id, Replayed: true}, nil

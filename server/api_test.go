@@ -46,7 +46,7 @@ func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
 	if n := rcv.count(id); n != 1 {
 		t.Fatalf("receiver got event %s %d times, want once", id, n)
 	}
-	_, st := call(t, "GET", "/v1/events/"+id, shared.operator, nil)
+	_, st := call(t, "GET", "/v1/events/"+id+"?tenant=acme", shared.operator, nil)
 	attempts, _ := st["attempts"].([]any)
 	if len(attempts) != 1 {
 		t.Fatalf("status shows %d attempts, want 1: %v", len(attempts), st)
@@ -71,7 +71,7 @@ func TestSendWithoutIDMakesOne(t *testing.T) {
 	code, out := call(t, "POST", "/v1/events", shared.acme, map[string]any{"endpoint_id": ep, "type": "t", "data": 1})
 	want(t, "send", code, http.StatusAccepted, out)
 	id, _ := out["id"].(string)
-	if !strings.HasPrefix(id, "evt_") || out["workflow_id"] != "delivery:"+id {
+	if !strings.HasPrefix(id, "evt_") || out["workflow_id"] != "delivery@acme:"+id {
 		t.Fatalf("answer %v: want a generated evt_ id and its workflow id", out)
 	}
 	waitState(t, id, "delivered")
@@ -123,7 +123,7 @@ func TestReplayOneAndBulk(t *testing.T) {
 	putEndpoint(t, slow, "acme", rcv.URL, 2, map[string]any{"schedule": []string{"1h"}})
 	running := send(t, shared.operator, slow, uniq("evt_running"))
 	waitState(t, running, "waiting_retry")
-	code, out = call(t, "POST", "/v1/events/"+running+"/replay", shared.operator, nil)
+	code, out = call(t, "POST", "/v1/events/"+running+"/replay?tenant=acme", shared.operator, nil)
 	want(t, "replay of a waiting delivery", code, http.StatusBadRequest, out)
 }
 
@@ -413,5 +413,69 @@ func TestWrongMethodIs405(t *testing.T) {
 	}
 	if code, _ := call(t, "GET", "/v1/nothing", shared.operator, nil); code != http.StatusNotFound {
 		t.Errorf("unknown API path: status %d, want 404", code)
+	}
+}
+
+// TestEventIDsScopedToTenant: two tenants use the same event id without seeing or
+// affecting each other; reusing an id with other content is a 409 naming the field.
+func TestEventIDsScopedToTenant(t *testing.T) {
+	acmeRcv, globexRcv := newReceiver(t, http.StatusOK), newReceiver(t, http.StatusOK)
+	acmeEP, acmeOther, globexEP := uniq("ids-acme"), uniq("ids-acme2"), uniq("ids-globex")
+	putEndpoint(t, acmeEP, "acme", acmeRcv.URL, 1, nil)
+	putEndpoint(t, acmeOther, "acme", acmeRcv.URL, 1, nil)
+	putEndpoint(t, globexEP, "globex", globexRcv.URL, 1, nil)
+
+	id := uniq("evt_shared")
+	body := func(ep, typ string, data any) map[string]any {
+		return map[string]any{"endpoint_id": ep, "id": id, "type": typ, "data": data}
+	}
+	code, a := call(t, "POST", "/v1/events", shared.acme, body(acmeEP, "order.paid", map[string]any{"n": 1}))
+	want(t, "acme sends", code, http.StatusAccepted, a)
+	code, g := call(t, "POST", "/v1/events", shared.globex, body(globexEP, "order.paid", map[string]any{"n": 2}))
+	want(t, "globex sends the same id", code, http.StatusAccepted, g)
+	if a["workflow_id"] == g["workflow_id"] {
+		t.Fatalf("two tenants' events share workflow %v", a["workflow_id"])
+	}
+	eventually(t, "both receivers to get the event", func() bool { return acmeRcv.count(id) == 1 && globexRcv.count(id) == 1 })
+	for _, c := range []struct {
+		token, ep string
+	}{{shared.acme, acmeEP}, {shared.globex, globexEP}} {
+		var st map[string]any
+		eventually(t, "the event to be delivered", func() bool {
+			_, st = call(t, "GET", "/v1/events/"+id, c.token, nil)
+			return st["state"] == "delivered"
+		})
+		if ev, _ := st["event"].(map[string]any); ev["endpoint_id"] != c.ep {
+			t.Fatalf("GET /v1/events/%s shows endpoint %v, want %s", id, ev["endpoint_id"], c.ep)
+		}
+	}
+	_, op := call(t, "GET", "/v1/events/"+id+"?tenant=globex", shared.operator, nil)
+	if ev, _ := op["event"].(map[string]any); ev["endpoint_id"] != globexEP {
+		t.Fatalf("the operator's ?tenant=globex shows %v", op)
+	}
+
+	code, again := call(t, "POST", "/v1/events", shared.acme, body(acmeEP, "order.paid", map[string]any{"n": 1}))
+	want(t, "acme sends the same event again", code, http.StatusAccepted, again)
+	if again["workflow_id"] != a["workflow_id"] {
+		t.Fatalf("the same request again answered %v, want %v", again, a)
+	}
+	for _, c := range []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"another endpoint", body(acmeOther, "order.paid", map[string]any{"n": 1}), "to endpoint " + acmeEP + ", not " + acmeOther},
+		{"another type", body(acmeEP, "order.refunded", map[string]any{"n": 1}), `with type "order.paid", not "order.refunded"`},
+		{"other data", body(acmeEP, "order.paid", map[string]any{"n": 3}), "with different data"},
+	} {
+		code, out := call(t, "POST", "/v1/events", shared.acme, c.body)
+		want(t, "reuse with "+c.name, code, http.StatusConflict, out)
+		msg, _ := out["error"].(string)
+		if !strings.Contains(msg, "already sent "+c.field) || strings.Contains(msg, globexEP) {
+			t.Fatalf("reuse with %s: error %q should say %q (and nothing of globex's)", c.name, msg, c.field)
+		}
+	}
+	if acmeRcv.count(id) != 1 || globexRcv.count(id) != 1 {
+		t.Fatalf("receivers got %d and %d requests, want 1 each", acmeRcv.count(id), globexRcv.count(id))
 	}
 }

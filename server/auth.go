@@ -71,9 +71,27 @@ func (s *Server) endpointFor(ctx context.Context, p principal, id string) (workf
 	return st, nil
 }
 
-// eventFor returns event id's status if p may see it (its endpoint is p's), else not found.
-func (s *Server) eventFor(ctx context.Context, p principal, id string) (workflows.Status, error) {
-	st, err := s.opts.Starter.Status(ctx, id)
+// eventTenant is the tenant whose event ids a request names: a tenant token's own; for an
+// operator, the "tenant" query parameter (default: the default tenant).
+func eventTenant(p principal, r *http.Request) (string, error) {
+	if !p.operator() {
+		return p.token.Tenant, nil
+	}
+	t := r.URL.Query().Get("tenant")
+	if t == "" {
+		return workflows.DefaultTenant, nil
+	}
+	if err := workflows.ValidateTenant(t); err != nil {
+		return "", fmt.Errorf("%w: %v", starter.ErrInvalid, err)
+	}
+	return t, nil
+}
+
+// eventFor returns the status of tenant's event id if p may see it (its endpoint is p's),
+// else not found. Event ids are scoped to the tenant: another tenant's events are never
+// looked up.
+func (s *Server) eventFor(ctx context.Context, p principal, tenant, id string) (workflows.Status, error) {
+	st, err := s.opts.Starter.StatusOf(ctx, tenant, id)
 	if err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
 			return st, notFoundFor("event", id)

@@ -320,16 +320,28 @@ func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request, p princip
 // deliveryView is one recent delivery of an endpoint.
 type deliveryView struct {
 	EventID, Type string
-	State         string
-	Attempts      int
-	Last          string
-	SentAt        string
-	statusAt      time.Time
+	// TenantQuery is "?tenant=T" for another tenant than the default, for links.
+	TenantQuery string
+	State       string
+	Attempts    int
+	Last        string
+	SentAt      string
+	statusAt    time.Time
 }
 
 // deadLetterView is one dead letter on an endpoint's page.
 type deadLetterView struct {
 	EventID, Type, SentAt string
+	// TenantQuery is "?tenant=T" for another tenant than the default, for links.
+	TenantQuery string
+}
+
+// tenantQuery is the query that names a tenant's event in links: none for the default tenant.
+func tenantQuery(tenant string) string {
+	if tenant == "" || tenant == workflows.DefaultTenant {
+		return ""
+	}
+	return "?tenant=" + url.QueryEscape(tenant)
 }
 
 // recentLimit is how many of an endpoint's deliveries its page shows (and charts).
@@ -370,14 +382,14 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []workf
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 6)
 	for i, rw := range rows {
-		evID, _ := workflows.EventIDFromWorkflowID(rw.wf)
-		out[i] = deliveryView{EventID: evID, State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
+		tenant, evID, _ := workflows.ParseDeliveryID(rw.wf)
+		out[i] = deliveryView{EventID: evID, TenantQuery: tenantQuery(tenant), State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st, err := s.opts.Starter.Status(ctx, evID)
+			st, err := s.opts.Starter.StatusOf(ctx, tenant, evID)
 			if err == nil {
 				sts[i], ok[i] = st, true
 			}
@@ -422,7 +434,7 @@ func (s *Server) endpointPage(w http.ResponseWriter, r *http.Request, p principa
 		return err
 	}
 	for i := len(dls) - 1; i >= 0; i-- { // newest first
-		v.DeadLetters = append(v.DeadLetters, deadLetterView{EventID: dls[i].EventID, Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt)})
+		v.DeadLetters = append(v.DeadLetters, deadLetterView{EventID: dls[i].EventID, TenantQuery: tenantQuery(dls[i].Tenant), Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt)})
 	}
 	s.render(w, r, http.StatusOK, "endpoint.html", v)
 	return nil
@@ -457,32 +469,40 @@ type attemptView struct {
 // eventView is a delivery as its page shows it.
 type eventView struct {
 	ID, EndpointID, Type string
-	CreatedAt            string
-	State                string
-	Round                int
-	Dropped              int
-	Attempts             []attemptView
-	When                 string
-	TemporalURL          string
-	CanReplay            bool
+	// TenantQuery is "?tenant=T" for another tenant than the default, for links.
+	TenantQuery string
+	CreatedAt   string
+	State       string
+	Round       int
+	Dropped     int
+	Attempts    []attemptView
+	When        string
+	TemporalURL string
+	CanReplay   bool
 }
 
 func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) error {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	st, err := s.eventFor(ctx, p, id)
+	tenant, err := eventTenant(p, r)
+	if err != nil {
+		return err
+	}
+	st, err := s.eventFor(ctx, p, tenant, id)
 	if err != nil {
 		return err
 	}
 	v := s.newView(p, "Event "+id)
 	v.Flash = flash(r)
 	ev := eventView{
-		ID: st.Event.ID, EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
+		ID: st.Event.ID, TenantQuery: tenantQuery(tenant), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
 		State: st.State, Round: st.Round, Dropped: st.Dropped,
 		CanReplay: st.State == workflows.StateDeadLetter || st.State == workflows.StateDelivered || st.State == workflows.StateExpired,
 	}
 	switch {
+	case st.State == workflows.StateWaitingKey && st.Waiting != nil:
+		ev.When = fmt.Sprintf("since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
 	case st.Waiting != nil:
 		ev.When = fmt.Sprintf("held back by the endpoint since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
 	case !st.NextAttemptAt.IsZero() && st.State != workflows.StateDelivered:
@@ -493,7 +513,7 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) 
 		ev.When = fmt.Sprintf("dead letter since %s; expires %s unless replayed", s.stamp(st.DeadAt), s.stamp(st.ExpiresAt))
 	}
 	if p.operator() && s.opts.TemporalUI != "" {
-		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(workflows.DeliveryID(id))
+		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(workflows.DeliveryIDFor(tenant, id))
 	}
 	for _, a := range st.Attempts {
 		res := a.Result
@@ -521,14 +541,22 @@ func (s *Server) replayForm(w http.ResponseWriter, r *http.Request, p principal)
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	if _, err := s.eventFor(ctx, p, id); err != nil {
+	tenant, err := eventTenant(p, r)
+	if err != nil {
 		return err
 	}
-	if err := s.opts.Starter.Replay(ctx, id); err != nil {
+	if _, err := s.eventFor(ctx, p, tenant, id); err != nil {
 		return err
 	}
-	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id))
-	http.Redirect(w, r, withQuery(back, url.Values{"done": {"replayed"}, "event": {id}}), http.StatusSeeOther)
+	if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
+		return err
+	}
+	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id)+tenantQuery(tenant))
+	q := url.Values{"done": {"replayed"}, "event": {id}}
+	if tenantQuery(tenant) != "" {
+		q.Set("tenant", tenant)
+	}
+	http.Redirect(w, r, withQuery(back, q), http.StatusSeeOther)
 	return nil
 }
 

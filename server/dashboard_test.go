@@ -242,10 +242,16 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 
 	c := browserClient(t)
 	signIn(t, c, shared.acme)
-	code, page := get(t, c, "/endpoints/"+ep)
-	if code != http.StatusOK {
-		t.Fatalf("endpoint page: %d", code)
-	}
+	var page string
+	// The page lists deliveries from visibility, which may lag the status query under load.
+	eventually(t, "the endpoint page to list the delivery", func() bool {
+		var code int
+		code, page = get(t, c, "/endpoints/"+ep)
+		if code != http.StatusOK {
+			t.Fatalf("endpoint page: %d", code)
+		}
+		return strings.Contains(page, `data-event="`+ev+`" data-state="delivered"`)
+	})
 	if strings.Contains(page, "<script>alert(1)") || !strings.Contains(page, "&lt;script&gt;alert(1)") {
 		t.Fatal("the event type is not escaped on the endpoint page")
 	}
@@ -267,8 +273,8 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 	}
 	op := browserClient(t)
 	signIn(t, op, shared.operator)
-	_, evPage = get(t, op, "/events/"+ev)
-	if !strings.Contains(evPage, `href="http://127.0.0.1:8233/namespaces/default/workflows/delivery:`+ev+`"`) {
+	_, evPage = get(t, op, "/events/"+ev+"?tenant=acme")
+	if !strings.Contains(evPage, `href="http://127.0.0.1:8233/namespaces/default/workflows/delivery@acme:`+ev+`"`) {
 		t.Error("an operator's event page lacks the Temporal UI link")
 	}
 }

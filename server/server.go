@@ -225,6 +225,8 @@ func errStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, starter.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, starter.ErrConflict):
+		return http.StatusConflict
 	case errors.As(err, &unavailable), errors.As(err, &deadline),
 		errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "connection refused"):
 		return http.StatusServiceUnavailable

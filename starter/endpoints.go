@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
@@ -62,14 +63,32 @@ func (s *Client) PutEndpoint(ctx context.Context, req workflows.PutEndpointReque
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
+			s.endUnregistered(ctx, req.ID, start, appErr.Message())
 			return res, fmt.Errorf("%w: %s", ErrInvalid, appErr.Message())
 		}
 		return res, fmt.Errorf("put endpoint %s: %w", req.ID, err)
 	}
-	s.mu.Lock()
-	s.known[req.ID] = s.opts.Now()
-	s.mu.Unlock()
+	s.remember(req.ID, res.Endpoint.Tenant)
 	return res, nil
+}
+
+// endUnregistered ends the endpoint workflow a refused put started, unless it is registered
+// (it existed before, or a concurrent put registered it): a refused put leaves nothing
+// running. Best effort: an unregistered endpoint workflow also ends by itself after a minute.
+func (s *Client) endUnregistered(ctx context.Context, id string, start client.WithStartWorkflowOperation, why string) {
+	run, err := start.Get(ctx)
+	if err != nil {
+		return
+	}
+	v, err := s.c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.QueryEndpointState)
+	if err != nil {
+		return
+	}
+	var st workflows.EndpointState
+	if v.Get(&st) != nil || st.Registered {
+		return
+	}
+	_ = s.c.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "endpoint put refused: "+why)
 }
 
 // anyAddress lets structural validation pass every literal address; the worker applies its
@@ -186,6 +205,7 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows
 	// Read each endpoint's state, a few at a time; one that does not answer (no worker
 	// polls its task queue) is listed with what visibility knows and the error.
 	out := make([]workflows.EndpointState, len(listed))
+	errs := make([]error, len(listed))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, l := range listed {
@@ -200,6 +220,7 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows
 			if err != nil {
 				st = l
 				st.Error = err.Error()
+				errs[i] = err
 			}
 			out[i] = st
 		}()
@@ -207,6 +228,13 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows
 	wg.Wait()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	// Keys that cannot read the endpoints' answers are this client's problem, not the
+	// endpoints': listing them all with an error each would look like empty endpoints.
+	for _, err := range errs {
+		if codec.IsUndecryptable(err) {
+			return nil, fmt.Errorf("list endpoints: %w", err)
+		}
 	}
 	return out, nil
 }

@@ -8,20 +8,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -45,6 +49,9 @@ type tooLarge struct{}
 func (tooLarge) Error() string        { return "too large" }
 func (tooLarge) Is(target error) bool { return target == ErrInvalid }
 
+// ErrConflict means an event id was sent before with another endpoint, type or data.
+var ErrConflict = errors.New("conflict")
+
 // Options configure a Client.
 type Options struct {
 	// TaskQueue Herald's workers poll; default workflows.DefaultTaskQueue.
@@ -52,8 +59,16 @@ type Options struct {
 	// EagerStart asks the server to hand new deliveries straight to a worker in this process
 	// (effective only when the Temporal client also runs a Herald worker).
 	EagerStart bool
-	// EndpointCacheTTL is how long Send remembers that an endpoint exists; default 30s.
+	// EndpointCacheTTL is how long Send remembers that an endpoint exists, and its tenant,
+	// and which payload keys the workers hold; default 30s.
 	EndpointCacheTTL time.Duration
+	// PayloadKeyID is the id of the key this client's data converter encrypts with (empty:
+	// plain text). When set, Send refuses it if the workers polling TaskQueue advertise
+	// their keys (codec.Identity) and none holds it.
+	PayloadKeyID string
+	// DataConverter is the client's data converter, to read an earlier event's input back
+	// when its id is sent again; nil means the default (plain text) converter.
+	DataConverter converter.DataConverter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -63,8 +78,21 @@ type Client struct {
 	c    client.Client
 	opts Options
 
-	mu    sync.Mutex
-	known map[string]time.Time // endpoint id → when its existence was last confirmed
+	mu         sync.Mutex
+	known      map[string]knownEndpoint // endpoint id → its tenant, when last confirmed
+	workerKeys workerKeys
+}
+
+// knownEndpoint is what Send remembers of an endpoint.
+type knownEndpoint struct {
+	tenant string
+	seen   time.Time
+}
+
+// workerKeys is what Send remembers of the keys the workers advertise.
+type workerKeys struct {
+	ids  map[string]bool // nil: no worker advertises its keys
+	seen time.Time
 }
 
 // New returns a Client that talks to Temporal through c.
@@ -78,7 +106,10 @@ func New(c client.Client, o Options) *Client {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Client{c: c, opts: o, known: map[string]time.Time{}}
+	if o.DataConverter == nil {
+		o.DataConverter = converter.GetDefaultDataConverter()
+	}
+	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}}
 }
 
 // SendResult identifies the delivery started (or found) by Send.
@@ -139,20 +170,29 @@ func ValidateEvent(ev *Event, now time.Time) error {
 	return nil
 }
 
-// Send starts the delivery of ev. It is idempotent: sending an event id that was sent
-// before starts nothing and returns the existing delivery.
+// Send starts the delivery of ev. Event ids are scoped to the tenant of ev's endpoint. It
+// is idempotent: sending an event id that was sent before with the same endpoint, type and
+// data starts nothing and returns the existing delivery; with another endpoint, type or
+// data it fails with ErrConflict, saying which differs.
 func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 	if err := ValidateEvent(&ev, s.opts.Now()); err != nil {
 		return SendResult{}, err
 	}
-	if err := s.requireEndpoint(ctx, ev.EndpointID); err != nil {
+	tenant, err := s.requireEndpoint(ctx, ev.EndpointID)
+	if err != nil {
 		return SendResult{}, err
 	}
+	if err := s.requireWorkerKey(ctx); err != nil {
+		return SendResult{}, err
+	}
+	wfID := workflows.DeliveryIDFor(tenant, ev.ID)
 	run, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    workflows.DeliveryID(ev.ID),
+		ID:                    wfID,
 		TaskQueue:             s.opts.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		EnableEagerStart:      s.opts.EagerStart,
+		// Told apart from a new start, so that a reused id is checked against its event.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.AttrEndpoint.ValueSet(ev.EndpointID),
 			workflows.AttrEventType.ValueSet(ev.Type),
@@ -160,43 +200,178 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		StaticSummary: fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID),
 	}, workflows.DeliveryWorkflowName, workflows.DeliveryInput{Event: ev})
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if !errors.As(err, &started) {
+			return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+		}
+		if err := s.sameEvent(ctx, wfID, ev); err != nil {
+			return SendResult{}, err
+		}
+		return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: started.RunId}, nil
 	}
 	return SendResult{EventID: ev.ID, WorkflowID: run.GetID(), RunID: run.GetRunID()}, nil
 }
 
-// requireEndpoint checks that the endpoint workflow exists, remembering a yes for a while.
-func (s *Client) requireEndpoint(ctx context.Context, id string) error {
-	now := s.opts.Now()
-	s.mu.Lock()
-	seen, ok := s.known[id]
-	s.mu.Unlock()
-	if ok && now.Sub(seen) < s.opts.EndpointCacheTTL {
-		return nil
-	}
-	desc, err := s.c.DescribeWorkflowExecution(ctx, workflows.EndpointWorkflowID(id), "")
+// sameEvent checks that ev is the event the delivery wfID carries (its latest run's input):
+// the same endpoint, type and data (compared compacted). Otherwise it says which differs.
+func (s *Client) sameEvent(ctx context.Context, wfID string, ev Event) error {
+	in, err := s.startInput(ctx, wfID)
 	if err != nil {
-		if isNotFound(err) {
-			return fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
-		}
-		return fmt.Errorf("endpoint %s: %w", id, err)
+		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
+	var was workflows.DeliveryInput
+	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
+		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
-	s.mu.Lock()
-	s.known[id] = now
-	s.mu.Unlock()
+	if diff := difference(was.Event, ev); diff != "" {
+		return fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
+	}
 	return nil
 }
 
-// Status returns the delivery status of an event.
+// difference says in which field (endpoint, type, data) the event sent before (was) and
+// ev differ, the first only, or returns "" for the same event.
+func difference(was, ev Event) string {
+	switch {
+	case was.EndpointID != ev.EndpointID:
+		return fmt.Sprintf("to endpoint %s, not %s", was.EndpointID, ev.EndpointID)
+	case was.Type != ev.Type:
+		return fmt.Sprintf("with type %q, not %q", was.Type, ev.Type)
+	case !sameJSON(was.Data, ev.Data):
+		return "with different data"
+	}
+	return ""
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// startInput returns the input of the latest run of workflow wfID, from its first history
+// event: no worker is asked, so it works while no worker can run the workflow.
+func (s *Client) startInput(ctx context.Context, wfID string) (*commonpb.Payloads, error) {
+	it := s.c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, fmt.Errorf("workflow %s has no history", wfID)
+	}
+	first, err := it.Next()
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", wfID, err)
+	}
+	attrs := first.GetWorkflowExecutionStartedEventAttributes()
+	if attrs == nil {
+		return nil, fmt.Errorf("history of %s does not start with the workflow's start", wfID)
+	}
+	return attrs.GetInput(), nil
+}
+
+// requireEndpoint checks that the endpoint is registered and returns its tenant,
+// remembering them for a while.
+func (s *Client) requireEndpoint(ctx context.Context, id string) (string, error) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	k, ok := s.known[id]
+	s.mu.Unlock()
+	if ok && now.Sub(k.seen) < s.opts.EndpointCacheTTL {
+		return k.tenant, nil
+	}
+	st, err := s.GetEndpoint(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
+		}
+		return "", err
+	}
+	s.remember(id, st.Tenant)
+	return st.Tenant, nil
+}
+
+// remember records that endpoint id exists and belongs to tenant.
+func (s *Client) remember(id, tenant string) {
+	if tenant == "" {
+		tenant = workflows.DefaultTenant
+	}
+	s.mu.Lock()
+	s.known[id] = knownEndpoint{tenant: tenant, seen: s.opts.Now()}
+	s.mu.Unlock()
+}
+
+// requireWorkerKey refuses to send with a payload key no worker holds, when the workers
+// say which keys they hold (codec.Identity): such an event would wait until one does.
+func (s *Client) requireWorkerKey(ctx context.Context) error {
+	key := s.opts.PayloadKeyID
+	if key == "" {
+		return nil
+	}
+	ids, err := s.advertisedKeys(ctx)
+	if err != nil || ids == nil {
+		return nil // cannot tell: send, and the event waits if need be
+	}
+	if ids[key] {
+		return nil
+	}
+	have := make([]string, 0, len(ids))
+	for id := range ids {
+		have = append(have, id)
+	}
+	sort.Strings(have)
+	return fmt.Errorf("%w: no worker on task queue %s holds payload key %s (they hold: %s): give the workers the new key first (a line in their key file), then the producers", ErrInvalid, s.opts.TaskQueue, key, strings.Join(have, ", "))
+}
+
+// advertisedKeys returns the set of key ids the workers polling the task queue advertise;
+// nil when none advertises its keys.
+func (s *Client) advertisedKeys(ctx context.Context) (map[string]bool, error) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	wk := s.workerKeys
+	s.mu.Unlock()
+	if !wk.seen.IsZero() && now.Sub(wk.seen) < s.opts.EndpointCacheTTL {
+		return wk.ids, nil
+	}
+	resp, err := s.c.DescribeTaskQueue(ctx, s.opts.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return nil, fmt.Errorf("describe task queue %s: %w", s.opts.TaskQueue, err)
+	}
+	var ids map[string]bool
+	for _, p := range resp.GetPollers() {
+		keys, ok := codec.IdentityKeyIDs(p.GetIdentity())
+		if !ok {
+			continue
+		}
+		if ids == nil {
+			ids = map[string]bool{}
+		}
+		for _, k := range keys {
+			ids[k] = true
+		}
+	}
+	s.mu.Lock()
+	s.workerKeys = workerKeys{ids: ids, seen: now}
+	s.mu.Unlock()
+	return ids, nil
+}
+
+// Status returns the delivery status of an event of the default tenant.
 func (s *Client) Status(ctx context.Context, eventID string) (workflows.Status, error) {
+	return s.StatusOf(ctx, workflows.DefaultTenant, eventID)
+}
+
+// StatusOf returns the delivery status of a tenant's event. A delivery no worker could
+// start because it lacks the payload's key is reported as StateWaitingKey.
+func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (workflows.Status, error) {
 	var st workflows.Status
-	v, err := s.c.QueryWorkflow(ctx, workflows.DeliveryID(eventID), "", workflows.QueryStatus)
+	wfID := workflows.DeliveryIDFor(tenant, eventID)
+	v, err := s.c.QueryWorkflow(ctx, wfID, "", workflows.QueryStatus)
 	if err != nil {
 		if isNotFound(err) {
-			return st, fmt.Errorf("%w: no event %s (it was never sent, or it closed longer ago than the namespace's retention)", ErrNotFound, eventID)
+			return st, fmt.Errorf("%w: no event %s%s (it was never sent, or it closed longer ago than the namespace's retention)", ErrNotFound, eventID, ofTenant(tenant))
+		}
+		if w, ok := s.waitingForKey(ctx, wfID); ok {
+			return w, nil
 		}
 		return st, fmt.Errorf("status of event %s: %w", eventID, err)
 	}
@@ -206,23 +381,77 @@ func (s *Client) Status(ctx context.Context, eventID string) (workflows.Status, 
 	return st, nil
 }
 
-// Replay runs a dead letter's ladder again from attempt 1 with its original event id. An
-// event whose delivery has closed (delivered, or expired as a dead letter) is delivered
-// again with the same id. An event still being retried is left alone, with an error.
+// ofTenant names a tenant other than the default in messages: " of tenant acme".
+func ofTenant(tenant string) string {
+	if tenant == "" || tenant == workflows.DefaultTenant {
+		return ""
+	}
+	return " of tenant " + tenant
+}
+
+// waitingForKey reports a running delivery whose payload is encrypted with a key no worker
+// advertises (and so none could start it) as StateWaitingKey.
+func (s *Client) waitingForKey(ctx context.Context, wfID string) (workflows.Status, bool) {
+	desc, err := s.c.DescribeWorkflowExecution(ctx, wfID, "")
+	if err != nil {
+		return workflows.Status{}, false
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return workflows.Status{}, false
+	}
+	in, err := s.startInput(ctx, wfID)
+	if err != nil || len(in.GetPayloads()) == 0 {
+		return workflows.Status{}, false
+	}
+	key := codec.PayloadKeyID(in.GetPayloads()[0])
+	if key == "" {
+		return workflows.Status{}, false
+	}
+	if ids, err := s.advertisedKeys(ctx); err != nil || ids == nil || ids[key] {
+		return workflows.Status{}, false
+	}
+	_, eventID, _ := workflows.ParseDeliveryID(wfID)
+	sa := info.GetSearchAttributes().GetIndexedFields()
+	since := info.GetStartTime().AsTime()
+	return workflows.Status{
+		Event: workflows.EventSummary{
+			ID:         eventID,
+			EndpointID: keyword(sa[workflows.AttrEndpoint.GetName()].GetData()),
+			Type:       keyword(sa[workflows.AttrEventType.GetName()].GetData()),
+			CreatedAt:  since,
+		},
+		State:   workflows.StateWaitingKey,
+		Waiting: &workflows.Waiting{Hold: activities.Hold{Reason: codec.WaitingForKey(key)}, Since: since},
+	}, true
+}
+
+// Replay replays a dead letter of the default tenant; see ReplayOf.
 func (s *Client) Replay(ctx context.Context, eventID string) error {
-	st, err := s.Status(ctx, eventID)
+	return s.ReplayOf(ctx, workflows.DefaultTenant, eventID)
+}
+
+// ReplayOf runs a tenant's dead letter's ladder again from attempt 1 with its original
+// event id. An event whose delivery has closed (delivered, or expired as a dead letter) is
+// delivered again with the same id. An event still being retried is left alone, with an
+// error.
+func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
+	st, err := s.StatusOf(ctx, tenant, eventID)
 	if err != nil {
 		return err
 	}
+	wfID := workflows.DeliveryIDFor(tenant, eventID)
 	switch st.State {
 	case workflows.StateDeadLetter:
-		err := s.c.SignalWorkflow(ctx, workflows.DeliveryID(eventID), "", workflows.SignalReplay, nil)
+		err := s.c.SignalWorkflow(ctx, wfID, "", workflows.SignalReplay, nil)
 		if err != nil {
 			return fmt.Errorf("replay event %s: %w", eventID, err)
 		}
 		return nil
 	case workflows.StateDelivered, workflows.StateExpired:
-		return s.redeliver(ctx, eventID, st)
+		return s.redeliver(ctx, wfID, eventID, st)
+	case workflows.StateWaitingKey:
+		return fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
 	default:
 		return fmt.Errorf("%w: event %s is %s, not a dead letter: its ladder is still running (next attempt at %s)",
 			ErrInvalid, eventID, st.State, st.NextAttemptAt.Format(time.RFC3339))
@@ -230,9 +459,9 @@ func (s *Client) Replay(ctx context.Context, eventID string) error {
 }
 
 // redeliver starts a closed delivery again under the same workflow id.
-func (s *Client) redeliver(ctx context.Context, eventID string, st workflows.Status) error {
+func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st workflows.Status) error {
 	var ev Event
-	v, err := s.c.QueryWorkflow(ctx, workflows.DeliveryID(eventID), "", workflows.QueryEvent)
+	v, err := s.c.QueryWorkflow(ctx, wfID, "", workflows.QueryEvent)
 	if err != nil {
 		return fmt.Errorf("replay event %s: read event: %w", eventID, err)
 	}
@@ -240,7 +469,7 @@ func (s *Client) redeliver(ctx context.Context, eventID string, st workflows.Sta
 		return fmt.Errorf("replay event %s: read event: %w", eventID, err)
 	}
 	_, err = s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.DeliveryID(eventID),
+		ID:                       wfID,
 		TaskQueue:                s.opts.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
@@ -270,6 +499,7 @@ func keepLast(a []workflows.AttemptRecord) []workflows.AttemptRecord {
 // DeadLetter is one parked delivery.
 type DeadLetter struct {
 	EventID    string    `json:"event_id"`
+	Tenant     string    `json:"tenant"`
 	EndpointID string    `json:"endpoint_id"`
 	Type       string    `json:"type"`
 	SentAt     time.Time `json:"sent_at"`
@@ -289,8 +519,8 @@ func (s *Client) ListDeadLetters(ctx context.Context, f activities.DeadLetterFil
 		}
 		for _, ex := range resp.GetExecutions() {
 			id := ex.GetExecution().GetWorkflowId()
-			evID, _ := workflows.EventIDFromWorkflowID(id)
-			dl := DeadLetter{EventID: evID, WorkflowID: id, SentAt: ex.GetStartTime().AsTime()}
+			tenant, evID, _ := workflows.ParseDeliveryID(id)
+			dl := DeadLetter{EventID: evID, Tenant: tenant, WorkflowID: id, SentAt: ex.GetStartTime().AsTime()}
 			sa := ex.GetSearchAttributes().GetIndexedFields()
 			dl.EndpointID = keyword(sa[workflows.AttrEndpoint.GetName()].GetData())
 			dl.Type = keyword(sa[workflows.AttrEventType.GetName()].GetData())

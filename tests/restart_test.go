@@ -55,7 +55,9 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 }
 
 // waitFor polls s's status query until the delivery reaches state.
-func waitFor(t *testing.T, s *starter.Client, eventID, state string) workflows.Status {
+func waitFor(t *testing.T, s interface {
+	Status(context.Context, string) (workflows.Status, error)
+}, eventID, state string) workflows.Status {
 	t.Helper()
 	var st workflows.Status
 	var err error

@@ -40,9 +40,18 @@ func BulkReplay(ctx workflow.Context, in BulkReplayInput) (BulkReplayResult, err
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 		Summary:             "replay dead letters: " + in.Filter.Query(),
 	})
+	f := in.Filter
+	if workflow.GetVersion(ctx, "bulk-replay-dead-before", workflow.DefaultVersion, 1) == 1 {
+		// Replay only what was a dead letter when the replay was asked for (at start, or
+		// at In.At): another bulk replay's replays that park again are not replayed twice.
+		f.DeadBefore = workflow.GetInfo(ctx).WorkflowStartTime
+		if in.At.After(f.DeadBefore) {
+			f.DeadBefore = in.At
+		}
+	}
 	var op *activities.Operator
 	var n int
-	if err := workflow.ExecuteActivity(actx, op.ReplayDeadLetters, in.Filter).Get(ctx, &n); err != nil {
+	if err := workflow.ExecuteActivity(actx, op.ReplayDeadLetters, f).Get(ctx, &n); err != nil {
 		return BulkReplayResult{}, err
 	}
 	return BulkReplayResult{Replayed: n, ReplayedAt: workflow.Now(ctx)}, nil

@@ -241,12 +241,22 @@ func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool
 	timer := workflow.NewTimerWithOptions(tctx, p.Retention, workflow.TimerOptions{
 		Summary: fmt.Sprintf("dead letter: waiting for a replay until %s", d.status.ExpiresAt.UTC().Format(time.RFC3339)),
 	})
+	replayed := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
+		var req activities.ReplayRequest
+		c.Receive(ctx, &req)
+		if req.Stale(d.status.DeadAt) {
+			// A bulk replay asked before this dead letter parked: it meant an earlier one.
+			workflow.GetLogger(ctx).Info("replay request ignored: it predates this dead letter", "event", d.in.Event.ID)
+			return
+		}
+		replayed = true
 	})
 	sel.AddFuture(timer, func(workflow.Future) { expired = true })
-	sel.Select(ctx)
+	for !replayed && !expired {
+		sel.Select(ctx)
+	}
 	cancelTimer()
 	if expired {
 		d.setState(ctx, StateExpired, true)

@@ -70,6 +70,9 @@ const (
 	StateDelivered       = "delivered"
 	StateDeadLetter      = "dead_letter"
 	StateExpired         = "expired"
+	// StateWaitingKey: no worker so far could decrypt the delivery's payload; it waits
+	// for a worker holding the key (reported by the starter, never by the workflow).
+	StateWaitingKey = "waiting_key"
 )
 
 // Search attributes Herald registers in its namespace and sets on its workflows.
@@ -162,15 +165,46 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DeliveryID is the workflow id of the delivery of event id.
-func DeliveryID(eventID string) string { return "delivery:" + eventID }
+// DeliveryID is the workflow id of the delivery of event id for the default tenant.
+func DeliveryID(eventID string) string { return DeliveryIDFor(DefaultTenant, eventID) }
+
+// DeliveryIDFor is the workflow id of the delivery of event id for a tenant: event ids are
+// scoped to the tenant of the endpoint, so two tenants may use the same id. The default
+// tenant's ids are "delivery:<event-id>" (as before tenants had their own ids); another
+// tenant's are "delivery@<tenant>:<event-id>". The forms cannot collide (event ids may
+// contain ':', but the default form starts with "delivery:", and tenant names have no ':').
+func DeliveryIDFor(tenant, eventID string) string {
+	if tenant == "" || tenant == DefaultTenant {
+		return "delivery:" + eventID
+	}
+	return "delivery@" + tenant + ":" + eventID
+}
 
 // EndpointWorkflowID is the workflow id of endpoint id.
 func EndpointWorkflowID(endpointID string) string { return activities.EndpointWorkflowID(endpointID) }
 
-// EventIDFromWorkflowID is the inverse of DeliveryID; ok is false for other ids.
+// EventIDFromWorkflowID is the inverse of DeliveryIDFor, without the tenant; ok is false
+// for other ids.
 func EventIDFromWorkflowID(workflowID string) (string, bool) {
-	return strings.CutPrefix(workflowID, "delivery:")
+	_, id, ok := ParseDeliveryID(workflowID)
+	return id, ok
+}
+
+// ParseDeliveryID is the inverse of DeliveryIDFor: the tenant (DefaultTenant for the
+// "delivery:" form) and the event id; ok is false for other ids.
+func ParseDeliveryID(workflowID string) (tenant, eventID string, ok bool) {
+	if id, ok := strings.CutPrefix(workflowID, "delivery:"); ok {
+		return DefaultTenant, id, true
+	}
+	rest, ok := strings.CutPrefix(workflowID, "delivery@")
+	if !ok {
+		return "", "", false
+	}
+	tenant, eventID, ok = strings.Cut(rest, ":")
+	if !ok || tenant == "" {
+		return "", "", false
+	}
+	return tenant, eventID, true
 }
 
 // ValidateEndpointID checks that id can be part of a workflow id and a URL path:

@@ -128,7 +128,7 @@ machine work; production workers refuse them unless allowed with --allow-cidr.
 				return err
 			}
 			dashboard, err := server.New(server.Options{
-				Starter: starter.New(c, starter.Options{TaskQueue: g.taskQueue, EagerStart: true}), Client: c, Tokens: tokens,
+				Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart = true })), Client: c, Tokens: tokens,
 				Namespace: srv.Namespace(), TemporalUI: srv.UIAddress(), Logger: g.logger(),
 			})
 			if err != nil {

@@ -49,8 +49,9 @@ func explainCodec(err error) error {
 
 func newKeygenCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "keygen FILE",
-		Short: "Create a payload encryption key file",
+		Use:         "keygen FILE",
+		Short:       "Create a payload encryption key file",
+		Annotations: map[string]string{annotationNoKeys: "yes"},
 		Long: `Create a key file holding one new random AES-256 key. Give it to every Herald worker and
 client (--codec-key-file FILE or HERALD_CODEC_KEY_FILE=FILE) so that event payloads, endpoint
 secrets and failure messages are stored encrypted in Temporal. To rotate keys, put a new

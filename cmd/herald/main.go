@@ -13,7 +13,7 @@ import (
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "herald:", err)
-		if errors.Is(err, starter.ErrInvalid) || errors.Is(err, errUsage) {
+		if errors.Is(err, starter.ErrInvalid) || errors.Is(err, starter.ErrConflict) || errors.Is(err, errUsage) {
 			os.Exit(2)
 		}
 		os.Exit(1)

@@ -21,6 +21,9 @@ import (
 // errUsage marks errors in how a command was called.
 var errUsage = errors.New("usage")
 
+// annotationNoKeys marks commands that must not load the payload keys.
+const annotationNoKeys = "herald/no-keys"
+
 // globals are the flags every command shares.
 type globals struct {
 	address   string
@@ -67,6 +70,9 @@ Start here:
 		if g.output != "text" && g.output != "json" {
 			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
 		}
+		if cmd.Annotations[annotationNoKeys] != "" {
+			return nil // e.g. keygen, whose key file does not exist yet
+		}
 		return g.loadKeys(cmd.Flags().Changed("codec-key-file") || os.Getenv("HERALD_CODEC_KEY_FILE") != "")
 	}
 	root.AddCommand(
@@ -94,6 +100,8 @@ func (g *globals) clientOptions(address string) client.Options {
 		Logger:           sdklog.NewStructuredLogger(g.logger()),
 		DataConverter:    codec.DataConverter(g.keys),
 		FailureConverter: codec.FailureConverter(g.keys),
+		// Workers advertise the ids of their keys, so producers can check theirs.
+		Identity: codec.Identity("", g.keys),
 	}
 }
 
@@ -116,7 +124,19 @@ func (g *globals) withStarter(cmd *cobra.Command, fn func(ctx context.Context, s
 		return err
 	}
 	defer c.Close()
-	return explainCodec(fn(ctx, starter.New(c, starter.Options{TaskQueue: g.taskQueue})))
+	return explainCodec(fn(ctx, starter.New(c, g.starterOptions())))
+}
+
+// starterOptions are the starter options for this process's task queue and keys.
+func (g *globals) starterOptions(adjust ...func(*starter.Options)) starter.Options {
+	o := starter.Options{TaskQueue: g.taskQueue, DataConverter: codec.DataConverter(g.keys)}
+	if g.keys != nil {
+		o.PayloadKeyID = g.keys.ActiveKeyID()
+	}
+	for _, f := range adjust {
+		f(&o)
+	}
+	return o
 }
 
 // discard is a logger that drops everything.

@@ -46,7 +46,11 @@ most once compacted). The receiver gets the data exactly as given, compacted, ne
 				if g.output == "json" {
 					return printJSON(cmd.OutOrStdout(), res)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, res.EventID)
+				follow := res.EventID
+				if tenant, _, _ := workflows.ParseDeliveryID(res.WorkflowID); tenant != workflows.DefaultTenant {
+					follow += " --tenant " + tenant
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, follow)
 				return nil
 			})
 		},

@@ -55,7 +55,7 @@ browser would never send it back. Force it with --cookie-secure always|never.`,
 			}
 			defer c.Close()
 			h, err := server.New(server.Options{
-				Starter: starter.New(c, starter.Options{TaskQueue: g.taskQueue}), Client: c, Tokens: tokens,
+				Starter: starter.New(c, g.starterOptions()), Client: c, Tokens: tokens,
 				Namespace: g.namespace, TemporalUI: temporalUI, CookieSecure: cookieSecure, Logger: g.logger(),
 			})
 			if err != nil {

@@ -12,14 +12,23 @@ import (
 	"github.com/heraldhq/herald/workflows"
 )
 
+// tenantFlag adds --tenant: event ids are scoped to the tenant of their endpoint.
+func tenantFlag(cmd *cobra.Command, tenant *string) {
+	cmd.Flags().StringVar(tenant, "tenant", workflows.DefaultTenant, "the tenant of the event's endpoint (event ids are scoped to the tenant)")
+}
+
 func newStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status EVENT_ID",
+	var tenant string
+	cmd := &cobra.Command{
+		Use:   "status EVENT_ID [--tenant T]",
 		Short: "Show where a delivery stands and every attempt so far",
 		Args:  exactArgs(1, "give the event id that send printed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := workflows.ValidateTenant(tenant); err != nil {
+				return fmt.Errorf("%w: --tenant: %v", errUsage, err)
+			}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				st, err := s.Status(ctx, args[0])
+				st, err := s.StatusOf(ctx, tenant, args[0])
 				if err != nil {
 					return err
 				}
@@ -31,12 +40,14 @@ func newStatusCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	tenantFlag(cmd, &tenant)
+	return cmd
 }
 
 func newReplayCmd(g *globals) *cobra.Command {
-	var endpoint, since, until, at string
+	var endpoint, since, until, at, tenant string
 	cmd := &cobra.Command{
-		Use:   "replay EVENT_ID... | --endpoint ID [--since T] [--until T] [--at T]",
+		Use:   "replay EVENT_ID... [--tenant T] | --endpoint ID [--since T] [--until T] [--at T]",
 		Short: "Replay dead letters, one by one or in bulk",
 		Long: `Replay dead letters: each runs its retry ladder again from attempt 1 with its original
 event id, so receivers that deduplicate on webhook-id keep working. A delivered or expired
@@ -58,10 +69,13 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				if since != "" || until != "" || at != "" {
 					return fmt.Errorf("%w: --since, --until and --at go with --endpoint", errUsage)
 				}
+				if err := workflows.ValidateTenant(tenant); err != nil {
+					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
+				}
 				return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 					failed := 0
 					for _, id := range args {
-						if err := s.Replay(ctx, id); err != nil {
+						if err := s.ReplayOf(ctx, tenant, id); err != nil {
 							fmt.Fprintf(cmd.ErrOrStderr(), "herald: %v\n", err)
 							failed++
 							continue
@@ -111,6 +125,7 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 	f.StringVar(&since, "since", "", "only events sent at or after this time")
 	f.StringVar(&until, "until", "", "only events sent at or before this time")
 	f.StringVar(&at, "at", "", "replay at this time instead of now")
+	tenantFlag(cmd, &tenant)
 	return cmd
 }
 
@@ -163,9 +178,9 @@ func newDLQCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout(), "No dead letters.")
 					return nil
 				}
-				t := newTable(cmd.OutOrStdout(), "EVENT", "ENDPOINT", "TYPE", "SENT")
+				t := newTable(cmd.OutOrStdout(), "EVENT", "TENANT", "ENDPOINT", "TYPE", "SENT")
 				for _, d := range dls {
-					t.row(d.EventID, d.EndpointID, d.Type, fmtTime(d.SentAt))
+					t.row(d.EventID, d.Tenant, d.EndpointID, d.Type, fmtTime(d.SentAt))
 				}
 				return t.flush()
 			})

@@ -64,6 +64,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	copts := client.Options{
 		HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(Quiet),
 		DataConverter: codec.DataConverter(o.Keys), FailureConverter: codec.FailureConverter(o.Keys),
+		Identity: codec.Identity("", o.Keys),
 	}
 	if o.Client != nil {
 		o.Client(&copts)
@@ -91,7 +92,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		srv.Stop()
 		return nil, err
 	}
-	return &Stack{Server: srv, Client: c, Worker: w, Starter: starter.New(c, starter.Options{TaskQueue: o.Worker.TaskQueue, EagerStart: true})}, nil
+	so := starter.Options{TaskQueue: o.Worker.TaskQueue, EagerStart: true, DataConverter: codec.DataConverter(o.Keys)}
+	if o.Keys != nil {
+		so.PayloadKeyID = o.Keys.ActiveKeyID()
+	}
+	return &Stack{Server: srv, Client: c, Worker: w, Starter: starter.New(c, so)}, nil
 }
 
 // Stop stops the worker, the client and the server.
