@@ -184,11 +184,12 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 		Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
 }
 
-// fresh makes sure e's knowledge of the endpoint is at most one renewal interval old,
+// fresh makes sure e's knowledge of the endpoint is at most one renewal interval (and at
+// most policy.MaxConfigAge) old,
 // asking the endpoint workflow for a snapshot (a query: no history event) if it is not.
 func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	e.mu.Lock()
-	if e.h.Known && time.Since(e.learned) < g.every {
+	if e.h.Known && time.Since(e.learned) < min(g.every, policy.MaxConfigAge) {
 		e.mu.Unlock()
 		return nil
 	}

@@ -404,6 +404,15 @@ func (g *Guard) View(now time.Time) GuardView {
 	}
 }
 
+// MaxConfigAge is the oldest a worker's knowledge of an endpoint (its configuration, its
+// circuit) may be when an attempt starts; the gate asks again past it.
+const MaxConfigAge = time.Second
+
+// ConfigSettle is how long a change to a registered endpoint waits before it returns:
+// past MaxConfigAge, with a margin for clocks that run at slightly different rates, so
+// that every attempt that starts after the change has returned uses it, on any worker.
+const ConfigSettle = MaxConfigAge + MaxConfigAge/10
+
 // NotStartedRecheck is how long a delivery waits before it makes again an attempt that
 // could not start (no worker slot in time, the worker stopping).
 const NotStartedRecheck = 10 * time.Second

@@ -24,8 +24,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald/activities"
-	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
 )

@@ -215,6 +215,8 @@ const (
 	versionAdmissionMemo = "admission-memo"
 	// versionOwnQueue: a run continues as new on the endpoints' own task queue (2026-11).
 	versionOwnQueue = "endpoint-own-queue"
+	// versionPutSettles: a change returns once every worker's gate uses it (2026-11).
+	versionPutSettles = "put-settles"
 )
 
 // admission answers a gate's snapshot query: the configuration, and what the guard
@@ -408,5 +410,14 @@ func (e *endpointRun) put(ctx workflow.Context, req PutEndpointRequest) (PutEndp
 		e.dirty = true
 	}
 	res.Endpoint = *ep
+	if !res.Created && workflow.GetVersion(ctx, versionPutSettles, workflow.DefaultVersion, 1) == 1 {
+		// Read-your-writes: a worker's gate uses what it knows of an endpoint for at most
+		// policy.MaxConfigAge; once that has passed, every attempt that starts uses this.
+		if err := workflow.NewTimerWithOptions(ctx, policy.ConfigSettle, workflow.TimerOptions{
+			Summary: "the change reaches every worker",
+		}).Get(ctx, nil); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }

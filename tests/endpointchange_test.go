@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/heraldhq/herald/signature"
+	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/workflows"
+)
+
+// TestEndpointChangeReachesEveryWorker: once a URL change, and then a secret rotation, has
+// returned, every attempt that starts afterwards, on either of two workers, goes to the new
+// URL, signed with the new secret, while traffic never stops.
+func TestEndpointChangeReachesEveryWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c2, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	w2, err := worker.New(c2, worker.Options{Net: loopback, RenewInterval: time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	lazy := starter.New(shared.client, starter.Options{}) // no eager start: both workers take events
+
+	oldURL, newURL := newReceiver(t, status(http.StatusOK)), newReceiver(t, status(http.StatusOK))
+	oldSecret := putEndpoint(t, "ryw", oldURL.URL, fast(3, time.Second))
+
+	// Traffic all along: an event every 20 ms, each noted with whether it was sent after
+	// the change had returned.
+	type sent struct {
+		id    string
+		after int // how many changes had returned when it was sent
+	}
+	var (
+		mu      sync.Mutex
+		events  []sent
+		changes int
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			mu.Lock()
+			n := changes
+			mu.Unlock()
+			res, err := lazy.Send(ctx, starter.Event{EndpointID: "ryw", Data: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			events = append(events, sent{res.EventID, n})
+			mu.Unlock()
+		}
+	}()
+	changed := func(req workflows.PutEndpointRequest) {
+		time.Sleep(1500 * time.Millisecond) // both workers know the endpoint as it is
+		if _, err := shared.starter.PutEndpoint(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		changes++
+		mu.Unlock()
+	}
+	changed(workflows.PutEndpointRequest{ID: "ryw", URL: newURL.URL})
+	newSecret, err := signature.GenerateSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed(workflows.PutEndpointRequest{ID: "ryw", RotateTo: newSecret})
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	<-done
+
+	for _, e := range events {
+		waitState(t, e.id, workflows.StateDelivered)
+	}
+	at := map[string]request{}
+	for _, r := range oldURL.requests() {
+		at[r.Header.Get("webhook-id")] = r
+	}
+	moved := map[string]request{}
+	for _, r := range newURL.requests() {
+		moved[r.Header.Get("webhook-id")] = r
+	}
+	counts := [3]int{}
+	for _, e := range events {
+		counts[e.after]++
+		if e.after == 0 {
+			continue
+		}
+		r, ok := moved[e.id]
+		if !ok {
+			_, old := at[e.id]
+			t.Errorf("event %s, sent after the URL change returned, did not reach the new URL (old URL got it: %v)", e.id, old)
+			continue
+		}
+		if e.after == 2 {
+			if err := signature.NewVerifier(newSecret).Verify(r.Header, r.Body); err != nil {
+				t.Errorf("event %s, sent after the rotation returned: %v", e.id, err)
+			}
+			if err := signature.NewVerifier(oldSecret).Verify(r.Header, r.Body); err == nil {
+				t.Errorf("event %s, sent after a rotation with no grace returned, is still signed with the old secret", e.id)
+			}
+		}
+	}
+	if counts[1] < 10 || counts[2] < 10 {
+		t.Fatalf("too little traffic to tell: %v events before, between and after the changes", counts)
+	}
+	t.Logf("events before / after the URL change / after the rotation: %v", counts)
+}
