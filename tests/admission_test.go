@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/policy"
@@ -169,19 +166,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 func TestColdEndpointsTwoWorkers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c2, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	w2, err := worker.New(c2, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Stop()
+	secondWorker(t, 200*time.Millisecond)
 	lazy := starter.New(shared.client, starter.Options{}) // no eager start: matching spreads the work
 
 	const healthyN, failingN, each, capN, threshold = 60, 20, 6, 4, 3

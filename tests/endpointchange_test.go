@@ -8,12 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -23,19 +19,7 @@ import (
 func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c2, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	w2, err := worker.New(c2, worker.Options{Net: loopback, RenewInterval: time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Stop()
+	secondWorker(t, time.Second)
 	lazy := starter.New(shared.client, starter.Options{}) // no eager start: both workers take events
 
 	oldURL, newURL := newReceiver(t, status(http.StatusOK)), newReceiver(t, status(http.StatusOK))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/devserver"
@@ -21,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -144,4 +146,23 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// secondWorker starts another Herald worker, with its own Temporal connection and gate,
+// renewing its leases every renew, until the test ends.
+func secondWorker(t *testing.T, renew time.Duration) {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	w, err := worker.New(c, worker.Options{Net: loopback, RenewInterval: renew, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
 }

@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/worker"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -164,19 +162,7 @@ func (c *concurrency) handler(hold time.Duration) func(int, http.ResponseWriter)
 // with two workers (each with its own gate and Temporal connection).
 func TestConcurrencyCap(t *testing.T) {
 	t.Parallel()
-	c2, err := client.Dial(client.Options{HostPort: shared.srv.FrontendAddress(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	w2, err := worker.New(c2, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Stop()
+	secondWorker(t, 200*time.Millisecond)
 
 	var conc concurrency
 	rcv := newReceiver(t, conc.handler(100*time.Millisecond))
