@@ -64,6 +64,10 @@ type gateEntry struct {
 	outcomes []policy.Outcome
 	call     *call // the renewal or report in flight, if any
 	ask      *call // the snapshot query in flight, if any
+	// waits and dones batch the deliveries queued at, and the own permits returned to,
+	// the endpoint workflow: one signal carries all that came while the last was sent.
+	waits batcher[string]
+	dones batcher[Done]
 }
 
 // renewParallel is how many background renewals and reports may be in flight at once.
@@ -168,13 +172,11 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	}
 }
 
-// wait puts waiter in the endpoint's queue (a signal: it returns once the server has it,
-// without waiting for the endpoint workflow) and says how long to wait for the permit.
+// wait puts waiter in the endpoint's queue (a signal, shared with the waiters that come
+// meanwhile: it returns once the server has it, without waiting for the endpoint
+// workflow) and says how long to wait for the permit.
 func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *Hold {
-	sctx, cancel := context.WithTimeout(ctx, askTimeout)
-	defer cancel()
-	err := g.client.SignalWorkflow(sctx, EndpointWorkflowID(e.id), "", SignalWait, WaitRequest{Waiter: waiter})
-	if err != nil {
+	if err := e.waits.add(ctx, waiter); err != nil {
 		return &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: unreachableRecheck}
 	}
 	if reason == "" {
@@ -260,8 +262,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 	e.mu.Unlock()
 	g.count(e.id, res)
 	if own {
-		err := g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalDone, Done{Waiter: a.Waiter, Outcome: &o})
-		if err != nil {
+		if err := e.dones.add(ctx, Done{Waiter: a.Waiter, Outcome: &o}); err != nil {
 			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", e.id, "waiter", a.Waiter, "error", err)
 		}
 	}
@@ -276,8 +277,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 func (g *Gate) Release(ctx context.Context, a *Admission) {
 	defer g.unref(a.entry)
 	if a.Waiter != "" {
-		err := g.client.SignalWorkflow(ctx, EndpointWorkflowID(a.entry.id), "", SignalDone, Done{Waiter: a.Waiter})
-		if err != nil {
+		if err := a.entry.dones.add(ctx, Done{Waiter: a.Waiter}); err != nil {
 			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", a.entry.id, "waiter", a.Waiter, "error", err)
 		}
 		return
@@ -450,6 +450,13 @@ func (g *Gate) entry(id string) *gateEntry {
 	e := g.eps[id]
 	if e == nil {
 		e = &gateEntry{id: id, stopping: &g.stopping}
+		wid := EndpointWorkflowID(id)
+		e.waits.send = func(ctx context.Context, ws []string) error {
+			return g.client.SignalWorkflow(ctx, wid, "", SignalWait, WaitRequest{Waiters: ws})
+		}
+		e.dones.send = func(ctx context.Context, ds []Done) error {
+			return g.client.SignalWorkflow(ctx, wid, "", SignalDones, ds)
+		}
 		g.eps[id] = e
 	}
 	e.refs++

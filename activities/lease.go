@@ -23,6 +23,8 @@ const (
 	MemoAdmission = "admission"
 	// SignalWait puts a delivery the gate could not admit in the endpoint's queue (WaitRequest).
 	SignalWait = "wait"
+	// SignalDones returns several deliveries' own permits at once ([]Done).
+	SignalDones = "dones"
 	// SignalOutcomes reports the outcomes of attempts a gate admitted without a lease (OutcomeReport).
 	SignalOutcomes = "outcomes"
 )
@@ -33,10 +35,11 @@ type AdmissionView struct {
 	Snapshot policy.Snapshot `json:"snapshot"`
 }
 
-// WaitRequest asks an endpoint workflow for a permit for Waiter (a delivery's workflow id):
-// now if one may go, else when its turn in the queue comes.
+// WaitRequest asks an endpoint workflow for a permit for each of Waiters (deliveries'
+// workflow ids, in the order they came): now if one may go, else when its turn in the
+// queue comes.
 type WaitRequest struct {
-	Waiter string `json:"waiter"`
+	Waiters []string `json:"waiters"`
 }
 
 // OutcomeReport carries the outcomes of attempts a gate admitted without a lease.

@@ -109,13 +109,14 @@ func (h *Holding) Admit(leaseOpen, stopping bool) bool {
 // Hold says what an attempt that Admit turned away does: queue when the endpoint holds
 // attempts back (circuit not closed, others queued, this gate tripped, the cap full), wait
 // for a bigger lease when the endpoint has permits nobody holds, or ask again later when
-// the queue is full. It counts the attempt as demand for the next renewal.
+// the queue is full. An attempt that waits for a bigger lease counts as demand for the next
+// renewal.
 func (h *Holding) Hold() HoldKind {
 	s := h.Snapshot
-	h.Demand++
 	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare
 	switch {
 	case closedAndFree:
+		h.Demand++
 		return HoldLease
 	case s.QueueFull:
 		return HoldLater

@@ -20,6 +20,7 @@ import (
 func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveChannel) error {
 	dones := workflow.GetSignalChannel(ctx, SignalDone)
 	waits := workflow.GetSignalChannel(ctx, activities.SignalWait)
+	doneBatches := workflow.GetSignalChannel(ctx, activities.SignalDones)
 	outcomes := workflow.GetSignalChannel(ctx, activities.SignalOutcomes)
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateLease, e.lease,
 		workflow.UpdateHandlerOptions{Validator: e.validateLease}); err != nil {
@@ -59,10 +60,19 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 			e.in.Counters.Merge(d.Report)
 			d = activities.Done{}
 		}
+		var ds []activities.Done
+		for doneBatches.ReceiveAsync(&ds) {
+			for _, d := range ds {
+				e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
+			}
+			ds = nil
+		}
 		var w activities.WaitRequest
 		for waits.ReceiveAsync(&w) {
-			if wk, ok := e.in.Guard.Wait(workflow.Now(ctx), w.Waiter); ok {
-				e.wake(ctx, wk)
+			for _, waiter := range w.Waiters {
+				if wk, ok := e.in.Guard.Wait(workflow.Now(ctx), waiter); ok {
+					e.wake(ctx, wk)
+				}
 			}
 			w = activities.WaitRequest{}
 		}
@@ -109,7 +119,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 
 		e.dirty = false
 		err := workflow.Await(ctx, func() bool {
-			return e.dirty || fired || reports.Len() > 0 || dones.Len() > 0 || waits.Len() > 0 ||
+			return e.dirty || fired || reports.Len() > 0 || dones.Len() > 0 || doneBatches.Len() > 0 || waits.Len() > 0 ||
 				outcomes.Len() > 0 || e.continueAsNew(ctx)
 		})
 		if err != nil {
