@@ -279,14 +279,39 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) (string, error)
 	if ok && now.Sub(k.seen) < s.opts.EndpointCacheTTL {
 		return k.tenant, nil
 	}
-	st, err := s.GetEndpoint(ctx, id)
+	tenant, err := s.endpointTenant(ctx, id)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return "", fmt.Errorf("%w: endpoint %s is not registered: register it first", ErrNotFound, id)
 		}
 		return "", err
 	}
-	s.remember(id, st.Tenant)
+	s.remember(id, tenant)
+	return tenant, nil
+}
+
+// endpointTenant reads a registered endpoint's tenant from what its workflow publishes in
+// its memo (a describe: no worker is asked, however busy the endpoint workflow is), or,
+// for a workflow that does not publish it, from its state.
+func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) {
+	d, err := s.c.DescribeWorkflow(ctx, workflows.EndpointWorkflowID(id), "")
+	if err != nil {
+		if isNotFound(err) {
+			return "", ErrNotFound
+		}
+		return "", fmt.Errorf("endpoint %s: %w", id, err)
+	}
+	if d.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return "", ErrNotFound
+	}
+	var v activities.AdmissionView
+	if err := d.GetMemoValue(activities.MemoAdmission, &v); err == nil && v.Endpoint.ID == id {
+		return v.Endpoint.Tenant, nil
+	}
+	st, err := s.GetEndpoint(ctx, id)
+	if err != nil {
+		return "", err
+	}
 	return st.Tenant, nil
 }
 
