@@ -105,6 +105,11 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, "evt_rec_dead_replayed", workflows.StateDelivered)
+	// A change to a registered endpoint: it settles before it returns (read-your-writes).
+	if _, err := shared.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "rec-down",
+		Overrides: &activities.Overrides{Timeout: 4 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
 
 	wfID, err := shared.starter.BulkReplay(ctx, workflows.BulkReplayInput{
 		Filter: activities.DeadLetterFilter{EndpointID: "rec-none"}, At: time.Now().Add(200 * time.Millisecond),
