@@ -138,15 +138,12 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	}
 	e.mu.Lock()
 	if permit != nil {
-		ep := e.ep
+		ep, snap := e.ep, e.h.Snapshot
 		e.mu.Unlock()
 		if time.Until(permit.Until) > g.timeout(ep) {
 			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, entry: e}, nil, nil
 		}
 		// Too late to use it safely: ask again (the endpoint workflow renews it).
-		e.mu.Lock()
-		snap := e.h.Snapshot
-		e.mu.Unlock()
 		return nil, g.wait(ctx, e, waiter, snap, "the permit expired before the attempt could start"), nil
 	}
 	if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {

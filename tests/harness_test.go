@@ -3,12 +3,15 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +40,16 @@ type stack struct {
 	starter *starter.Client
 }
 
+// workerProcessEnv, when set to a Temporal address and namespace ("addr|namespace"), makes the test binary run only a
+// Herald worker against it, until killed (see startWorkerProcess).
+const workerProcessEnv = "HERALD_TEST_WORKER_PROCESS"
+
 func TestMain(m *testing.M) {
+	if target := os.Getenv(workerProcessEnv); target != "" {
+		addr, ns, _ := strings.Cut(target, "|")
+		runWorkerProcess(addr, ns)
+		return
+	}
 	s, err := testkit.Start(context.Background(), testkit.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start test stack:", err)
@@ -165,4 +177,46 @@ func secondWorker(t *testing.T, renew time.Duration) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+}
+
+// runWorkerProcess runs a Herald worker against the Temporal server at addr until the
+// process is killed.
+func runWorkerProcess(addr, namespace string) {
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: namespace, Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker process:", err)
+		os.Exit(1)
+	}
+	w, err := worker.New(c, worker.Options{Net: loopback, RenewInterval: 200 * time.Millisecond, Logger: quiet})
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker process:", err)
+		os.Exit(1)
+	}
+	fmt.Println("worker running")
+	select {}
+}
+
+// startWorkerProcess starts a Herald worker in a process of its own (this test binary,
+// re-run), connected to the shared server; kill it with the returned command's Process.
+func startWorkerProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerProcessEnv+"="+shared.srv.FrontendAddress()+"|"+shared.srv.Namespace())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, "worker running") {
+		t.Fatalf("worker process did not start: %q, %v", line, err)
+	}
+	return cmd
 }
