@@ -333,6 +333,11 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 }
 
 func formatMap(m map[string]string) string {
+	return joinSorted(m, " ", func(k, v string) string { return k + "=" + v })
+}
+
+// joinSorted formats each entry of m with f, in key order, joined by sep.
+func joinSorted[V any](m map[string]V, sep string, f func(string, V) string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -340,9 +345,9 @@ func formatMap(m map[string]string) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
+		parts[i] = f(k, m[k])
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, sep)
 }
 
 func formatAny(m map[string]any, empty string) string {

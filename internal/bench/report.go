@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -190,16 +189,7 @@ func backlogRows(b *BacklogResult) []Row {
 }
 
 func states(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return dash(strings.Join(parts, ", "))
+	return dash(joinSorted(m, ", ", func(k string, v int) string { return fmt.Sprintf("%s %d", k, v) }))
 }
 
 func histogram(per []int) string {
@@ -219,16 +209,7 @@ func histogram(per []int) string {
 }
 
 func eventTypes(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", strings.ToLower(k), m[k])
-	}
-	return dash(strings.Join(parts, ", "))
+	return dash(joinSorted(m, ", ", func(k string, v int) string { return fmt.Sprintf("%s %d", strings.ToLower(k), v) }))
 }
 
 func arrivals(as []BreakerArrival) string {
