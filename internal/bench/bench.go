@@ -382,6 +382,17 @@ func (e *env) putEndpoint(ctx context.Context, id string, a answer, o *activitie
 	return err
 }
 
+// putEndpoints registers the endpoints ids, 16 at a time, all answering with a.
+func (e *env) putEndpoints(ctx context.Context, ids []string, a answer) error {
+	_, failed, err := drive(ctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
+		return e.putEndpoint(ctx, ids[i], a, nil)
+	})
+	if failed > 0 {
+		return fmt.Errorf("register %d of %d endpoints: %w", failed, len(ids), err)
+	}
+	return nil
+}
+
 // drive calls send for i in [0, n) from senders goroutines, at once (rate 0) or at rate per
 // second, and returns when each call began. Failed sends are counted, not retried.
 func drive(ctx context.Context, n, senders int, rate float64, send func(ctx context.Context, i int) error) (sentAt []time.Time, failed int, firstErr error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -57,11 +56,9 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 		if m > 1 {
 			eps[i] = e.endpointID(fmt.Sprintf("cost-%d", i))
 		}
-		if err := e.putEndpoint(ctx, eps[i], func(w http.ResponseWriter, _ *http.Request, _ int) {
-			w.WriteHeader(http.StatusNoContent)
-		}, nil); err != nil {
-			return nil, err
-		}
+	}
+	if err := e.putEndpoints(ctx, eps, noContent); err != nil {
+		return nil, err
 	}
 	// Every workflow a delivery may cost events to: the endpoints' and the stats shards'.
 	side := make([]string, 0, m+activities.StatsShards)

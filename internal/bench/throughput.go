@@ -56,11 +56,9 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	eps := make([]string, cfg.Endpoints)
 	for i := range eps {
 		eps[i] = e.endpointID(fmt.Sprintf("tp-%d", i))
-		if err := e.putEndpoint(ctx, eps[i], func(w http.ResponseWriter, _ *http.Request, _ int) {
-			w.WriteHeader(http.StatusNoContent)
-		}, nil); err != nil {
-			return nil, err
-		}
+	}
+	if err := e.putEndpoints(ctx, eps, noContent); err != nil {
+		return nil, err
 	}
 	endpoint := func(i int) string { return eps[i%len(eps)] }
 	herald := func(rate float64) (Phase, error) {
@@ -133,3 +131,6 @@ func (e *env) baseline(ctx context.Context, queue, name string, wf any, eager bo
 	}
 	return phaseOf(sentAt, f.seen(ids)), nil
 }
+
+// noContent answers 204 at once.
+func noContent(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusNoContent) }
