@@ -179,7 +179,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Result, erro
 	case err != nil:
 		// The endpoint workflow could not be reached: wait, this is not the receiver's fault.
 		activity.GetLogger(ctx).Warn("endpoint workflow unreachable", "event", in.EventID, "endpoint", in.EndpointID, "error", err)
-		res.Held = &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: unreachableRecheck}
+		res.Held = &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: policy.UnreachableRecheck}
 		return res, nil
 	case hold != nil:
 		res.Held = hold

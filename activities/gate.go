@@ -81,10 +81,6 @@ const leaseMargin = 10 * time.Second
 // wait signal): none of them waits for the workflow to change.
 const askTimeout = 5 * time.Second
 
-// unreachableRecheck is how long a delivery waits before asking again when its endpoint
-// workflow could not be reached.
-const unreachableRecheck = 10 * time.Second
-
 // call is one request in flight; concurrent callers wait on it.
 type call struct {
 	done chan struct{}
@@ -163,7 +159,7 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 		return nil, &Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
 	case policy.HoldLater:
 		return nil, &Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt,
-			Recheck: policy.HoldRecheck(false, snap.RetryAt, time.Now()) + time.Minute}, nil
+			Recheck: policy.QueueFullRecheck(snap.RetryAt, time.Now())}, nil
 	default:
 		return nil, g.wait(ctx, e, waiter, snap, reason), nil
 	}
@@ -174,7 +170,7 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 // workflow) and says how long to wait for the permit.
 func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *Hold {
 	if err := e.waits.add(ctx, waiter); err != nil {
-		return &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: unreachableRecheck}
+		return &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: policy.UnreachableRecheck}
 	}
 	if reason == "" {
 		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)

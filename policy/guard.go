@@ -413,6 +413,16 @@ const MaxConfigAge = time.Second
 // that every attempt that starts after the change has returned uses it, on any worker.
 const ConfigSettle = MaxConfigAge + MaxConfigAge/10
 
+// UnreachableRecheck is how long a delivery waits before it asks again when its endpoint
+// workflow could not be reached.
+const UnreachableRecheck = 10 * time.Second
+
+// QueueFullRecheck is how long a delivery that found the endpoint's queue full waits before
+// it asks again: a minute past the probe (retryAt, if any).
+func QueueFullRecheck(retryAt, now time.Time) time.Duration {
+	return HoldRecheck(false, retryAt, now) + time.Minute
+}
+
 // NotStartedRecheck is how long a delivery waits before it makes again an attempt that
 // could not start (no worker slot in time, the worker stopping).
 const NotStartedRecheck = 10 * time.Second
