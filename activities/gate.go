@@ -144,7 +144,11 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	}
 	if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
 		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+		grow := e.h.Growing()
 		e.mu.Unlock()
+		if grow {
+			g.kick(e) // the last spare permit is taken: ask for a lease before anyone waits
+		}
 		return a, nil, nil
 	}
 	kind, snap, tripped := e.h.Hold(), e.h.Snapshot, e.h.Tripped
@@ -352,12 +356,13 @@ func (g *Gate) pass(ctx context.Context) {
 // latencyWindow is how long untold fast outcomes are kept for the endpoint's latency window.
 const latencyWindow = 5 * time.Minute
 
-// kick tells the endpoint workflow in the background, unless a call is already in flight.
+// kick tells the endpoint workflow in the background, unless a call is already in flight:
+// a lease renewal when the gate holds a lease or wants one, else a report of its outcomes.
 func (g *Gate) kick(e *gateEntry) {
 	e.mu.Lock()
 	busy := e.call != nil
 	act := policy.Report
-	if e.h.Permits > 0 || e.h.Demand > 0 {
+	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() {
 		act = policy.Renew
 	}
 	e.mu.Unlock()

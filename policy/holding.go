@@ -106,6 +106,14 @@ func (h *Holding) Admit(leaseOpen, stopping bool) bool {
 	return true
 }
 
+// Growing says whether the gate should ask for a lease now, before any attempt is turned
+// away: every permit it may use on its own (the lease, the spare ones) is taken, and the
+// endpoint has more free.
+func (h *Holding) Growing() bool {
+	s := h.Snapshot
+	return !h.Renewing && h.InUse >= h.Permits+h.Spare && s.Circuit == CircuitClosed && s.Queue == 0 && s.Free > h.Spare
+}
+
 // Hold says what an attempt that Admit turned away does: queue when the endpoint holds
 // attempts back (circuit not closed, others queued, this gate tripped, the cap full), wait
 // for a bigger lease when the endpoint has permits nobody holds, or ask again later when
