@@ -228,3 +228,28 @@ func TestHoldingBackground(t *testing.T) {
 		t.Error("Stale does not follow the window")
 	}
 }
+
+func TestHoldingGrowing(t *testing.T) {
+	var h Holding
+	h.Heard(closedSnapshot(100, 100), false, 0, 0)
+	for i := range h.Spare {
+		if h.Growing() {
+			t.Fatalf("asks for a lease with %d of %d spare permits taken", i, h.Spare)
+		}
+		h.Admit(false, false)
+	}
+	if !h.Growing() {
+		t.Error("every spare permit taken and the endpoint has more free: should ask for a lease")
+	}
+	h.StartRenewal(h.Want(false))
+	if h.Growing() {
+		t.Error("asks again while a renewal is in flight")
+	}
+	var full Holding
+	full.Heard(closedSnapshot(100, 4), false, 0, 0)
+	for full.Admit(false, false) {
+	}
+	if full.Growing() {
+		t.Error("asks for a lease though the endpoint has nothing more free")
+	}
+}
