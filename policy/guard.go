@@ -418,9 +418,10 @@ const ConfigSettle = MaxConfigAge + MaxConfigAge/10
 const UnreachableRecheck = 10 * time.Second
 
 // QueueFullRecheck is how long a delivery that found the endpoint's queue full waits before
-// it asks again: a minute past the probe (retryAt, if any).
+// it asks again: a minute past the probe (retryAt, if any), and never longer than a queued
+// delivery would (MaxQueuedWait), so that a circuit closed by hand early lets it go soon.
 func QueueFullRecheck(retryAt, now time.Time) time.Duration {
-	return HoldRecheck(false, retryAt, now) + time.Minute
+	return min(HoldRecheck(false, retryAt, now)+time.Minute, MaxQueuedWait)
 }
 
 // NotStartedRecheck is how long a delivery waits before it makes again an attempt that

@@ -253,3 +253,16 @@ func TestHoldingGrowing(t *testing.T) {
 		t.Error("asks for a lease though the endpoint has nothing more free")
 	}
 }
+
+func TestQueueFullRecheck(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	if d := QueueFullRecheck(time.Time{}, now); d != time.Second+time.Minute {
+		t.Errorf("no probe due: %s, want 1m1s", d)
+	}
+	if d := QueueFullRecheck(now.Add(2*time.Minute), now); d != 3*time.Minute+time.Second {
+		t.Errorf("probe in 2m: %s, want 3m1s", d)
+	}
+	if d := QueueFullRecheck(now.Add(time.Hour), now); d != MaxQueuedWait {
+		t.Errorf("probe in 1h: %s, want at most %s", d, MaxQueuedWait)
+	}
+}
