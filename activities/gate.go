@@ -77,6 +77,9 @@ const renewParallel = 8
 // longer renew stops admitting for half of it before the lease expires.
 const leaseMargin = 10 * time.Second
 
+// tellTimeout bounds each renewal or report the gate sends in the background.
+const tellTimeout = 10 * time.Second
+
 // askTimeout bounds each call an attempt makes to an endpoint workflow (a snapshot query, a
 // wait signal): none of them waits for the workflow to change.
 const askTimeout = 5 * time.Second
@@ -345,7 +348,10 @@ func (g *Gate) pass(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := g.tell(ctx, e, act); err != nil && ctx.Err() == nil {
+			// One slow endpoint workflow must not hold up the pass for the others.
+			tctx, cancel := context.WithTimeout(ctx, tellTimeout)
+			defer cancel()
+			if err := g.tell(tctx, e, act); err != nil && ctx.Err() == nil {
 				g.log.Warn("telling the endpoint workflow failed", "endpoint", e.id, "error", err)
 			}
 		}()
@@ -370,7 +376,7 @@ func (g *Gate) kick(e *gateEntry) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
 		defer cancel()
 		if err := g.tell(ctx, e, act); err != nil {
 			g.log.Warn("telling the endpoint workflow failed", "endpoint", e.id, "error", err)
@@ -539,9 +545,11 @@ func (g *Gate) flushCounts(ctx context.Context) {
 	}
 	for sid, batch := range shards {
 		sort.Slice(batch, func(i, j int) bool { return batch[i].Endpoint < batch[j].Endpoint })
-		_, err := g.client.SignalWithStartWorkflow(ctx, sid, SignalStats, batch, client.StartWorkflowOptions{
+		sctx, cancel := context.WithTimeout(ctx, tellTimeout)
+		_, err := g.client.SignalWithStartWorkflow(sctx, sid, SignalStats, batch, client.StartWorkflowOptions{
 			ID: sid, TaskQueue: g.queue, StaticSummary: "attempt counts of the endpoints of " + sid,
 		}, StatsWorkflowName, struct{}{})
+		cancel()
 		if err == nil {
 			continue
 		}

@@ -169,10 +169,12 @@ func (h *Holding) Want(stopping bool) int {
 }
 
 // StartRenewal marks a renewal asking for want permits as in flight and returns the
-// outcome count it carries.
+// outcome count it carries. Attempts turned away for want of room count as in use until
+// the next renewal: they come back for the permits this one asks for, and the lease must
+// not look idle (and be given back) before they do.
 func (h *Holding) StartRenewal(want int) (sentSeq int) {
 	h.Renewing, h.Flight = true, min(h.Permits, want)
-	h.Peak, h.Used, h.Demand = h.InUse, false, 0
+	h.Peak, h.Used, h.Demand = h.InUse+h.Demand, h.Demand > 0, 0
 	return h.Seq
 }
 

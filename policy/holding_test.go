@@ -266,3 +266,32 @@ func TestQueueFullRecheck(t *testing.T) {
 		t.Errorf("probe in 1h: %s, want at most %s", d, MaxQueuedWait)
 	}
 }
+
+// TestHoldingKeepsLeaseForTurnedAway: an endpoint with no spare permits (cap under 4): the
+// attempt turned away waits a renewal, and the lease asked for it is not given back as idle
+// before it comes back.
+func TestHoldingKeepsLeaseForTurnedAway(t *testing.T) {
+	var h Holding
+	h.Heard(closedSnapshot(3, 3), false, 0, 0)
+	if h.Admit(false, false) {
+		t.Fatal("admitted with no lease and no spare permit")
+	}
+	if k := h.Hold(); k != HoldLease {
+		t.Fatalf("hold %v, want HoldLease", k)
+	}
+	if h.Background(nil, false, false, true) != Renew {
+		t.Fatal("the turned-away attempt does not ask for a lease")
+	}
+	want := h.Want(false)
+	h.StartRenewal(want)
+	h.Heard(closedSnapshot(3, 2), true, want, 0)
+	if want != 1 || h.Permits != 1 {
+		t.Fatalf("asked for %d, holds %d; want 1 and 1", want, h.Permits)
+	}
+	if a := h.Background(nil, false, false, true); a != Wait {
+		t.Fatalf("pass before the attempt came back: %v, want Wait (not give the lease back)", a)
+	}
+	if !h.Admit(true, false) {
+		t.Fatal("the attempt that came back was not admitted under the lease")
+	}
+}

@@ -231,3 +231,21 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 	}
 	t.Logf("%d cold endpoints × %d events on two workers: peak concurrency %d (cap %d, bound %d)", healthyN, each, peak, capN, bound)
 }
+
+// TestSmallCapColdEndpoint: an endpoint with a cap under 4 has no spare permits, so its
+// first attempt waits for a lease; the lease is kept for it, and its events go out one at
+// a time (cap 1), never more.
+func TestSmallCapColdEndpoint(t *testing.T) {
+	t.Parallel()
+	var conc concurrency
+	rcv := newReceiver(t, conc.handler(50*time.Millisecond))
+	o := fast(3, time.Second)
+	o.MaxInFlight = 1
+	putEndpoint(t, "cap-one", rcv.URL, o)
+	for _, id := range sendN(t, "cap-one", 5) {
+		waitState(t, id, workflows.StateDelivered)
+	}
+	if p := conc.peak.Load(); p != 1 {
+		t.Errorf("peak concurrency %d at cap 1", p)
+	}
+}
