@@ -187,8 +187,7 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 }
 
 // fresh makes sure e's knowledge of the endpoint is at most one renewal interval (and at
-// most policy.MaxConfigAge) old,
-// asking the endpoint workflow for a snapshot (a query: no history event) if it is not.
+// most policy.MaxConfigAge) old, reading it again (snapshot: no history event) if it is not.
 func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	e.mu.Lock()
 	if e.h.Known && time.Since(e.learned) < min(g.every, policy.MaxConfigAge) {
@@ -217,14 +216,21 @@ func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	return err
 }
 
-// snapshot reads endpoint id's configuration and guard snapshot from its workflow's memo
-// (a describe: served by the server alone), or, for a workflow that does not publish it
-// yet, asks it with a query.
+// snapshot reads endpoint id's configuration and guard snapshot (ReadAdmission), within
+// askTimeout.
 func (g *Gate) snapshot(ctx context.Context, id string) (AdmissionView, error) {
-	var v AdmissionView
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
-	d, err := g.client.DescribeWorkflow(qctx, EndpointWorkflowID(id), "")
+	return ReadAdmission(qctx, g.client, id)
+}
+
+// ReadAdmission reads endpoint id's configuration and guard snapshot from its workflow's
+// memo (a describe: served by the server alone, however busy the workflow is), or, for a
+// workflow that does not publish it yet, asks it with a query. An endpoint that is not
+// registered is ErrNoEndpoint.
+func ReadAdmission(ctx context.Context, c client.Client, id string) (AdmissionView, error) {
+	var v AdmissionView
+	d, err := c.DescribeWorkflow(ctx, EndpointWorkflowID(id), "")
 	if err != nil {
 		return v, endpointError(id, "describe", err)
 	}
@@ -234,7 +240,7 @@ func (g *Gate) snapshot(ctx context.Context, id string) (AdmissionView, error) {
 	if err := d.GetMemoValue(MemoAdmission, &v); err == nil {
 		return v, nil
 	}
-	res, err := g.client.QueryWorkflow(qctx, EndpointWorkflowID(id), "", QueryAdmission)
+	res, err := c.QueryWorkflow(ctx, EndpointWorkflowID(id), "", QueryAdmission)
 	if err == nil {
 		err = res.Get(&v)
 	}

@@ -42,18 +42,19 @@ type WaitRequest struct {
 	Waiters []string `json:"waiters"`
 }
 
-// OutcomeReport carries the outcomes of attempts a gate admitted without a lease.
+// OutcomeReport carries the outcomes of attempts a gate admitted without a lease (their
+// counts go to the stats shards).
 type OutcomeReport struct {
 	Holder   string           `json:"holder"`
 	Outcomes []policy.Outcome `json:"outcomes"`
-	Report   Report           `json:"report"`
 }
 
-// LeaseRequest is what a worker's gate sends to an endpoint workflow: the permits it wants,
-// the outcomes since its last request, and the attempts it could not admit.
+// LeaseRequest is what a worker's gate sends to an endpoint workflow: the permits it wants
+// and the outcomes since its last request.
 type LeaseRequest struct {
 	policy.LeaseRequest
-	// Report counts the outcomes for the endpoint's counters.
+	// Report counts the outcomes for the endpoint's own counters: sent by gates of the
+	// version before the stats shards, during a rolling upgrade.
 	Report Report `json:"report"`
 }
 
@@ -63,7 +64,8 @@ type LeaseReply struct {
 	policy.LeaseReply
 	Endpoint Endpoint `json:"endpoint"`
 	// Threshold is how many consecutive failures make the gate stop admitting at once,
-	// before the endpoint workflow has heard of them.
+	// before the endpoint workflow has heard of them. Gates read it from Snapshot now; it
+	// stays for gates of the version before, during a rolling upgrade.
 	Threshold int `json:"threshold"`
 	// Snapshot is the endpoint after this renewal (zero from workflows of an older version).
 	Snapshot policy.Snapshot `json:"snapshot,omitzero"`
@@ -81,7 +83,8 @@ type Permit struct {
 type Done struct {
 	Waiter  string          `json:"waiter"`
 	Outcome *policy.Outcome `json:"outcome,omitempty"`
-	Report  Report          `json:"report"`
+	// Report is sent by gates of the version before the stats shards only.
+	Report Report `json:"report"`
 }
 
 // Hold says why an attempt did not go: the endpoint's gate or breaker held it back. A held

@@ -95,7 +95,8 @@ type LeaseRequest struct {
 	Outcomes []Outcome `json:"outcomes,omitempty"`
 	// Waiters are attempts at this holder that its lease could not admit. As many as the
 	// renewed lease has room for are covered by it; each of the others is granted a permit
-	// of its own, or queued.
+	// of its own, or queued. Only gates of the version before Wait send them (they waited
+	// for the answer inside an attempt); today's gates queue attempts with Wait.
 	Waiters []string `json:"waiters,omitempty"`
 	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
 	// Give the holder's attempt timeout plus a margin.

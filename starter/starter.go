@@ -290,29 +290,17 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) (string, error)
 	return tenant, nil
 }
 
-// endpointTenant reads a registered endpoint's tenant from what its workflow publishes in
-// its memo (a describe: no worker is asked, however busy the endpoint workflow is), or,
-// for a workflow that does not publish it, from its state.
+// endpointTenant reads a registered endpoint's tenant from what its workflow publishes
+// (activities.ReadAdmission: no worker is asked, however busy the endpoint workflow is).
 func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) {
-	d, err := s.c.DescribeWorkflow(ctx, workflows.EndpointWorkflowID(id), "")
-	if err != nil {
-		if isNotFound(err) {
-			return "", ErrNotFound
-		}
-		return "", fmt.Errorf("endpoint %s: %w", id, err)
-	}
-	if d.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	v, err := activities.ReadAdmission(ctx, s.c, id)
+	if errors.Is(err, activities.ErrNoEndpoint) {
 		return "", ErrNotFound
 	}
-	var v activities.AdmissionView
-	if err := d.GetMemoValue(activities.MemoAdmission, &v); err == nil && v.Endpoint.ID == id {
-		return v.Endpoint.Tenant, nil
-	}
-	st, err := s.GetEndpoint(ctx, id)
 	if err != nil {
 		return "", err
 	}
-	return st.Tenant, nil
+	return v.Endpoint.Tenant, nil
 }
 
 // remember records that endpoint id exists and belongs to tenant.

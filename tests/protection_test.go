@@ -2,10 +2,8 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -33,29 +30,10 @@ func endpointState(t *testing.T, id string) workflows.EndpointState {
 	return st
 }
 
+// sendN sends n events to endpoint at once (n senders) through the shared starter.
 func sendN(t *testing.T, endpoint string, n int) []string {
 	t.Helper()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: endpoint, Data: json.RawMessage(`{}`)})
-			if err != nil {
-				errs <- err
-				return
-			}
-			ids[i] = res.EventID
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return ids
+	return sendAll(t, shared.starter, endpoint, n, n)
 }
 
 // TestCircuitBreaker: a failing receiver opens the circuit after 5 failures and receives

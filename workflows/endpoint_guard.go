@@ -46,7 +46,6 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 		var o activities.OutcomeReport
 		for outcomes.ReceiveAsync(&o) {
 			e.in.Guard.Record(workflow.Now(ctx), o.Outcomes)
-			e.in.Counters.Merge(o.Report)
 			o = activities.OutcomeReport{}
 		}
 		var r activities.Report
@@ -246,7 +245,11 @@ func (e *endpointRun) continueAsNewError(ctx workflow.Context) error {
 // and the guard's coarse snapshot — to the memo, when it has changed. At most one event per
 // workflow task, and none while a quiet endpoint stays as it is.
 func (e *endpointRun) publishAdmission(ctx workflow.Context, now time.Time) {
-	v := activities.AdmissionView{Endpoint: *e.in.Endpoint, Snapshot: e.in.Guard.Snapshot(now).Coarse()}
+	v, err := e.admission(now)
+	if err != nil {
+		return
+	}
+	v.Snapshot = v.Snapshot.Coarse()
 	b, err := json.Marshal(v)
 	if err != nil || bytes.Equal(b, e.published) {
 		return
