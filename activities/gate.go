@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -34,7 +35,7 @@ type Gate struct {
 	client  client.Client
 	holder  string
 	every   time.Duration
-	timeout func(Endpoint) time.Duration
+	timeout func(herald.Endpoint) time.Duration
 	log     *slog.Logger
 	// stopping: the worker is shutting down; admit nothing more.
 	stopping atomic.Bool
@@ -46,7 +47,7 @@ type Gate struct {
 	queue string
 	// counts are the attempt counts added up since the last flush to the stats shards.
 	countMu sync.Mutex
-	counts  map[string]*Report
+	counts  map[string]*herald.Report
 }
 
 // gateEntry is the gate's view of one endpoint: the decisions (policy.Holding), and what
@@ -58,7 +59,7 @@ type gateEntry struct {
 
 	mu       sync.Mutex
 	h        policy.Holding
-	ep       Endpoint
+	ep       herald.Endpoint
 	learned  time.Time // when the request behind the last answer (snapshot, configuration) was sent
 	until    time.Time // admit nothing new under the lease after this (local clock)
 	outcomes []policy.Outcome
@@ -67,7 +68,7 @@ type gateEntry struct {
 	// waits and dones batch the deliveries queued at, and the own permits returned to,
 	// the endpoint workflow: one signal carries all that came while the last was sent.
 	waits batcher[string]
-	dones batcher[Done]
+	dones batcher[herald.Done]
 }
 
 // renewParallel is how many background renewals and reports may be in flight at once.
@@ -94,7 +95,7 @@ type call struct {
 // renews its leases every interval through c. timeout gives an endpoint's attempt timeout
 // (leases outlive it, so a running attempt keeps its permit); queue is the endpoint
 // workflows' task queue, where it starts the stats shards.
-func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.Duration, queue string, log *slog.Logger) *Gate {
+func NewGate(c client.Client, every time.Duration, timeout func(herald.Endpoint) time.Duration, queue string, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -102,7 +103,7 @@ func NewGate(c client.Client, every time.Duration, timeout func(Endpoint) time.D
 	return &Gate{
 		client: c, every: every, timeout: timeout, log: log,
 		holder: fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
-		eps:    map[string]*gateEntry{}, queue: queue, counts: map[string]*Report{},
+		eps:    map[string]*gateEntry{}, queue: queue, counts: map[string]*herald.Report{},
 	}
 }
 
@@ -111,7 +112,7 @@ func (g *Gate) Holder() string { return g.holder }
 
 // Admission is an attempt let through by the gate; pass it to Finish or Release.
 type Admission struct {
-	Endpoint Endpoint
+	Endpoint herald.Endpoint
 	Ticket   policy.Ticket
 	// Waiter is set when the attempt runs on a permit of its own (not the gate's).
 	Waiter string
@@ -122,7 +123,7 @@ type Admission struct {
 // the delivery's workflow id, queued at the endpoint workflow when the attempt must wait
 // for a permit; permit is a permit of its own the delivery was handed, if any. The
 // attempt uses the endpoint's configuration as of at most one renewal interval ago.
-func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *Permit) (*Admission, *Hold, error) {
+func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *herald.Permit) (*Admission, *herald.Hold, error) {
 	e := g.entry(id)
 	a, h, err := g.acquire(ctx, e, waiter, permit)
 	if a == nil {
@@ -131,7 +132,7 @@ func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *Permit) (
 	return a, h, err
 }
 
-func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *Permit) (*Admission, *Hold, error) {
+func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *herald.Permit) (*Admission, *herald.Hold, error) {
 	if err := g.fresh(ctx, e); err != nil {
 		return nil, nil, err
 	}
@@ -163,9 +164,9 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	switch kind {
 	case policy.HoldLease:
 		g.kick(e)
-		return nil, &Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
+		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
 	case policy.HoldLater:
-		return nil, &Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt,
+		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt,
 			Recheck: policy.QueueFullRecheck(snap.RetryAt, time.Now())}, nil
 	default:
 		return nil, g.wait(ctx, e, waiter, snap, reason), nil
@@ -175,14 +176,14 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 // wait puts waiter in the endpoint's queue (a signal, shared with the waiters that come
 // meanwhile: it returns once the server has it, without waiting for the endpoint
 // workflow) and says how long to wait for the permit.
-func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *Hold {
+func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *herald.Hold {
 	if err := e.waits.add(ctx, waiter); err != nil {
-		return &Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: policy.UnreachableRecheck}
+		return &herald.Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: policy.UnreachableRecheck}
 	}
 	if reason == "" {
 		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)
 	}
-	return &Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt,
+	return &herald.Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt,
 		Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
 }
 
@@ -218,7 +219,7 @@ func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 
 // snapshot reads endpoint id's configuration and guard snapshot (ReadAdmission), within
 // askTimeout.
-func (g *Gate) snapshot(ctx context.Context, id string) (AdmissionView, error) {
+func (g *Gate) snapshot(ctx context.Context, id string) (herald.AdmissionView, error) {
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	return ReadAdmission(qctx, g.client, id)
@@ -227,20 +228,20 @@ func (g *Gate) snapshot(ctx context.Context, id string) (AdmissionView, error) {
 // ReadAdmission reads endpoint id's configuration and guard snapshot from its workflow's
 // memo (a describe: served by the server alone, however busy the workflow is), or, for a
 // workflow that does not publish it yet, asks it with a query. An endpoint that is not
-// registered is ErrNoEndpoint.
-func ReadAdmission(ctx context.Context, c client.Client, id string) (AdmissionView, error) {
-	var v AdmissionView
-	d, err := c.DescribeWorkflow(ctx, EndpointWorkflowID(id), "")
+// registered is herald.ErrNoEndpoint.
+func ReadAdmission(ctx context.Context, c client.Client, id string) (herald.AdmissionView, error) {
+	var v herald.AdmissionView
+	d, err := c.DescribeWorkflow(ctx, herald.EndpointWorkflowID(id), "")
 	if err != nil {
 		return v, endpointError(id, "describe", err)
 	}
 	if d.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return v, endpointError(id, "describe", ErrNoEndpoint)
+		return v, endpointError(id, "describe", herald.ErrNoEndpoint)
 	}
-	if err := d.GetMemoValue(MemoAdmission, &v); err == nil {
+	if err := d.GetMemoValue(herald.MemoAdmission, &v); err == nil {
 		return v, nil
 	}
-	res, err := c.QueryWorkflow(ctx, EndpointWorkflowID(id), "", QueryAdmission)
+	res, err := c.QueryWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.QueryAdmission)
 	if err == nil {
 		err = res.Get(&v)
 	}
@@ -255,7 +256,7 @@ func ReadAdmission(ctx context.Context, c client.Client, id string) (AdmissionVi
 // when they can change a decision. For a failed attempt it also returns its place in the
 // retry window (policy.Spread of the endpoint's count of failures at this worker), so that
 // failures that come together retry evenly spread.
-func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread float64, failed bool) {
+func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spread float64, failed bool) {
 	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket}
 	e := a.entry
 	defer g.unref(e)
@@ -268,7 +269,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 	e.mu.Unlock()
 	g.count(e.id, res)
 	if own {
-		if err := e.dones.add(ctx, Done{Waiter: a.Waiter, Outcome: &o}); err != nil {
+		if err := e.dones.add(ctx, herald.Done{Waiter: a.Waiter, Outcome: &o}); err != nil {
 			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", e.id, "waiter", a.Waiter, "error", err)
 		}
 	}
@@ -283,7 +284,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res Result) (spread flo
 func (g *Gate) Release(ctx context.Context, a *Admission) {
 	defer g.unref(a.entry)
 	if a.Waiter != "" {
-		if err := a.entry.dones.add(ctx, Done{Waiter: a.Waiter}); err != nil {
+		if err := a.entry.dones.add(ctx, herald.Done{Waiter: a.Waiter}); err != nil {
 			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", a.entry.id, "waiter", a.Waiter, "error", err)
 		}
 		return
@@ -403,10 +404,10 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 	outs := e.outcomes
 	e.outcomes = nil
 	seq := e.h.Seq
-	var req LeaseRequest
+	var req herald.LeaseRequest
 	if act == policy.Renew {
 		want := e.h.Want(g.stopping.Load())
-		req = LeaseRequest{
+		req = herald.LeaseRequest{
 			LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: outs},
 		}
 		// The lease outlives an attempt admitted at its last moment (see until below).
@@ -417,12 +418,12 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 
 	sent := time.Now()
 	var err error
-	var reply LeaseReply
+	var reply herald.LeaseReply
 	if act == policy.Renew {
 		reply, err = g.lease(ctx, e.id, req)
 	} else {
-		err = g.client.SignalWorkflow(ctx, EndpointWorkflowID(e.id), "", SignalOutcomes,
-			OutcomeReport{Holder: g.holder, Outcomes: outs})
+		err = g.client.SignalWorkflow(ctx, herald.EndpointWorkflowID(e.id), "", herald.SignalOutcomes,
+			herald.OutcomeReport{Holder: g.holder, Outcomes: outs})
 		if err != nil {
 			err = endpointError(e.id, "report", err)
 		}
@@ -460,12 +461,12 @@ func (g *Gate) entry(id string) *gateEntry {
 	e := g.eps[id]
 	if e == nil {
 		e = &gateEntry{id: id, stopping: &g.stopping}
-		wid := EndpointWorkflowID(id)
+		wid := herald.EndpointWorkflowID(id)
 		e.waits.send = func(ctx context.Context, ws []string) error {
-			return g.client.SignalWorkflow(ctx, wid, "", SignalWait, WaitRequest{Waiters: ws})
+			return g.client.SignalWorkflow(ctx, wid, "", herald.SignalWait, herald.WaitRequest{Waiters: ws})
 		}
-		e.dones.send = func(ctx context.Context, ds []Done) error {
-			return g.client.SignalWorkflow(ctx, wid, "", SignalDones, ds)
+		e.dones.send = func(ctx context.Context, ds []herald.Done) error {
+			return g.client.SignalWorkflow(ctx, wid, "", herald.SignalDones, ds)
 		}
 		g.eps[id] = e
 	}
@@ -481,11 +482,11 @@ func (g *Gate) unref(e *gateEntry) {
 
 // lease sends one lease update to the endpoint workflow. It runs only in the background:
 // no attempt waits for it.
-func (g *Gate) lease(ctx context.Context, id string, req LeaseRequest) (LeaseReply, error) {
-	var reply LeaseReply
+func (g *Gate) lease(ctx context.Context, id string, req herald.LeaseRequest) (herald.LeaseReply, error) {
+	var reply herald.LeaseReply
 	h, err := g.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   EndpointWorkflowID(id),
-		UpdateName:   UpdateLease,
+		WorkflowID:   herald.EndpointWorkflowID(id),
+		UpdateName:   herald.UpdateLease,
 		Args:         []any{req},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
@@ -498,10 +499,10 @@ func (g *Gate) lease(ctx context.Context, id string, req LeaseRequest) (LeaseRep
 	return reply, nil
 }
 
-// endpointError names what failed; an endpoint that is not registered is ErrNoEndpoint.
+// endpointError names what failed; an endpoint that is not registered is herald.ErrNoEndpoint.
 func endpointError(id, what string, err error) error {
-	if isNotFound(err) || strings.Contains(err.Error(), ErrNoEndpoint.Error()) {
-		return fmt.Errorf("endpoint %s: %w: register it first (herald endpoint put, or PUT /v1/endpoints/%s)", id, ErrNoEndpoint, id)
+	if isNotFound(err) || strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()) {
+		return fmt.Errorf("endpoint %s: %w: register it first (herald endpoint put, or PUT /v1/endpoints/%s)", id, herald.ErrNoEndpoint, id)
 	}
 	return fmt.Errorf("endpoint %s: %s: %w", id, what, err)
 }
@@ -526,12 +527,12 @@ func isNotFound(err error) bool {
 }
 
 // count adds one attempt to endpoint id's counts, for the next flush.
-func (g *Gate) count(id string, res Result) {
+func (g *Gate) count(id string, res herald.Result) {
 	g.countMu.Lock()
 	defer g.countMu.Unlock()
 	r := g.counts[id]
 	if r == nil {
-		r = &Report{}
+		r = &herald.Report{}
 		g.counts[id] = r
 	}
 	r.Add(res)
@@ -542,19 +543,19 @@ func (g *Gate) count(id string, res Result) {
 func (g *Gate) flushCounts(ctx context.Context) {
 	g.countMu.Lock()
 	counts := g.counts
-	g.counts = map[string]*Report{}
+	g.counts = map[string]*herald.Report{}
 	g.countMu.Unlock()
-	shards := map[string][]EndpointCounts{}
+	shards := map[string][]herald.EndpointCounts{}
 	for id, r := range counts {
-		sid := StatsWorkflowID(id)
-		shards[sid] = append(shards[sid], EndpointCounts{Endpoint: id, Counts: *r})
+		sid := herald.StatsWorkflowID(id)
+		shards[sid] = append(shards[sid], herald.EndpointCounts{Endpoint: id, Counts: *r})
 	}
 	for sid, batch := range shards {
 		sort.Slice(batch, func(i, j int) bool { return batch[i].Endpoint < batch[j].Endpoint })
 		sctx, cancel := context.WithTimeout(ctx, tellTimeout)
-		_, err := g.client.SignalWithStartWorkflow(sctx, sid, SignalStats, batch, client.StartWorkflowOptions{
+		_, err := g.client.SignalWithStartWorkflow(sctx, sid, herald.SignalStats, batch, client.StartWorkflowOptions{
 			ID: sid, TaskQueue: g.queue, StaticSummary: "attempt counts of the endpoints of " + sid,
-		}, StatsWorkflowName, struct{}{})
+		}, herald.StatsWorkflow, struct{}{})
 		cancel()
 		if err == nil {
 			continue
@@ -564,7 +565,7 @@ func (g *Gate) flushCounts(ctx context.Context) {
 		for _, c := range batch {
 			r := g.counts[c.Endpoint]
 			if r == nil {
-				r = &Report{}
+				r = &herald.Report{}
 				g.counts[c.Endpoint] = r
 			}
 			r.Merge(c.Counts)

@@ -59,9 +59,9 @@ func (c CapacityConfig) Validate() error {
 	var errs []error
 	switch {
 	case c.MaxInFlight > MaxMaxInFlight:
-		errs = append(errs, fmt.Errorf("max in-flight %d is above %d; ask for at most %d concurrent attempts per endpoint", c.MaxInFlight, MaxMaxInFlight, MaxMaxInFlight))
+		errs = append(errs, fmt.Errorf("max in-flight %d is above %d; ask for at most %d concurrent attempts per endpoint (%d..%d)", c.MaxInFlight, MaxMaxInFlight, MaxMaxInFlight, MinMaxInFlight, MaxMaxInFlight))
 	case c.MaxInFlight < MinMaxInFlight:
-		errs = append(errs, fmt.Errorf("max in-flight %d is below %d; every endpoint needs at least %d concurrent attempt", c.MaxInFlight, MinMaxInFlight, MinMaxInFlight))
+		errs = append(errs, fmt.Errorf("max in-flight %d is below %d; every endpoint needs at least %d concurrent attempt (%d..%d)", c.MaxInFlight, MinMaxInFlight, MinMaxInFlight, MinMaxInFlight, MaxMaxInFlight))
 	}
 	if c.SlowP99 <= 0 {
 		errs = append(errs, fmt.Errorf("slow p99 %s is not positive; use a latency such as 3s", c.SlowP99))

@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
-	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
@@ -23,7 +22,7 @@ import (
 const (
 	// maxEventBody bounds the body of POST /v1/events. The data limit applies to the data
 	// compacted (starter.ValidateEvent); this leaves room for whitespace around it.
-	maxEventBody = 4*workflows.MaxDataBytes + 16<<10
+	maxEventBody = 4*herald.MaxDataBytes + 16<<10
 	// maxBody bounds every other request body.
 	maxBody = 64 << 10
 )
@@ -180,7 +179,7 @@ func (s *Server) apiEvent(_ http.ResponseWriter, r *http.Request, p principal) (
 		return 0, nil, err
 	}
 	if st.Attempts == nil {
-		st.Attempts = []workflows.AttemptRecord{}
+		st.Attempts = []herald.AttemptRecord{}
 	}
 	return http.StatusOK, st, nil
 }
@@ -210,7 +209,7 @@ func (s *Server) apiReplay(_ http.ResponseWriter, r *http.Request, p principal) 
 
 // endpointList answers GET /v1/endpoints.
 type endpointList struct {
-	Endpoints []workflows.EndpointState `json:"endpoints"`
+	Endpoints []herald.EndpointState `json:"endpoints"`
 }
 
 func (s *Server) apiListEndpoints(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -238,90 +237,22 @@ func (s *Server) apiGetEndpoint(_ http.ResponseWriter, r *http.Request, p princi
 
 // forViewer drops what only operators see from an endpoint's state: the leases, which name
 // Herald's workers.
-func forViewer(p principal, st workflows.EndpointState) workflows.EndpointState {
+func forViewer(p principal, st herald.EndpointState) herald.EndpointState {
 	if !p.operator() {
 		st.Leases = nil
 	}
 	return st
 }
 
-// Duration is a JSON duration written as a Go duration string ("30s", "1h30m").
-type Duration time.Duration
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("durations are strings like \"30s\" or \"2m\"")
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: use a form like \"30s\", \"2m\" or \"1h30m\"", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// breakerRequest is a circuit-breaker override; missing fields take Herald's defaults. A
-// field given is used as given: 0 is refused where the range starts at 1, never read as
-// "the default".
-type breakerRequest struct {
-	ConsecutiveFailures *int      `json:"consecutive_failures,omitempty"`
-	ConsecutiveWindow   *Duration `json:"consecutive_window,omitempty"`
-	VolumeFailures      *int      `json:"volume_failures,omitempty"`
-	VolumeWindow        *Duration `json:"volume_window,omitempty"`
-	ProbeDelay          *Duration `json:"probe_delay,omitempty"`
-	MaxProbeDelay       *Duration `json:"max_probe_delay,omitempty"`
-	HalfOpenSuccesses   *int      `json:"half_open_successes,omitempty"`
-	ProbeTimeout        *Duration `json:"probe_timeout,omitempty"`
-}
-
-func (b breakerRequest) config() (policy.BreakerConfig, error) {
-	c := policy.DefaultBreakerConfig()
-	setInt := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setDur := func(dst *time.Duration, v *Duration) {
-		if v != nil {
-			*dst = time.Duration(*v)
-		}
-	}
-	setInt(&c.ConsecutiveFailures, b.ConsecutiveFailures)
-	setDur(&c.ConsecutiveWindow, b.ConsecutiveWindow)
-	setInt(&c.VolumeFailures, b.VolumeFailures)
-	setDur(&c.VolumeWindow, b.VolumeWindow)
-	setDur(&c.ProbeDelay, b.ProbeDelay)
-	setDur(&c.MaxProbeDelay, b.MaxProbeDelay)
-	if c.MaxProbeDelay < c.ProbeDelay && b.MaxProbeDelay == nil {
-		c.MaxProbeDelay = c.ProbeDelay
-	}
-	setInt(&c.HalfOpenSuccesses, b.HalfOpenSuccesses)
-	setDur(&c.ProbeTimeout, b.ProbeTimeout)
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("%w: breaker: %v", starter.ErrInvalid, err)
-	}
-	return c, nil
-}
-
 // putEndpointRequest is the body of PUT /v1/endpoints/{id}; absent fields keep what is
-// stored. A field given is used as given: 0 is refused where the range starts above 0,
-// never read as "keep" or "the default".
+// stored. The settings are herald.EndpointChange's, translated and checked by it as for
+// the CLI: a field given is used as given (0 is refused where the range starts above 0),
+// and a breaker change keeps the breaker settings it does not name.
 type putEndpointRequest struct {
-	URL         string          `json:"url,omitempty"`
-	Secret      string          `json:"secret,omitempty"`
-	Tenant      string          `json:"tenant,omitempty"`
-	MaxInFlight *int            `json:"max_in_flight,omitempty"`
-	Schedule    []Duration      `json:"schedule,omitempty"`
-	Attempts    *int            `json:"attempts,omitempty"`
-	Jitter      *float64        `json:"jitter,omitempty"`
-	Timeout     *Duration       `json:"timeout,omitempty"`
-	Retention   *Duration       `json:"retention,omitempty"`
-	Breaker     *breakerRequest `json:"breaker,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
+	herald.EndpointChange
 	// ClearOverrides returns the endpoint to the worker's defaults before applying the rest.
 	ClearOverrides bool `json:"clear_overrides,omitempty"`
 }
@@ -345,7 +276,7 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 	if err := decode(w, r, maxBody, &body); err != nil {
 		return 0, nil, err
 	}
-	req := workflows.PutEndpointRequest{ID: r.PathValue("id"), URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
+	req := herald.PutEndpointRequest{ID: r.PathValue("id"), URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
 	if body.Secret != "" {
 		sec, err := signature.ParseSecret(body.Secret)
 		if err != nil {
@@ -353,57 +284,11 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 		}
 		req.Secret = sec
 	}
-	var o activities.Overrides
-	set := false
-	// Overrides read 0 as "keep": a 0 given here must be refused, not dropped.
-	if body.Attempts != nil && *body.Attempts < 1 {
-		return 0, nil, fmt.Errorf("%w: attempts %d: give 1 to %d, or leave attempts out to keep it", starter.ErrInvalid, *body.Attempts, policy.MaxAttempts)
+	o, err := body.Overrides()
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
-	if body.MaxInFlight != nil && (*body.MaxInFlight < policy.MinMaxInFlight || *body.MaxInFlight > policy.MaxMaxInFlight) {
-		return 0, nil, fmt.Errorf("%w: max_in_flight %d is outside %d..%d", starter.ErrInvalid, *body.MaxInFlight, policy.MinMaxInFlight, policy.MaxMaxInFlight)
-	}
-	for _, f := range []struct {
-		name string
-		d    *Duration
-	}{{"timeout", body.Timeout}, {"retention", body.Retention}} {
-		if f.d != nil && *f.d <= 0 {
-			return 0, nil, fmt.Errorf("%w: %s %s: give a positive duration, or leave %s out to keep it", starter.ErrInvalid, f.name, time.Duration(*f.d), f.name)
-		}
-	}
-	if body.Schedule != nil || body.Attempts != nil || body.Jitter != nil {
-		lo := policy.LadderOverride{Jitter: body.Jitter}
-		if body.Attempts != nil {
-			lo.Attempts = *body.Attempts
-		}
-		if body.Schedule != nil {
-			lo.Delays = make([]time.Duration, len(body.Schedule))
-			for i, d := range body.Schedule {
-				lo.Delays[i] = time.Duration(d)
-			}
-		}
-		o.Ladder, set = &lo, true
-	}
-	if body.MaxInFlight != nil {
-		o.MaxInFlight, set = *body.MaxInFlight, true
-	}
-	if body.Timeout != nil {
-		o.Timeout, set = time.Duration(*body.Timeout), true
-	}
-	if body.Retention != nil {
-		o.Retention, set = time.Duration(*body.Retention), true
-	}
-	if body.Breaker != nil {
-		c, err := body.Breaker.config()
-		if err != nil {
-			return 0, nil, err
-		}
-		// Missing fields take Herald's defaults: the API sets the breaker as a whole.
-		full := c.Override()
-		o.Breaker, set = &full, true
-	}
-	if set {
-		req.Overrides = &o
-	}
+	req.Overrides = o
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	res, err := s.opts.Starter.PutEndpoint(ctx, req)
@@ -415,7 +300,7 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 		out.Secret = string(res.Endpoint.Secret)
 	}
 	if out.Tenant == "" {
-		out.Tenant = workflows.DefaultTenant
+		out.Tenant = herald.DefaultTenant
 	}
 	code := http.StatusOK
 	if res.Created {
@@ -466,7 +351,7 @@ func (s *Server) apiBulkReplay(w http.ResponseWriter, r *http.Request, p princip
 		return 0, nil, err
 	}
 	wf, err := s.opts.Starter.BulkReplay(ctx, workflows.BulkReplayInput{
-		Filter: activities.DeadLetterFilter{EndpointID: id, Since: body.Since, Until: body.Until},
+		Filter: herald.DeadLetterFilter{EndpointID: id, Since: body.Since, Until: body.Until},
 		At:     body.At,
 	})
 	if err != nil {
@@ -507,7 +392,7 @@ func (s *Server) deadLetters(ctx context.Context, p principal, endpoint string) 
 			visible[e.ID] = true
 		}
 	}
-	list, err := s.opts.Starter.ListDeadLetters(ctx, activities.DeadLetterFilter{EndpointID: endpoint})
+	list, err := s.opts.Starter.ListDeadLetters(ctx, herald.DeadLetterFilter{EndpointID: endpoint})
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/workflows"
+	"github.com/heraldhq/herald"
 )
 
 func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
@@ -305,7 +305,7 @@ func TestSendDataLimitIsOnCompactedBytes(t *testing.T) {
 	rcv := newReceiver(t, http.StatusOK)
 	ep := uniq("limit")
 	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	max := workflows.MaxDataBytes
+	max := herald.MaxDataBytes
 	lt := func(n int) string { return `"` + strings.Repeat("<", n-2) + `"` } // n bytes of JSON
 	body := func(data string) string { return fmt.Sprintf(`{"endpoint_id":%q,"data":%s}`, ep, data) }
 	cases := []struct {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // principal is who a request speaks for.
@@ -34,7 +34,7 @@ func notFoundFor(kind, id string) error {
 // canSee reports whether p may see resources of tenant.
 func (p principal) canSee(tenant string) bool {
 	if tenant == "" {
-		tenant = workflows.DefaultTenant
+		tenant = herald.DefaultTenant
 	}
 	return p.token.Operator || p.token.Tenant == tenant
 }
@@ -57,7 +57,7 @@ func (s *Server) bearer(r *http.Request) (principal, int, string) {
 }
 
 // endpointFor returns endpoint id's state if p may see it, else a not-found error.
-func (s *Server) endpointFor(ctx context.Context, p principal, id string) (workflows.EndpointState, error) {
+func (s *Server) endpointFor(ctx context.Context, p principal, id string) (herald.EndpointState, error) {
 	st, err := s.opts.Starter.GetEndpoint(ctx, id)
 	if err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
@@ -66,7 +66,7 @@ func (s *Server) endpointFor(ctx context.Context, p principal, id string) (workf
 		return st, err
 	}
 	if !p.canSee(st.Tenant) {
-		return workflows.EndpointState{}, notFoundFor("endpoint", id)
+		return herald.EndpointState{}, notFoundFor("endpoint", id)
 	}
 	return st, nil
 }
@@ -79,9 +79,9 @@ func eventTenant(p principal, r *http.Request) (string, error) {
 	}
 	t := r.URL.Query().Get("tenant")
 	if t == "" {
-		return workflows.DefaultTenant, nil
+		return herald.DefaultTenant, nil
 	}
-	if err := workflows.ValidateTenant(t); err != nil {
+	if err := herald.ValidateTenant(t); err != nil {
 		return "", fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
 	return t, nil
@@ -90,7 +90,7 @@ func eventTenant(p principal, r *http.Request) (string, error) {
 // eventFor returns the status of tenant's event id if p may see it (its endpoint is p's),
 // else not found. Event ids are scoped to the tenant: another tenant's events are never
 // looked up.
-func (s *Server) eventFor(ctx context.Context, p principal, tenant, id string) (workflows.Status, error) {
+func (s *Server) eventFor(ctx context.Context, p principal, tenant, id string) (herald.Status, error) {
 	st, err := s.opts.Starter.StatusOf(ctx, tenant, id)
 	if err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
@@ -103,20 +103,20 @@ func (s *Server) eventFor(ctx context.Context, p principal, tenant, id string) (
 	}
 	if _, err := s.endpointFor(ctx, p, st.Event.EndpointID); err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
-			return workflows.Status{}, notFoundFor("event", id)
+			return herald.Status{}, notFoundFor("event", id)
 		}
-		return workflows.Status{}, err
+		return herald.Status{}, err
 	}
 	return st, nil
 }
 
 // visibleEndpoints lists the endpoints p may see.
-func (s *Server) visibleEndpoints(ctx context.Context, p principal) ([]workflows.EndpointState, error) {
+func (s *Server) visibleEndpoints(ctx context.Context, p principal) ([]herald.EndpointState, error) {
 	all, err := s.opts.Starter.ListEndpoints(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]workflows.EndpointState, 0, len(all))
+	out := make([]herald.EndpointState, 0, len(all))
 	for _, e := range all {
 		if p.canSee(e.Tenant) {
 			out = append(out, e)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldhq/herald/workflows"
+	"github.com/heraldhq/herald"
 )
 
 // Chart geometry: one bar per minute over chartMinutes.
@@ -21,7 +21,7 @@ const (
 // chartSVG draws, as inline SVG, the attempts per minute over the last three hours by
 // outcome (delivered in green, failed in red, stacked), from the attempts of statuses.
 // Everything in it is numbers and clock times the server formats.
-func chartSVG(statuses []workflows.Status, now time.Time, loc *time.Location) template.HTML {
+func chartSVG(statuses []herald.Status, now time.Time, loc *time.Location) template.HTML {
 	end := now.Truncate(time.Minute).Add(time.Minute)
 	start := end.Add(-chartMinutes * time.Minute)
 	ok := make([]int, chartMinutes)

@@ -15,7 +15,7 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
@@ -200,14 +200,14 @@ type endpointView struct {
 	Ladder          string
 }
 
-func circuitState(c workflows.CircuitView) string {
+func circuitState(c herald.CircuitView) string {
 	if c.State == "" {
 		return string(policy.CircuitClosed)
 	}
-	return c.State
+	return string(c.State)
 }
 
-func (s *Server) endpointView(e workflows.EndpointState) endpointView {
+func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	st := circuitState(e.Circuit)
 	v := endpointView{
 		ID: e.ID, Tenant: e.Tenant, URL: e.URL, State: st,
@@ -219,7 +219,7 @@ func (s *Server) endpointView(e workflows.EndpointState) endpointView {
 		LastOutcome: e.Counters.LastOutcome, LastAttemptAt: s.clock(e.Counters.LastAttemptAt),
 	}
 	if v.Tenant == "" {
-		v.Tenant = workflows.DefaultTenant
+		v.Tenant = herald.DefaultTenant
 	}
 	if v.Cap == 0 {
 		v.Cap = e.MaxInFlight
@@ -245,7 +245,7 @@ func (s *Server) endpointView(e workflows.EndpointState) endpointView {
 
 // Banner is the sentence the dashboard shows across the top while an endpoint's circuit is
 // not closed, or "" while it is closed. forTenant words it for the endpoint's owner.
-func Banner(e workflows.EndpointState, forTenant bool, loc *time.Location) string {
+func Banner(e herald.EndpointState, forTenant bool, loc *time.Location) string {
 	c := e.Circuit
 	st := circuitState(c)
 	if st == string(policy.CircuitClosed) {
@@ -256,7 +256,7 @@ func Banner(e workflows.EndpointState, forTenant bool, loc *time.Location) strin
 	if !forTenant {
 		tenant := e.Tenant
 		if tenant == "" {
-			tenant = workflows.DefaultTenant
+			tenant = herald.DefaultTenant
 		}
 		who = fmt.Sprintf("Endpoint %s (tenant %s)", e.ID, tenant)
 	}
@@ -291,7 +291,7 @@ func Banner(e workflows.EndpointState, forTenant bool, loc *time.Location) strin
 	return fmt.Sprintf("%s is in circuit state %s since %s.", who, st, clock(c.Since))
 }
 
-func (s *Server) banners(p principal, eps []workflows.EndpointState) []string {
+func (s *Server) banners(p principal, eps []herald.EndpointState) []string {
 	var out []string
 	for _, e := range eps {
 		if b := Banner(e, !p.operator(), s.opts.Location); b != "" {
@@ -338,7 +338,7 @@ type deadLetterView struct {
 
 // tenantQuery is the query that names a tenant's event in links: none for the default tenant.
 func tenantQuery(tenant string) string {
-	if tenant == "" || tenant == workflows.DefaultTenant {
+	if tenant == "" || tenant == herald.DefaultTenant {
 		return ""
 	}
 	return "?tenant=" + url.QueryEscape(tenant)
@@ -349,9 +349,9 @@ const recentLimit = 40
 
 // recent lists endpoint id's latest deliveries, newest first, with their status (attempts
 // included) when the status query answers.
-func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []workflows.Status, error) {
+func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []herald.Status, error) {
 	resp, err := s.opts.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:    fmt.Sprintf("WorkflowType = '%s' AND %s = '%s'", workflows.DeliveryWorkflowName, workflows.AttrEndpoint.GetName(), id),
+		Query:    herald.Workflows(herald.DeliveryWorkflow).Is(herald.AttrEndpoint, id).String(),
 		PageSize: recentLimit * 2,
 	})
 	if err != nil {
@@ -377,12 +377,12 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []workf
 		rows = rows[:recentLimit]
 	}
 	out := make([]deliveryView, len(rows))
-	sts := make([]workflows.Status, len(rows))
+	sts := make([]herald.Status, len(rows))
 	ok := make([]bool, len(rows))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 6)
 	for i, rw := range rows {
-		tenant, evID, _ := workflows.ParseDeliveryID(rw.wf)
+		tenant, evID, _ := herald.ParseDeliveryID(rw.wf)
 		out[i] = deliveryView{EventID: evID, TenantQuery: tenantQuery(tenant), State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
 		wg.Add(1)
 		go func() {
@@ -396,14 +396,14 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []workf
 		}()
 	}
 	wg.Wait()
-	var all []workflows.Status
+	var all []herald.Status
 	for i := range out {
 		if !ok[i] {
 			continue
 		}
 		st := sts[i]
 		all = append(all, st)
-		out[i].Type, out[i].State, out[i].Attempts = st.Event.Type, st.State, len(st.Attempts)+st.Dropped
+		out[i].Type, out[i].State, out[i].Attempts = st.Event.Type, string(st.State), len(st.Attempts)+st.Dropped
 		if n := len(st.Attempts); n > 0 {
 			out[i].Last = st.Attempts[n-1].Result.Summary()
 		}
@@ -421,7 +421,7 @@ func (s *Server) endpointPage(w http.ResponseWriter, r *http.Request, p principa
 	}
 	v := s.newView(p, "Endpoint "+id)
 	v.Endpoint = s.endpointView(e)
-	v.Banners = s.banners(p, []workflows.EndpointState{e})
+	v.Banners = s.banners(p, []herald.EndpointState{e})
 	v.Flash = flash(r)
 	deliveries, statuses, err := s.recent(ctx, id)
 	if err != nil {
@@ -429,7 +429,7 @@ func (s *Server) endpointPage(w http.ResponseWriter, r *http.Request, p principa
 	}
 	v.Deliveries = deliveries
 	v.Chart = chartSVG(statuses, s.opts.Now(), s.opts.Location)
-	dls, err := s.opts.Starter.ListDeadLetters(ctx, activities.DeadLetterFilter{EndpointID: id})
+	dls, err := s.opts.Starter.ListDeadLetters(ctx, herald.DeadLetterFilter{EndpointID: id})
 	if err != nil {
 		return err
 	}
@@ -497,23 +497,23 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) 
 	v.Flash = flash(r)
 	ev := eventView{
 		ID: st.Event.ID, TenantQuery: tenantQuery(tenant), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
-		State: st.State, Round: st.Round, Dropped: st.Dropped,
-		CanReplay: st.State == workflows.StateDeadLetter || st.State == workflows.StateDelivered || st.State == workflows.StateExpired,
+		State: string(st.State), Round: st.Round, Dropped: st.Dropped,
+		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired,
 	}
 	switch {
-	case st.State == workflows.StateWaitingKey && st.Waiting != nil:
+	case st.State == herald.StateWaitingKey && st.Waiting != nil:
 		ev.When = fmt.Sprintf("since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
 	case st.Waiting != nil:
 		ev.When = fmt.Sprintf("held back by the endpoint since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
-	case !st.NextAttemptAt.IsZero() && st.State != workflows.StateDelivered:
+	case !st.NextAttemptAt.IsZero() && st.State != herald.StateDelivered:
 		ev.When = "next attempt at " + s.stamp(st.NextAttemptAt)
-	case st.State == workflows.StateDelivered && !st.DeliveredAt.IsZero():
+	case st.State == herald.StateDelivered && !st.DeliveredAt.IsZero():
 		ev.When = "delivered at " + s.stamp(st.DeliveredAt)
-	case st.State == workflows.StateDeadLetter:
+	case st.State == herald.StateDeadLetter:
 		ev.When = fmt.Sprintf("dead letter since %s; expires %s unless replayed", s.stamp(st.DeadAt), s.stamp(st.ExpiresAt))
 	}
 	if p.operator() && s.opts.TemporalUI != "" {
-		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(workflows.DeliveryIDFor(tenant, id))
+		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(herald.DeliveryID(tenant, id))
 	}
 	for _, a := range st.Attempts {
 		res := a.Result
@@ -574,7 +574,7 @@ func (s *Server) bulkReplayForm(w http.ResponseWriter, r *http.Request, p princi
 	if !ok {
 		return fmt.Errorf("%w: choose how far back to replay: 1h, 6h, 24h, 7d or all", starter.ErrInvalid)
 	}
-	f := activities.DeadLetterFilter{EndpointID: id}
+	f := herald.DeadLetterFilter{EndpointID: id}
 	if d > 0 {
 		f.Since = s.opts.Now().Add(-d)
 	}

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {
@@ -282,11 +282,11 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 func TestBanner(t *testing.T) {
 	loc := time.UTC
 	at := func(h, m int) time.Time { return time.Date(2026, 5, 1, h, m, 0, 0, loc) }
-	e := workflows.EndpointState{ID: "acme-prod", Tenant: "acme"}
+	e := herald.EndpointState{ID: "acme-prod", Tenant: "acme"}
 	if b := Banner(e, true, loc); b != "" {
 		t.Fatalf("an empty circuit state means closed: no banner, got %q", b)
 	}
-	e.Circuit = workflows.CircuitView{State: "open", Reason: "5 consecutive failures", Since: at(12, 3), TrippedAt: at(12, 3), NextProbeAt: at(12, 8)}
+	e.Circuit = herald.CircuitView{State: "open", Reason: "5 consecutive failures", Since: at(12, 3), TrippedAt: at(12, 3), NextProbeAt: at(12, 8)}
 	wantText := "Your endpoint acme-prod is in circuit-open after 5 consecutive failures since 12:03. Deliveries are paused; the next probe is at 12:08."
 	if b := Banner(e, true, loc); b != wantText {
 		t.Fatalf("banner\n  %q\nwant\n  %q", b, wantText)
@@ -294,7 +294,7 @@ func TestBanner(t *testing.T) {
 	if b := Banner(e, false, loc); !strings.HasPrefix(b, "Endpoint acme-prod (tenant acme) is in circuit-open") {
 		t.Fatalf("operator banner %q", b)
 	}
-	e.Circuit = workflows.CircuitView{State: "half_open", Since: at(12, 9)}
+	e.Circuit = herald.CircuitView{State: "half_open", Since: at(12, 9)}
 	if b := Banner(e, true, loc); !strings.Contains(b, "half-open since 12:09") {
 		t.Fatalf("half-open banner %q", b)
 	}

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/filelock"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // DefaultTokensFile is where tokens are kept unless told otherwise.
@@ -184,7 +184,7 @@ func (s *TokenStore) Create(operator bool, tenant, note string) (string, Token, 
 		return "", Token{}, errors.New("give either --operator or --tenant NAME, not both or neither")
 	}
 	if tenant != "" {
-		if err := workflows.ValidateTenant(tenant); err != nil {
+		if err := herald.ValidateTenant(tenant); err != nil {
 			return "", Token{}, err
 		}
 	}

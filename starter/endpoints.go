@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,9 +14,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -26,8 +26,8 @@ import (
 // endpoint workflow if needed (update-with-start). A new endpoint without a secret gets a
 // generated one (PutEndpointResult.SecretGenerated; show it to the user once). Bad input
 // is refused before anything is started; the worker refuses URLs its SSRF policy forbids.
-func (s *Client) PutEndpoint(ctx context.Context, req workflows.PutEndpointRequest) (workflows.PutEndpointResult, error) {
-	var res workflows.PutEndpointResult
+func (s *Client) PutEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+	var res herald.PutEndpointResult
 	// Structural checks here, so that bad input starts nothing; the worker's validator
 	// checks again with its own address policy (allowing every address here).
 	if err := workflows.ValidatePut(req, true, anyAddress); err != nil {
@@ -41,18 +41,18 @@ func (s *Client) PutEndpoint(ctx context.Context, req workflows.PutEndpointReque
 		req.DefaultSecret = sec
 	}
 	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflows.EndpointWorkflowID(req.ID),
-		TaskQueue:                workflows.EndpointTaskQueue(s.opts.TaskQueue),
+		ID:                       herald.EndpointWorkflowID(req.ID),
+		TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.AttrEndpoint.ValueSet(req.ID)),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
 		StaticSummary:            "endpoint " + req.ID,
-	}, workflows.EndpointWorkflowName, workflows.EndpointInput{ID: req.ID})
+	}, herald.EndpointWorkflow, workflows.EndpointInput{ID: req.ID})
 	h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   workflows.EndpointWorkflowID(req.ID),
-			UpdateName:   workflows.UpdatePutEndpoint,
+			WorkflowID:   herald.EndpointWorkflowID(req.ID),
+			UpdateName:   herald.UpdatePutEndpoint,
 			Args:         []any{req},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
@@ -80,11 +80,11 @@ func (s *Client) endUnregistered(ctx context.Context, id string, start client.Wi
 	if err != nil {
 		return
 	}
-	v, err := s.c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.QueryEndpointState)
+	v, err := s.c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), herald.QueryEndpointState)
 	if err != nil {
 		return
 	}
-	var st workflows.EndpointState
+	var st herald.EndpointState
 	if v.Get(&st) != nil || st.Registered {
 		return
 	}
@@ -96,12 +96,12 @@ func (s *Client) endUnregistered(ctx context.Context, id string, start client.Wi
 var anyAddress = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}
 
 // GetEndpoint returns an endpoint's state (no secrets).
-func (s *Client) GetEndpoint(ctx context.Context, id string) (workflows.EndpointState, error) {
-	var st workflows.EndpointState
-	if err := workflows.ValidateEndpointID(id); err != nil {
+func (s *Client) GetEndpoint(ctx context.Context, id string) (herald.EndpointState, error) {
+	var st herald.EndpointState
+	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	v, err := s.c.QueryWorkflow(ctx, workflows.EndpointWorkflowID(id), "", workflows.QueryEndpointState)
+	v, err := s.c.QueryWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.QueryEndpointState)
 	if err != nil {
 		if isNotFound(err) {
 			return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)
@@ -124,15 +124,15 @@ func (s *Client) GetEndpoint(ctx context.Context, id string) (workflows.Endpoint
 // addCounts adds the counts kept by the endpoint's stats shard to those the endpoint
 // workflow kept itself (before the shards existed). A shard that does not exist yet has
 // counted nothing.
-func (s *Client) addCounts(ctx context.Context, st *workflows.EndpointState) error {
-	v, err := s.c.QueryWorkflow(ctx, activities.StatsWorkflowID(st.ID), "", activities.QueryStats, []string{st.ID})
+func (s *Client) addCounts(ctx context.Context, st *herald.EndpointState) error {
+	v, err := s.c.QueryWorkflow(ctx, herald.StatsWorkflowID(st.ID), "", herald.QueryStats, []string{st.ID})
 	if err != nil {
 		if isNotFound(err) {
 			return nil
 		}
 		return err
 	}
-	var counts []activities.EndpointCounts
+	var counts []herald.EndpointCounts
 	if err := v.Get(&counts); err != nil {
 		return err
 	}
@@ -143,14 +143,14 @@ func (s *Client) addCounts(ctx context.Context, st *workflows.EndpointState) err
 }
 
 // ResetCircuit closes an endpoint's circuit by hand and returns its state.
-func (s *Client) ResetCircuit(ctx context.Context, id string) (workflows.EndpointState, error) {
-	var st workflows.EndpointState
-	if err := workflows.ValidateEndpointID(id); err != nil {
+func (s *Client) ResetCircuit(ctx context.Context, id string) (herald.EndpointState, error) {
+	var st herald.EndpointState
+	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   workflows.EndpointWorkflowID(id),
-		UpdateName:   workflows.UpdateReset,
+		WorkflowID:   herald.EndpointWorkflowID(id),
+		UpdateName:   herald.UpdateReset,
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
@@ -167,17 +167,18 @@ func (s *Client) ResetCircuit(ctx context.Context, id string) (workflows.Endpoin
 
 // ListEndpoints returns every registered endpoint's state, sorted by id. A non-empty
 // circuit ("closed", "open" or "half_open") keeps only endpoints in that state.
-func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows.EndpointState, error) {
+func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.EndpointState, error) {
 	// HeraldCircuit is set once an endpoint is registered.
-	query := "WorkflowType = 'Endpoint' AND ExecutionStatus = 'Running' AND HeraldCircuit IS NOT NULL"
-	switch circuit {
+	q := herald.Workflows(herald.EndpointWorkflow).Running().Has(herald.AttrCircuit)
+	switch c := policy.CircuitState(circuit); c {
 	case "":
-	case "closed", "open", "half_open":
-		query += fmt.Sprintf(" AND %s = '%s'", workflows.AttrCircuit.GetName(), circuit)
+	case policy.CircuitClosed, policy.CircuitOpen, policy.CircuitHalfOpen:
+		q = q.Is(herald.AttrCircuit, circuit)
 	default:
 		return nil, fmt.Errorf("%w: circuit state %q: use closed, open or half_open", ErrInvalid, circuit)
 	}
-	var listed []workflows.EndpointState
+	query := q.String()
+	var listed []herald.EndpointState
 	var token []byte
 	for {
 		resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -189,12 +190,12 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows
 			return nil, fmt.Errorf("list endpoints: %w", err)
 		}
 		for _, ex := range resp.GetExecutions() {
-			id, ok := strings.CutPrefix(ex.GetExecution().GetWorkflowId(), "endpoint:")
+			id, ok := herald.ParseEndpointWorkflowID(ex.GetExecution().GetWorkflowId())
 			if !ok {
 				continue
 			}
-			st := workflows.EndpointState{ID: id, Registered: true}
-			st.Circuit.State = keyword(ex.GetSearchAttributes().GetIndexedFields()[workflows.AttrCircuit.GetName()].GetData())
+			st := herald.EndpointState{ID: id, Registered: true}
+			st.Circuit.State = policy.CircuitState(keyword(ex.GetSearchAttributes().GetIndexedFields()[herald.AttrCircuit.GetName()].GetData()))
 			listed = append(listed, st)
 		}
 		token = resp.GetNextPageToken()
@@ -205,7 +206,7 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]workflows
 	sort.Slice(listed, func(i, j int) bool { return listed[i].ID < listed[j].ID })
 	// Read each endpoint's state, a few at a time; one that does not answer (no worker
 	// polls its task queue) is listed with what visibility knows and the error.
-	out := make([]workflows.EndpointState, len(listed))
+	out := make([]herald.EndpointState, len(listed))
 	errs := make([]error, len(listed))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/policy"
@@ -30,8 +31,8 @@ import (
 	"github.com/heraldhq/herald/workflows"
 )
 
-// Event is what a producer sends; see workflows.Event.
-type Event = workflows.Event
+// Event is what a producer sends; see herald.Event.
+type Event = herald.Event
 
 // ErrNotFound means the event or endpoint does not exist.
 var ErrNotFound = errors.New("not found")
@@ -40,7 +41,7 @@ var ErrNotFound = errors.New("not found")
 // them from outages.
 var ErrInvalid = errors.New("invalid input")
 
-// ErrTooLarge marks event data over workflows.MaxDataBytes once compacted. It is an
+// ErrTooLarge marks event data over herald.MaxDataBytes once compacted. It is an
 // ErrInvalid too (errors.Is reports both).
 var ErrTooLarge error = tooLarge{}
 
@@ -54,7 +55,7 @@ var ErrConflict = errors.New("conflict")
 
 // Options configure a Client.
 type Options struct {
-	// TaskQueue Herald's workers poll; default workflows.DefaultTaskQueue.
+	// TaskQueue Herald's workers poll; default herald.DefaultTaskQueue.
 	TaskQueue string
 	// EagerStart asks the server to hand new deliveries straight to a worker in this process
 	// (effective only when the Temporal client also runs a Herald worker).
@@ -98,7 +99,7 @@ type workerKeys struct {
 // New returns a Client that talks to Temporal through c.
 func New(c client.Client, o Options) *Client {
 	if o.TaskQueue == "" {
-		o.TaskQueue = workflows.DefaultTaskQueue
+		o.TaskQueue = herald.DefaultTaskQueue
 	}
 	if o.EndpointCacheTTL == 0 {
 		o.EndpointCacheTTL = 30 * time.Second
@@ -130,7 +131,7 @@ func NewEventID() string {
 
 // ValidateEvent checks an event before anything is started, filling in a missing id,
 // type and creation time, and compacting its data (json.Compact: whitespace goes, nothing
-// is escaped): those are the bytes a receiver gets, and the ones workflows.MaxDataBytes
+// is escaped): those are the bytes a receiver gets, and the ones herald.MaxDataBytes
 // limits. Errors wrap ErrInvalid (and ErrTooLarge for data over the limit) and say what to fix.
 func ValidateEvent(ev *Event, now time.Time) error {
 	if ev.ID == "" {
@@ -139,7 +140,7 @@ func ValidateEvent(ev *Event, now time.Time) error {
 	if err := signature.ValidateID(ev.ID); err != nil {
 		return fmt.Errorf("%w: event id: %v", ErrInvalid, err)
 	}
-	if err := workflows.ValidateEndpointID(ev.EndpointID); err != nil {
+	if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if ev.Type == "" {
@@ -159,9 +160,9 @@ func ValidateEvent(ev *Event, now time.Time) error {
 	if err := json.Compact(&compact, ev.Data); err != nil {
 		return fmt.Errorf("%w: event %s data is not valid JSON: %v", ErrInvalid, ev.ID, err)
 	}
-	if compact.Len() > workflows.MaxDataBytes {
+	if compact.Len() > herald.MaxDataBytes {
 		return fmt.Errorf("%w: event %s data is %d bytes compacted; the limit is %d (256 KiB): send a reference to large content instead",
-			ErrTooLarge, ev.ID, compact.Len(), workflows.MaxDataBytes)
+			ErrTooLarge, ev.ID, compact.Len(), herald.MaxDataBytes)
 	}
 	ev.Data = compact.Bytes()
 	if ev.CreatedAt.IsZero() {
@@ -185,7 +186,7 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 	if err := s.requireWorkerKey(ctx); err != nil {
 		return SendResult{}, err
 	}
-	wfID := workflows.DeliveryIDFor(tenant, ev.ID)
+	wfID := herald.DeliveryID(tenant, ev.ID)
 	run, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    wfID,
 		TaskQueue:             s.opts.TaskQueue,
@@ -194,11 +195,11 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		// Told apart from a new start, so that a reused id is checked against its event.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.AttrEndpoint.ValueSet(ev.EndpointID),
-			workflows.AttrEventType.ValueSet(ev.Type),
+			herald.AttrEndpoint.ValueSet(ev.EndpointID),
+			herald.AttrEventType.ValueSet(ev.Type),
 		),
 		StaticSummary: fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID),
-	}, workflows.DeliveryWorkflowName, workflows.DeliveryInput{Event: ev})
+	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &started) {
@@ -294,7 +295,7 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) (string, error)
 // (activities.ReadAdmission: no worker is asked, however busy the endpoint workflow is).
 func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) {
 	v, err := activities.ReadAdmission(ctx, s.c, id)
-	if errors.Is(err, activities.ErrNoEndpoint) {
+	if errors.Is(err, herald.ErrNoEndpoint) {
 		return "", ErrNotFound
 	}
 	if err != nil {
@@ -306,7 +307,7 @@ func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) 
 // remember records that endpoint id exists and belongs to tenant.
 func (s *Client) remember(id, tenant string) {
 	if tenant == "" {
-		tenant = workflows.DefaultTenant
+		tenant = herald.DefaultTenant
 	}
 	s.mu.Lock()
 	s.known[id] = knownEndpoint{tenant: tenant, seen: s.opts.Now()}
@@ -369,16 +370,16 @@ func (s *Client) advertisedKeys(ctx context.Context) (map[string]bool, error) {
 }
 
 // Status returns the delivery status of an event of the default tenant.
-func (s *Client) Status(ctx context.Context, eventID string) (workflows.Status, error) {
-	return s.StatusOf(ctx, workflows.DefaultTenant, eventID)
+func (s *Client) Status(ctx context.Context, eventID string) (herald.Status, error) {
+	return s.StatusOf(ctx, herald.DefaultTenant, eventID)
 }
 
 // StatusOf returns the delivery status of a tenant's event. A delivery no worker could
 // start because it lacks the payload's key is reported as StateWaitingKey.
-func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (workflows.Status, error) {
-	var st workflows.Status
-	wfID := workflows.DeliveryIDFor(tenant, eventID)
-	v, err := s.c.QueryWorkflow(ctx, wfID, "", workflows.QueryStatus)
+func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (herald.Status, error) {
+	var st herald.Status
+	wfID := herald.DeliveryID(tenant, eventID)
+	v, err := s.c.QueryWorkflow(ctx, wfID, "", herald.QueryStatus)
 	if err != nil {
 		if isNotFound(err) {
 			return st, fmt.Errorf("%w: no event %s%s (it was never sent, or it closed longer ago than the namespace's retention)", ErrNotFound, eventID, ofTenant(tenant))
@@ -396,7 +397,7 @@ func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (workflow
 
 // ofTenant names a tenant other than the default in messages: " of tenant acme".
 func ofTenant(tenant string) string {
-	if tenant == "" || tenant == workflows.DefaultTenant {
+	if tenant == "" || tenant == herald.DefaultTenant {
 		return ""
 	}
 	return " of tenant " + tenant
@@ -404,44 +405,44 @@ func ofTenant(tenant string) string {
 
 // waitingForKey reports a running delivery whose payload is encrypted with a key no worker
 // advertises (and so none could start it) as StateWaitingKey.
-func (s *Client) waitingForKey(ctx context.Context, wfID string) (workflows.Status, bool) {
+func (s *Client) waitingForKey(ctx context.Context, wfID string) (herald.Status, bool) {
 	desc, err := s.c.DescribeWorkflowExecution(ctx, wfID, "")
 	if err != nil {
-		return workflows.Status{}, false
+		return herald.Status{}, false
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return workflows.Status{}, false
+		return herald.Status{}, false
 	}
 	in, err := s.startInput(ctx, wfID)
 	if err != nil || len(in.GetPayloads()) == 0 {
-		return workflows.Status{}, false
+		return herald.Status{}, false
 	}
 	key := codec.PayloadKeyID(in.GetPayloads()[0])
 	if key == "" {
-		return workflows.Status{}, false
+		return herald.Status{}, false
 	}
 	if ids, err := s.advertisedKeys(ctx); err != nil || ids == nil || ids[key] {
-		return workflows.Status{}, false
+		return herald.Status{}, false
 	}
-	_, eventID, _ := workflows.ParseDeliveryID(wfID)
+	_, eventID, _ := herald.ParseDeliveryID(wfID)
 	sa := info.GetSearchAttributes().GetIndexedFields()
 	since := info.GetStartTime().AsTime()
-	return workflows.Status{
-		Event: workflows.EventSummary{
+	return herald.Status{
+		Event: herald.EventSummary{
 			ID:         eventID,
-			EndpointID: keyword(sa[workflows.AttrEndpoint.GetName()].GetData()),
-			Type:       keyword(sa[workflows.AttrEventType.GetName()].GetData()),
+			EndpointID: keyword(sa[herald.AttrEndpoint.GetName()].GetData()),
+			Type:       keyword(sa[herald.AttrEventType.GetName()].GetData()),
 			CreatedAt:  since,
 		},
-		State:   workflows.StateWaitingKey,
-		Waiting: &workflows.Waiting{Hold: activities.Hold{Reason: codec.WaitingForKey(key)}, Since: since},
+		State:   herald.StateWaitingKey,
+		Waiting: &herald.Waiting{Hold: herald.Hold{Reason: codec.WaitingForKey(key)}, Since: since},
 	}, true
 }
 
 // Replay replays a dead letter of the default tenant; see ReplayOf.
 func (s *Client) Replay(ctx context.Context, eventID string) error {
-	return s.ReplayOf(ctx, workflows.DefaultTenant, eventID)
+	return s.ReplayOf(ctx, herald.DefaultTenant, eventID)
 }
 
 // ReplayOf runs a tenant's dead letter's ladder again from attempt 1 with its original
@@ -453,17 +454,17 @@ func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
 	if err != nil {
 		return err
 	}
-	wfID := workflows.DeliveryIDFor(tenant, eventID)
+	wfID := herald.DeliveryID(tenant, eventID)
 	switch st.State {
-	case workflows.StateDeadLetter:
-		err := s.c.SignalWorkflow(ctx, wfID, "", workflows.SignalReplay, nil)
+	case herald.StateDeadLetter:
+		err := s.c.SignalWorkflow(ctx, wfID, "", herald.SignalReplay, nil)
 		if err != nil {
 			return fmt.Errorf("replay event %s: %w", eventID, err)
 		}
 		return nil
-	case workflows.StateDelivered, workflows.StateExpired:
+	case herald.StateDelivered, herald.StateExpired:
 		return s.redeliver(ctx, wfID, eventID, st)
-	case workflows.StateWaitingKey:
+	case herald.StateWaitingKey:
 		return fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
 	default:
 		return fmt.Errorf("%w: event %s is %s, not a dead letter: its ladder is still running (next attempt at %s)",
@@ -472,9 +473,9 @@ func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
 }
 
 // redeliver starts a closed delivery again under the same workflow id.
-func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st workflows.Status) error {
+func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.Status) error {
 	var ev Event
-	v, err := s.c.QueryWorkflow(ctx, wfID, "", workflows.QueryEvent)
+	v, err := s.c.QueryWorkflow(ctx, wfID, "", herald.QueryEvent)
 	if err != nil {
 		return fmt.Errorf("replay event %s: read event: %w", eventID, err)
 	}
@@ -487,11 +488,11 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st workflo
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.AttrEndpoint.ValueSet(ev.EndpointID),
-			workflows.AttrEventType.ValueSet(ev.Type),
+			herald.AttrEndpoint.ValueSet(ev.EndpointID),
+			herald.AttrEventType.ValueSet(ev.Type),
 		),
 		StaticSummary: fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
-	}, workflows.DeliveryWorkflowName, workflows.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
+	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -502,7 +503,7 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st workflo
 	return nil
 }
 
-func keepLast(a []workflows.AttemptRecord) []workflows.AttemptRecord {
+func keepLast(a []herald.AttemptRecord) []herald.AttemptRecord {
 	if len(a) > workflows.MaxKeptAttempts {
 		return a[len(a)-workflows.MaxKeptAttempts:]
 	}
@@ -520,7 +521,7 @@ type DeadLetter struct {
 }
 
 // ListDeadLetters lists the dead letters f selects, oldest first as the server returns them.
-func (s *Client) ListDeadLetters(ctx context.Context, f activities.DeadLetterFilter) ([]DeadLetter, error) {
+func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter) ([]DeadLetter, error) {
 	var out []DeadLetter
 	var token []byte
 	for {
@@ -532,11 +533,11 @@ func (s *Client) ListDeadLetters(ctx context.Context, f activities.DeadLetterFil
 		}
 		for _, ex := range resp.GetExecutions() {
 			id := ex.GetExecution().GetWorkflowId()
-			tenant, evID, _ := workflows.ParseDeliveryID(id)
+			tenant, evID, _ := herald.ParseDeliveryID(id)
 			dl := DeadLetter{EventID: evID, Tenant: tenant, WorkflowID: id, SentAt: ex.GetStartTime().AsTime()}
 			sa := ex.GetSearchAttributes().GetIndexedFields()
-			dl.EndpointID = keyword(sa[workflows.AttrEndpoint.GetName()].GetData())
-			dl.Type = keyword(sa[workflows.AttrEventType.GetName()].GetData())
+			dl.EndpointID = keyword(sa[herald.AttrEndpoint.GetName()].GetData())
+			dl.Type = keyword(sa[herald.AttrEventType.GetName()].GetData())
 			out = append(out, dl)
 		}
 		token = resp.GetNextPageToken()
@@ -564,7 +565,7 @@ func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if in.Filter.EndpointID != "" {
-		if err := workflows.ValidateEndpointID(in.Filter.EndpointID); err != nil {
+		if err := herald.ValidateEndpointID(in.Filter.EndpointID); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
@@ -577,7 +578,7 @@ func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (
 		ID:            id,
 		TaskQueue:     s.opts.TaskQueue,
 		StaticSummary: "bulk replay of dead letters: " + in.Filter.Query(),
-	}, workflows.BulkReplayWorkflowName, in)
+	}, herald.BulkReplayWorkflow, in)
 	if err != nil {
 		return "", fmt.Errorf("start bulk replay: %w", err)
 	}

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/workflows"
 )
 
 func TestValidateEventData(t *testing.T) {
-	max := workflows.MaxDataBytes
+	max := herald.MaxDataBytes
 	lt := func(n int) string { return `"` + strings.Repeat("<", n-2) + `"` } // n bytes of JSON
 	padded := `{"a":` + lt(max-6) + strings.Repeat(" ", 64<<10) + `}`        // max bytes once compacted
 	tests := []struct {
@@ -85,7 +85,7 @@ func TestBulkReplayBounds(t *testing.T) {
 		want string
 	}{
 		{"in 31 days", workflows.BulkReplayInput{At: now.Add(31 * 24 * time.Hour)}, "at most 30 days"},
-		{"until before since", workflows.BulkReplayInput{Filter: activities.DeadLetterFilter{Since: now, Until: now.Add(-time.Hour)}}, "until (2026-11-30T11:00:00Z) is before since"},
+		{"until before since", workflows.BulkReplayInput{Filter: herald.DeadLetterFilter{Since: now, Until: now.Add(-time.Hour)}}, "until (2026-11-30T11:00:00Z) is before since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // sendAll sends n events to endpoint through s, senders at a time, and returns their ids.
@@ -71,9 +70,9 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	put := func(id, url string, o *activities.Overrides) {
+	put := func(id, url string, o *herald.Overrides) {
 		t.Helper()
-		if _, err := s.Starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: id, URL: url, Overrides: o}); err != nil {
+		if _, err := s.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, URL: url, Overrides: o}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,10 +95,10 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 
 	// One failure opens bq's circuit.
 	first := sendAll(t, s.Starter, "bq", 1, 1)
-	waitFor(t, s.Starter, first[0], workflows.StateWaitingRetry)
+	waitFor(t, s.Starter, first[0], herald.StateWaitingRetry)
 	eventually(t, "bq's circuit to open", func() bool {
 		st, err := s.Starter.GetEndpoint(ctx, "bq")
-		return err == nil && st.Circuit.State == string(policy.CircuitOpen)
+		return err == nil && st.Circuit.State == policy.CircuitOpen
 	})
 
 	ids := sendAll(t, s.Starter, "bq", backlog, 16)
@@ -119,7 +118,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 	t.Logf("endpoint get with %d waiting: %s", backlog, time.Since(began))
 	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	began = time.Now()
-	_, err = s.Starter.PutEndpoint(uctx, workflows.PutEndpointRequest{ID: "bq", Overrides: &activities.Overrides{Timeout: 4 * time.Second}})
+	_, err = s.Starter.PutEndpoint(uctx, herald.PutEndpointRequest{ID: "bq", Overrides: &herald.Overrides{Timeout: 4 * time.Second}})
 	cancel()
 	if err != nil {
 		t.Fatalf("endpoint put with %d waiting: %v", backlog, err)
@@ -128,7 +127,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 
 	// A healthy endpoint's events go out meanwhile.
 	for _, id := range sendAll(t, s.Starter, "ok", 20, 4) {
-		waitFor(t, s.Starter, id, workflows.StateDelivered)
+		waitFor(t, s.Starter, id, herald.StateDelivered)
 	}
 
 	// Nobody waiting used an attempt; bq saw the one request that opened the circuit.
@@ -137,7 +136,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Attempts) != 0 || st.State != workflows.StateWaitingEndpoint {
+		if len(st.Attempts) != 0 || st.State != herald.StateWaitingEndpoint {
 			t.Fatalf("waiting delivery %s: state %s, %d attempts; want waiting_endpoint and none", id, st.State, len(st.Attempts))
 		}
 	}
@@ -151,7 +150,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		waitFor(t, s.Starter, id, workflows.StateDelivered)
+		waitFor(t, s.Starter, id, herald.StateDelivered)
 	}
 	if p := conc.peak.Load(); p > capN {
 		t.Errorf("the drain reached %d concurrent requests, cap is %d", p, capN)
@@ -205,7 +204,7 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 	}
 	sent := sendTo(t, lazy, targets, 16)
 	for _, id := range sent[:healthyN*each] {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	bound := capN + 2*policy.SparePermits(capN)
 	peak := int64(0)
@@ -223,7 +222,7 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 	for _, e := range bad {
 		eventually(t, e.id+"'s circuit to open", func() bool {
 			st, err := shared.starter.GetEndpoint(ctx, e.id)
-			return err == nil && st.Circuit.State == string(policy.CircuitOpen)
+			return err == nil && st.Circuit.State == policy.CircuitOpen
 		})
 		if n := len(e.rcv.requests()); n > most {
 			t.Errorf("%s saw %d requests before its circuit held them: at most %d expected", e.id, n, most)
@@ -243,7 +242,7 @@ func TestSmallCapColdEndpoint(t *testing.T) {
 	o.MaxInFlight = 1
 	putEndpoint(t, "cap-one", rcv.URL, o)
 	for _, id := range sendN(t, "cap-one", 5) {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	if p := conc.peak.Load(); p != 1 {
 		t.Errorf("peak concurrency %d at cap 1", p)

@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -28,7 +28,7 @@ func TestDeliveredFirstTry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, res.EventID, workflows.StateDelivered)
+	st := waitState(t, res.EventID, herald.StateDelivered)
 	if len(st.Attempts) != 1 || st.Attempts[0].Result.StatusCode != 204 {
 		t.Fatalf("want one 204 attempt, got %+v", st.Attempts)
 	}
@@ -57,7 +57,7 @@ func TestDeliveredFirstTry(t *testing.T) {
 	}
 
 	// The fast path: eager start and a local activity keep a first-try delivery small.
-	n := historyLength(t, workflows.DeliveryID(res.EventID))
+	n := historyLength(t, herald.DeliveryID(herald.DefaultTenant, res.EventID))
 	t.Logf("first-try delivery: %d history events", n)
 	if n > 8 {
 		t.Errorf("first-try delivery costs %d history events, want at most 8", n)
@@ -80,7 +80,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, res.EventID, workflows.StateDelivered)
+	st := waitState(t, res.EventID, herald.StateDelivered)
 	if len(st.Attempts) != 2 {
 		t.Fatalf("want 2 attempts, got %d", len(st.Attempts))
 	}
@@ -112,12 +112,12 @@ func TestDeadLetterThenReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, res.EventID, workflows.StateDeadLetter)
+	st := waitState(t, res.EventID, herald.StateDeadLetter)
 	if len(st.Attempts) != 3 || st.ExpiresAt.IsZero() {
 		t.Fatalf("dead letter after %d attempts, expires %v", len(st.Attempts), st.ExpiresAt)
 	}
 	eventually(t, "the dead letter to be listed", func() bool {
-		dls, err := shared.starter.ListDeadLetters(context.Background(), activities.DeadLetterFilter{EndpointID: "dlq"})
+		dls, err := shared.starter.ListDeadLetters(context.Background(), herald.DeadLetterFilter{EndpointID: "dlq"})
 		return err == nil && len(dls) == 1 && dls[0].EventID == res.EventID
 	})
 	// A dead letter never retries on its own.
@@ -131,7 +131,7 @@ func TestDeadLetterThenReplay(t *testing.T) {
 	if err := shared.starter.Replay(context.Background(), res.EventID); err != nil {
 		t.Fatal(err)
 	}
-	st = waitState(t, res.EventID, workflows.StateDelivered)
+	st = waitState(t, res.EventID, herald.StateDelivered)
 	if st.Round != 1 || len(st.Attempts) != 4 {
 		t.Errorf("after replay: round %d, %d attempts; want round 1, 4 attempts", st.Round, len(st.Attempts))
 	}
@@ -151,7 +151,7 @@ func TestIdempotentSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, ev.ID, workflows.StateDelivered)
+	waitState(t, ev.ID, herald.StateDelivered)
 	b, err := shared.starter.Send(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
@@ -174,11 +174,11 @@ func TestURLChangeReachesPendingRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, res.EventID, workflows.StateWaitingRetry)
-	if _, err := shared.starter.PutEndpoint(context.Background(), workflows.PutEndpointRequest{ID: "moving", URL: fresh.URL + "/v2"}); err != nil {
+	waitState(t, res.EventID, herald.StateWaitingRetry)
+	if _, err := shared.starter.PutEndpoint(context.Background(), herald.PutEndpointRequest{ID: "moving", URL: fresh.URL + "/v2"}); err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, res.EventID, workflows.StateDelivered)
+	st := waitState(t, res.EventID, herald.StateDelivered)
 	if len(old.requests()) != 1 || len(fresh.requests()) != 1 {
 		t.Errorf("old URL saw %d, new URL saw %d; want 1 and 1", len(old.requests()), len(fresh.requests()))
 	}
@@ -200,15 +200,15 @@ func TestBulkReplay(t *testing.T) {
 		ids = append(ids, res.EventID)
 	}
 	for _, id := range ids {
-		waitState(t, id, workflows.StateDeadLetter)
+		waitState(t, id, herald.StateDeadLetter)
 	}
 	eventually(t, "three dead letters listed", func() bool {
-		dls, err := shared.starter.ListDeadLetters(context.Background(), activities.DeadLetterFilter{EndpointID: "bulk"})
+		dls, err := shared.starter.ListDeadLetters(context.Background(), herald.DeadLetterFilter{EndpointID: "bulk"})
 		return err == nil && len(dls) == 3
 	})
 	rcv.setAnswer(status(http.StatusOK))
 	wfID, err := shared.starter.BulkReplay(context.Background(), workflows.BulkReplayInput{
-		Filter: activities.DeadLetterFilter{EndpointID: "bulk", Since: time.Now().Add(-time.Hour)},
+		Filter: herald.DeadLetterFilter{EndpointID: "bulk", Since: time.Now().Add(-time.Hour)},
 		At:     time.Now().Add(500 * time.Millisecond),
 	})
 	if err != nil {
@@ -222,7 +222,7 @@ func TestBulkReplay(t *testing.T) {
 		t.Errorf("bulk replay replayed %d, want 3", out.Replayed)
 	}
 	for _, id := range ids {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 }
 
@@ -230,7 +230,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, status(http.StatusOK))
 	putEndpoint(t, "strict", rcv.URL, nil)
-	big := make([]byte, workflows.MaxDataBytes+10)
+	big := make([]byte, herald.MaxDataBytes+10)
 	for i := range big {
 		big[i] = ' '
 	}
@@ -255,23 +255,23 @@ func TestBadInputStartsNothing(t *testing.T) {
 			t.Errorf("%s: err = %v, want %v mentioning %q", tc.name, err, tc.want, tc.text)
 			continue
 		}
-		if _, err := shared.client.DescribeWorkflowExecution(context.Background(), workflows.DeliveryID(tc.ev.ID), ""); err == nil {
+		if _, err := shared.client.DescribeWorkflowExecution(context.Background(), herald.DeliveryID(herald.DefaultTenant, tc.ev.ID), ""); err == nil {
 			t.Errorf("%s: a delivery workflow was started", tc.name)
 		}
 	}
 
 	bad := []struct {
 		name string
-		req  workflows.PutEndpointRequest
+		req  herald.PutEndpointRequest
 		text string
 	}{
-		{"ftp", workflows.PutEndpointRequest{ID: "bad-ftp", URL: "ftp://example.com/x"}, "scheme"},
-		{"no host", workflows.PutEndpointRequest{ID: "bad-nohost", URL: "http:///x"}, "host"},
-		{"userinfo", workflows.PutEndpointRequest{ID: "bad-user", URL: "https://user:pw@example.com/"}, "password"},
-		{"private literal", workflows.PutEndpointRequest{ID: "bad-private", URL: "http://10.1.2.3/hook"}, "private"},
-		{"metadata", workflows.PutEndpointRequest{ID: "bad-meta", URL: "http://169.254.169.254/latest"}, "link-local"},
-		{"bad id", workflows.PutEndpointRequest{ID: "a b", URL: "https://example.com/"}, "endpoint id"},
-		{"bad secret", workflows.PutEndpointRequest{ID: "bad-secret", URL: "https://example.com/", Secret: "hunter2"}, "whsec_"},
+		{"ftp", herald.PutEndpointRequest{ID: "bad-ftp", URL: "ftp://example.com/x"}, "scheme"},
+		{"no host", herald.PutEndpointRequest{ID: "bad-nohost", URL: "http:///x"}, "host"},
+		{"userinfo", herald.PutEndpointRequest{ID: "bad-user", URL: "https://user:pw@example.com/"}, "password"},
+		{"private literal", herald.PutEndpointRequest{ID: "bad-private", URL: "http://10.1.2.3/hook"}, "private"},
+		{"metadata", herald.PutEndpointRequest{ID: "bad-meta", URL: "http://169.254.169.254/latest"}, "link-local"},
+		{"bad id", herald.PutEndpointRequest{ID: "a b", URL: "https://example.com/"}, "endpoint id"},
+		{"bad secret", herald.PutEndpointRequest{ID: "bad-secret", URL: "https://example.com/", Secret: "hunter2"}, "whsec_"},
 	}
 	for _, tc := range bad {
 		_, err := shared.starter.PutEndpoint(context.Background(), tc.req)

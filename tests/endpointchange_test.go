@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // TestEndpointChangeReachesEveryWorker: once a URL change, and then a secret rotation, has
@@ -59,7 +59,7 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	changed := func(req workflows.PutEndpointRequest) {
+	changed := func(req herald.PutEndpointRequest) {
 		time.Sleep(1500 * time.Millisecond) // both workers know the endpoint as it is
 		if _, err := shared.starter.PutEndpoint(ctx, req); err != nil {
 			t.Fatal(err)
@@ -68,18 +68,18 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 		changes++
 		mu.Unlock()
 	}
-	changed(workflows.PutEndpointRequest{ID: "ryw", URL: newURL.URL})
+	changed(herald.PutEndpointRequest{ID: "ryw", URL: newURL.URL})
 	newSecret, err := signature.GenerateSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed(workflows.PutEndpointRequest{ID: "ryw", RotateTo: newSecret})
+	changed(herald.PutEndpointRequest{ID: "ryw", RotateTo: newSecret})
 	time.Sleep(1500 * time.Millisecond)
 	close(stop)
 	<-done
 
 	for _, e := range events {
-		waitState(t, e.id, workflows.StateDelivered)
+		waitState(t, e.id, herald.StateDelivered)
 	}
 	at := map[string]request{}
 	for _, r := range oldURL.requests() {

@@ -19,14 +19,13 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // shared is the package's stack: one server, one worker, one starter.
@@ -118,13 +117,13 @@ func status(code int) func(int, http.ResponseWriter) {
 }
 
 // putEndpoint registers endpoint id at url with a fast ladder, returning its secret.
-func putEndpoint(t *testing.T, id, url string, o *activities.Overrides) signature.Secret {
+func putEndpoint(t *testing.T, id, url string, o *herald.Overrides) signature.Secret {
 	t.Helper()
 	sec, err := signature.GenerateSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = shared.starter.PutEndpoint(context.Background(), workflows.PutEndpointRequest{ID: id, URL: url, Secret: sec, Overrides: o})
+	_, err = shared.starter.PutEndpoint(context.Background(), herald.PutEndpointRequest{ID: id, URL: url, Secret: sec, Overrides: o})
 	if err != nil {
 		t.Fatalf("put endpoint %s: %v", id, err)
 	}
@@ -132,9 +131,9 @@ func putEndpoint(t *testing.T, id, url string, o *activities.Overrides) signatur
 }
 
 // fast is a scaled-down policy: the ladder's shape with millisecond-to-second waits.
-func fast(attempts int, delays ...time.Duration) *activities.Overrides {
+func fast(attempts int, delays ...time.Duration) *herald.Overrides {
 	zero := 0.0
-	return &activities.Overrides{
+	return &herald.Overrides{
 		Ladder:    &policy.LadderOverride{Delays: delays, Attempts: attempts, Jitter: &zero},
 		Retention: time.Hour,
 		Timeout:   5 * time.Second,
@@ -142,7 +141,7 @@ func fast(attempts int, delays ...time.Duration) *activities.Overrides {
 }
 
 // waitState polls the status query until the delivery reaches state.
-func waitState(t *testing.T, eventID, state string) workflows.Status {
+func waitState(t *testing.T, eventID string, state herald.State) herald.Status {
 	t.Helper()
 	return waitFor(t, shared.starter, eventID, state)
 }

@@ -14,7 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -22,9 +22,9 @@ import (
 )
 
 // putReq is a put that registers endpoint id at url with a generated secret.
-func putReq(id, url string) workflows.PutEndpointRequest {
+func putReq(id, url string) herald.PutEndpointRequest {
 	sec, _ := signature.GenerateSecret()
-	return workflows.PutEndpointRequest{ID: id, URL: url, Secret: sec, Overrides: fast(1)}
+	return herald.PutEndpointRequest{ID: id, URL: url, Secret: sec, Overrides: fast(1)}
 }
 
 // TestEventIDsPerTenant: event ids are scoped to the tenant of the endpoint. Two tenants
@@ -35,7 +35,7 @@ func TestEventIDsPerTenant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rcv := map[string]*receiver{}
-	for _, tenant := range []string{"acme", "beta", workflows.DefaultTenant} {
+	for _, tenant := range []string{"acme", "beta", herald.DefaultTenant} {
 		rcv[tenant] = newReceiver(t, status(http.StatusOK))
 		req := putReq("ids-"+tenant, rcv[tenant].URL)
 		req.Tenant = tenant
@@ -66,14 +66,14 @@ func TestEventIDsPerTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if defRes.WorkflowID != workflows.DeliveryID("acme:"+id) {
-		t.Errorf("the default tenant's workflow id is %s, want %s as before tenants had their own ids", defRes.WorkflowID, workflows.DeliveryID("acme:"+id))
+	if defRes.WorkflowID != herald.DeliveryID(herald.DefaultTenant, "acme:"+id) {
+		t.Errorf("the default tenant's workflow id is %s, want %s as before tenants had their own ids", defRes.WorkflowID, herald.DeliveryID(herald.DefaultTenant, "acme:"+id))
 	}
 	if sent["acme"].WorkflowID == sent["beta"].WorkflowID || sent["acme"].WorkflowID == defRes.WorkflowID {
 		t.Fatalf("deliveries share a workflow: %+v, %+v", sent, defRes)
 	}
 	for _, tenant := range []string{"acme", "beta"} {
-		st := waitFor(t, tenantStarter{tenant}, id, workflows.StateDelivered)
+		st := waitFor(t, tenantStarter{tenant}, id, herald.StateDelivered)
 		if st.Event.EndpointID != "ids-"+tenant {
 			t.Errorf("%s's %s went to %s", tenant, id, st.Event.EndpointID)
 		}
@@ -115,7 +115,7 @@ func TestEventIDsPerTenant(t *testing.T) {
 // tenantStarter reads a tenant's statuses (for waitFor).
 type tenantStarter struct{ tenant string }
 
-func (s tenantStarter) Status(ctx context.Context, id string) (workflows.Status, error) {
+func (s tenantStarter) Status(ctx context.Context, id string) (herald.Status, error) {
 	return shared.starter.StatusOf(ctx, s.tenant, id)
 }
 
@@ -140,9 +140,9 @@ func TestOverlappingBulkReplays(t *testing.T) {
 		ids = append(ids, res.EventID)
 	}
 	for _, id := range ids {
-		waitState(t, id, workflows.StateDeadLetter)
+		waitState(t, id, herald.StateDeadLetter)
 	}
-	f := activities.DeadLetterFilter{EndpointID: ep, Since: time.Now().Add(-time.Hour)}
+	f := herald.DeadLetterFilter{EndpointID: ep, Since: time.Now().Add(-time.Hour)}
 	eventually(t, "every dead letter listed", func() bool {
 		dls, err := shared.starter.ListDeadLetters(ctx, f)
 		return err == nil && len(dls) == n
@@ -169,7 +169,7 @@ func TestOverlappingBulkReplays(t *testing.T) {
 	for _, id := range ids {
 		eventually(t, id+" to park again after one replay", func() bool {
 			st, err := shared.starter.Status(ctx, id)
-			return err == nil && st.State == workflows.StateDeadLetter && st.Round >= 1
+			return err == nil && st.State == herald.StateDeadLetter && st.Round >= 1
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // a late second replay would show now
@@ -207,7 +207,7 @@ func TestRefusedPutLeavesNoWorkflow(t *testing.T) {
 			if _, err := shared.starter.PutEndpoint(ctx, req); !errors.Is(err, starter.ErrInvalid) {
 				t.Fatalf("put %s = %v, want it refused (ErrInvalid)", tc.url, err)
 			}
-			query := fmt.Sprintf("WorkflowId = '%s' AND ExecutionStatus = 'Running'", workflows.EndpointWorkflowID(id))
+			query := fmt.Sprintf("WorkflowId = '%s' AND ExecutionStatus = 'Running'", herald.EndpointWorkflowID(id))
 			var running int
 			deadline := time.Now().Add(10 * time.Second) // well under the minute an unregistered endpoint lingered
 			for {
@@ -221,9 +221,9 @@ func TestRefusedPutLeavesNoWorkflow(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			desc, err := shared.client.DescribeWorkflowExecution(ctx, workflows.EndpointWorkflowID(id), "")
+			desc, err := shared.client.DescribeWorkflowExecution(ctx, herald.EndpointWorkflowID(id), "")
 			if running != 0 || (err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING) {
-				t.Fatalf("after a refused put, %d endpoint workflows %s are running", running, workflows.EndpointWorkflowID(id))
+				t.Fatalf("after a refused put, %d endpoint workflows %s are running", running, herald.EndpointWorkflowID(id))
 			}
 		})
 	}

@@ -18,13 +18,13 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/server"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // keyed is a stack whose worker encrypts with its own keys.
@@ -220,10 +220,10 @@ func TestKeyRotationOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := codec.WaitingForKey(newKey.ActiveKeyID())
-	var st workflows.Status
+	var st herald.Status
 	eventually(t, "status to say the event waits for the key", func() bool {
 		st, err = producer(false).Status(ctx, ev.ID)
-		return err == nil && st.State == workflows.StateWaitingKey && st.Waiting != nil && st.Waiting.Reason == want
+		return err == nil && st.State == herald.StateWaitingKey && st.Waiting != nil && st.Waiting.Reason == want
 	})
 	if st.Event.EndpointID != "rotating" {
 		t.Errorf("waiting status shows endpoint %q", st.Event.EndpointID)
@@ -245,8 +245,8 @@ func TestKeyRotationOrder(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer "+tok)
 	rw := httptest.NewRecorder()
 	api.ServeHTTP(rw, r)
-	var got workflows.Status
-	if err := json.Unmarshal(rw.Body.Bytes(), &got); rw.Code != http.StatusOK || err != nil || got.State != workflows.StateWaitingKey || got.Waiting == nil || got.Waiting.Reason != want {
+	var got herald.Status
+	if err := json.Unmarshal(rw.Body.Bytes(), &got); rw.Code != http.StatusOK || err != nil || got.State != herald.StateWaitingKey || got.Waiting == nil || got.Waiting.Reason != want {
 		t.Errorf("GET /v1/events/%s = %d %s; want 200 with state waiting_key and %q", ev.ID, rw.Code, rw.Body, want)
 	}
 	if err := producer(false).Replay(ctx, ev.ID); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), want) {
@@ -255,7 +255,7 @@ func TestKeyRotationOrder(t *testing.T) {
 	eventually(t, "a log line and a metric", func() bool {
 		return strings.Contains(logs.String(), want) && metricValue(t, rec, codec.MetricMissingKey, "key", promLabel(newKey.ActiveKeyID())) > 0
 	})
-	if desc, err := stk.Client.DescribeWorkflowExecution(ctx, workflows.DeliveryID(ev.ID), ""); err != nil ||
+	if desc, err := stk.Client.DescribeWorkflowExecution(ctx, herald.DeliveryID(herald.DefaultTenant, ev.ID), ""); err != nil ||
 		desc.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Fatalf("the undecryptable delivery is not running: %v, %v", desc.GetWorkflowExecutionInfo().GetStatus(), err)
 	}
@@ -284,7 +284,7 @@ func TestKeyRotationOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	stk.Worker = w // stopped by stk.Stop
-	waitFor(t, producer(false), ev.ID, workflows.StateDelivered)
+	waitFor(t, producer(false), ev.ID, herald.StateDelivered)
 	if got := rcv.requests(); len(got) != 1 || !strings.Contains(string(got[0].Body), `"k":"new"`) {
 		t.Fatalf("receiver got %d requests, want the event once", len(got))
 	}
@@ -295,7 +295,7 @@ func TestKeyRotationOrder(t *testing.T) {
 		res, err = producer(true).Send(ctx, starter.Event{ID: "evt_rotation_2", EndpointID: "rotating", Data: json.RawMessage(`2`)})
 		return err == nil
 	})
-	waitFor(t, producer(true), res.EventID, workflows.StateDelivered)
+	waitFor(t, producer(true), res.EventID, herald.StateDelivered)
 }
 
 // promLabel is a label value as the SDK's Prometheus naming writes it ('-' becomes '_').

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // TestWorkerKilledMidBurst: a worker process is killed (SIGKILL, no goodbye) while it has
@@ -39,7 +39,7 @@ func TestWorkerKilledMidBurst(t *testing.T) {
 	}
 	killedAt := time.Now()
 	for _, id := range ids {
-		st := waitState(t, id, workflows.StateDelivered)
+		st := waitState(t, id, herald.StateDelivered)
 		if len(st.Attempts) != 1 || st.Attempts[0].Number != 1 {
 			t.Errorf("event %s: %d attempts on record, want one (attempt 1)", id, len(st.Attempts))
 		}

@@ -10,9 +10,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // scaledBreaker is the article's breaker with seconds for minutes.
@@ -21,7 +20,7 @@ func scaledBreaker() *policy.BreakerOverride {
 	return &policy.BreakerOverride{ProbeDelay: 2 * time.Second, MaxProbeDelay: 8 * time.Second, HalfOpenSuccesses: &two}
 }
 
-func endpointState(t *testing.T, id string) workflows.EndpointState {
+func endpointState(t *testing.T, id string) herald.EndpointState {
 	t.Helper()
 	st, err := shared.starter.GetEndpoint(context.Background(), id)
 	if err != nil {
@@ -68,7 +67,7 @@ func TestCircuitBreaker(t *testing.T) {
 	// New deliveries wait, using no attempt, and the receiver sees nothing.
 	later := sendN(t, "breaker", 5)
 	for _, id := range later {
-		s := waitState(t, id, workflows.StateWaitingEndpoint)
+		s := waitState(t, id, herald.StateWaitingEndpoint)
 		if s.Waiting == nil || !strings.Contains(s.Waiting.Reason, "circuit open") || len(s.Attempts) != 0 {
 			t.Errorf("held delivery %s: waiting %+v with %d attempts", id, s.Waiting, len(s.Attempts))
 		}
@@ -86,7 +85,7 @@ func TestCircuitBreaker(t *testing.T) {
 	}
 
 	for _, id := range append(first, later...) {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	st = endpointState(t, "breaker")
 	if st.Circuit.State != "closed" {
@@ -107,7 +106,7 @@ func TestCircuitBreaker(t *testing.T) {
 	}
 }
 
-func containsEndpoint(list []workflows.EndpointState, id string) bool {
+func containsEndpoint(list []herald.EndpointState, id string) bool {
 	for _, e := range list {
 		if e.ID == id {
 			return true
@@ -149,7 +148,7 @@ func TestConcurrencyCap(t *testing.T) {
 	putEndpoint(t, "capped", rcv.URL, o)
 	ids := sendN(t, "capped", 50)
 	for _, id := range ids {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	if p := conc.peak.Load(); p > 5 {
 		t.Errorf("receiver saw %d concurrent requests, cap is 5", p)
@@ -175,7 +174,7 @@ func TestSlowEndpointCapHalves(t *testing.T) {
 	putEndpoint(t, "slow", rcv.URL, o)
 	ids := sendN(t, "slow", 8)
 	for _, id := range ids {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	eventually(t, "the cap to halve", func() bool {
 		st := endpointState(t, "slow")
@@ -183,7 +182,7 @@ func TestSlowEndpointCapHalves(t *testing.T) {
 	})
 	conc.peak.Store(0)
 	for _, id := range sendN(t, "slow", 12) {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	if p := conc.peak.Load(); p > 4 {
 		t.Errorf("after halving, the receiver saw %d concurrent requests, want at most 4", p)
@@ -201,22 +200,22 @@ func TestDeadHolderLeaseExpires(t *testing.T) {
 	putEndpoint(t, "orphaned", rcv.URL, o)
 
 	h, err := shared.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.EndpointWorkflowID("orphaned"), UpdateName: workflows.UpdateLease,
-		Args: []any{activities.LeaseRequest{LeaseRequest: policy.LeaseRequest{
+		WorkflowID: herald.EndpointWorkflowID("orphaned"), UpdateName: herald.UpdateLease,
+		Args: []any{herald.LeaseRequest{LeaseRequest: policy.LeaseRequest{
 			Holder: "worker:dead", InUse: 3, Want: 3, TTL: 3 * time.Second}}},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reply activities.LeaseReply
+	var reply herald.LeaseReply
 	if err := h.Get(ctx, &reply); err != nil || reply.Permits != 3 {
 		t.Fatalf("dead worker's lease: %+v, %v", reply, err)
 	}
 	took := time.Now()
 	ids := sendN(t, "orphaned", 2)
 	for _, id := range ids {
-		s := waitState(t, id, workflows.StateWaitingEndpoint)
+		s := waitState(t, id, herald.StateWaitingEndpoint)
 		if s.Waiting == nil || !strings.Contains(s.Waiting.Reason, "cap of 3") {
 			t.Errorf("delivery %s waits for %+v, want the cap", id, s.Waiting)
 		}
@@ -225,7 +224,7 @@ func TestDeadHolderLeaseExpires(t *testing.T) {
 		t.Errorf("endpoint: %d in flight, %d queued; want 3 and 2", st.InFlight, st.Queue)
 	}
 	for _, id := range ids {
-		waitState(t, id, workflows.StateDelivered)
+		waitState(t, id, herald.StateDelivered)
 	}
 	if waited := time.Since(took); waited < 3*time.Second {
 		t.Errorf("deliveries went after %s, before the dead lease expired", waited)

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 	heraldworker "github.com/heraldhq/herald/worker"
@@ -96,23 +96,23 @@ func TestRecordHistories(t *testing.T) {
 	send("evt_rec_retry_after", "rec-flaky")
 	send("evt_rec_dead_replayed", "rec-down")
 	send("evt_rec_held_by_breaker", "rec-breaker")
-	waitState(t, "evt_rec_first_try", workflows.StateDelivered)
-	waitState(t, "evt_rec_retry_after", workflows.StateDelivered)
-	waitState(t, "evt_rec_dead_replayed", workflows.StateDeadLetter)
-	waitState(t, "evt_rec_held_by_breaker", workflows.StateDelivered)
+	waitState(t, "evt_rec_first_try", herald.StateDelivered)
+	waitState(t, "evt_rec_retry_after", herald.StateDelivered)
+	waitState(t, "evt_rec_dead_replayed", herald.StateDeadLetter)
+	waitState(t, "evt_rec_held_by_breaker", herald.StateDelivered)
 	down.setAnswer(status(http.StatusOK))
 	if err := shared.starter.Replay(ctx, "evt_rec_dead_replayed"); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, "evt_rec_dead_replayed", workflows.StateDelivered)
+	waitState(t, "evt_rec_dead_replayed", herald.StateDelivered)
 	// A change to a registered endpoint: it settles before it returns (read-your-writes).
-	if _, err := shared.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "rec-down",
-		Overrides: &activities.Overrides{Timeout: 4 * time.Second}}); err != nil {
+	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "rec-down",
+		Overrides: &herald.Overrides{Timeout: 4 * time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 
 	wfID, err := shared.starter.BulkReplay(ctx, workflows.BulkReplayInput{
-		Filter: activities.DeadLetterFilter{EndpointID: "rec-none"}, At: time.Now().Add(200 * time.Millisecond),
+		Filter: herald.DeadLetterFilter{EndpointID: "rec-none"}, At: time.Now().Add(200 * time.Millisecond),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,12 +125,12 @@ func TestRecordHistories(t *testing.T) {
 		return err == nil && ep.Counters.Attempts == 3
 	})
 
-	save(t, "delivery_first_try.json", workflows.DeliveryID("evt_rec_first_try"))
-	save(t, "delivery_retry_after.json", workflows.DeliveryID("evt_rec_retry_after"))
-	save(t, "delivery_dead_letter_replayed.json", workflows.DeliveryID("evt_rec_dead_replayed"))
-	save(t, "endpoint_put_and_leases.json", workflows.EndpointWorkflowID("rec-down"))
-	save(t, "delivery_held_by_breaker.json", workflows.DeliveryID("evt_rec_held_by_breaker"))
-	save(t, "endpoint_breaker_probe.json", workflows.EndpointWorkflowID("rec-breaker"))
+	save(t, "delivery_first_try.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_first_try"))
+	save(t, "delivery_retry_after.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_retry_after"))
+	save(t, "delivery_dead_letter_replayed.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_dead_replayed"))
+	save(t, "endpoint_put_and_leases.json", herald.EndpointWorkflowID("rec-down"))
+	save(t, "delivery_held_by_breaker.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_held_by_breaker"))
+	save(t, "endpoint_breaker_probe.json", herald.EndpointWorkflowID("rec-breaker"))
 	save(t, "bulk_replay_at.json", wfID)
 }
 

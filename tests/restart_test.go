@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // TestWaitingDeliverySurvivesRestart stops the whole stack (server and worker) while a
@@ -30,7 +30,7 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec, _ := signature.GenerateSecret()
-	if _, err := first.Starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "restart", URL: rcv.URL, Secret: sec, Overrides: fast(3, 3*time.Second)}); err != nil {
+	if _, err := first.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "restart", URL: rcv.URL, Secret: sec, Overrides: fast(3, 3*time.Second)}); err != nil {
 		first.Stop()
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 		first.Stop()
 		t.Fatal(err)
 	}
-	waitFor(t, first.Starter, res.EventID, workflows.StateWaitingRetry)
+	waitFor(t, first.Starter, res.EventID, herald.StateWaitingRetry)
 	first.Stop()
 
 	rcv.setAnswer(status(http.StatusOK))
@@ -48,7 +48,7 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Stop()
-	st := waitFor(t, second.Starter, res.EventID, workflows.StateDelivered)
+	st := waitFor(t, second.Starter, res.EventID, herald.StateDelivered)
 	if len(st.Attempts) != 2 || len(rcv.requests()) != 2 {
 		t.Errorf("after the restart: %d attempts recorded, %d requests seen; want 2 and 2", len(st.Attempts), len(rcv.requests()))
 	}
@@ -56,10 +56,10 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 
 // waitFor polls s's status query until the delivery reaches state.
 func waitFor(t *testing.T, s interface {
-	Status(context.Context, string) (workflows.Status, error)
-}, eventID, state string) workflows.Status {
+	Status(context.Context, string) (herald.Status, error)
+}, eventID string, state herald.State) herald.Status {
 	t.Helper()
-	var st workflows.Status
+	var st herald.Status
 	var err error
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if st, err = s.Status(context.Background(), eventID); err == nil && st.State == state {

@@ -19,7 +19,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/netguard"
@@ -27,7 +27,6 @@ import (
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // TestNothingReadableInHistory runs Herald with the payload codec and reads the history
@@ -60,8 +59,8 @@ func TestNothingReadableInHistory(t *testing.T) {
 	})
 	secret, _ := signature.GenerateSecret()
 	zero := 0.0
-	if _, err := s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,
-		Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 2, Jitter: &zero}}}); err != nil {
+	if _, err := s.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,
+		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 2, Jitter: &zero}}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Send(ctx, starter.Event{EndpointID: "sealed", Data: json.RawMessage(`{"card":"` + payloadMarker + `"}`)})
@@ -71,7 +70,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := s.Status(ctx, res.EventID)
-		if err == nil && st.State == workflows.StateDelivered {
+		if err == nil && st.State == herald.StateDelivered {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -96,7 +95,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 		"payload (base64)":  base64.StdEncoding.EncodeToString([]byte(payloadMarker))[:16],
 		"receiver (base64)": base64.StdEncoding.EncodeToString([]byte(bodyMarker))[:16],
 	}
-	for _, id := range []string{workflows.DeliveryID(res.EventID), workflows.EndpointWorkflowID("sealed")} {
+	for _, id := range []string{herald.DeliveryID(herald.DefaultTenant, res.EventID), herald.EndpointWorkflowID("sealed")} {
 		it := raw.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		var all []byte
 		n := 0
@@ -167,7 +166,7 @@ func TestSSRFGuard(t *testing.T) {
 	secret, _ := signature.GenerateSecret()
 
 	// A literal loopback address is refused at registration, and nothing is registered.
-	_, err = s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "ssrf-literal", URL: rcv.URL, Secret: secret})
+	_, err = s.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "ssrf-literal", URL: rcv.URL, Secret: secret})
 	if !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), netguard.AllowFlag) {
 		t.Errorf("put of %s: err = %v, want a loopback refusal naming %s", rcv.URL, err, netguard.AllowFlag)
 	}
@@ -180,8 +179,8 @@ func TestSSRFGuard(t *testing.T) {
 	u, _ := url.Parse(rcv.URL)
 	byName := "http://" + net.JoinHostPort(name, u.Port()) + "/hook"
 	zero := 0.0
-	if _, err := s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "ssrf-name", URL: byName, Secret: secret,
-		Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: 1, Jitter: &zero}, Retention: time.Hour}}); err != nil {
+	if _, err := s.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "ssrf-name", URL: byName, Secret: secret,
+		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 1, Jitter: &zero}, Retention: time.Hour}}); err != nil {
 		t.Fatalf("put %s: %v", byName, err)
 	}
 	res, err := s.Send(ctx, starter.Event{EndpointID: "ssrf-name", Data: json.RawMessage(`{}`)})
@@ -189,18 +188,18 @@ func TestSSRFGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	var st workflows.Status
+	var st herald.Status
 	for time.Now().Before(deadline) {
-		if st, err = s.Status(ctx, res.EventID); err == nil && st.State == workflows.StateDeadLetter {
+		if st, err = s.Status(ctx, res.EventID); err == nil && st.State == herald.StateDeadLetter {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if st.State != workflows.StateDeadLetter || len(st.Attempts) != 1 {
+	if st.State != herald.StateDeadLetter || len(st.Attempts) != 1 {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 	r := st.Attempts[0].Result
-	if r.Outcome != activities.OutcomeRefused || !strings.Contains(r.Error, "loopback") {
+	if r.Outcome != herald.OutcomeRefused || !strings.Contains(r.Error, "loopback") {
 		t.Errorf("attempt to %s = %s %q, want refused as loopback", byName, r.Outcome, r.Error)
 	}
 	if n := len(rcv.requests()); n != 0 {
@@ -217,7 +216,7 @@ func TestSecretRotation(t *testing.T) {
 	rcv := newReceiver(t, status(http.StatusOK))
 	old := putEndpoint(t, "rotating", rcv.URL, fast(1))
 	fresh, _ := signature.GenerateSecret()
-	if _, err := shared.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "rotating", RotateTo: fresh, RotateGrace: 2 * time.Second}); err != nil {
+	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "rotating", RotateTo: fresh, RotateGrace: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	send := func() request {
@@ -226,7 +225,7 @@ func TestSecretRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitState(t, res.EventID, workflows.StateDelivered)
+		waitState(t, res.EventID, herald.StateDelivered)
 		reqs := rcv.requests()
 		return reqs[len(reqs)-1]
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // TestBodyCarriesDataAsSent checks that the producer's data reaches the receiver byte for
@@ -19,7 +19,7 @@ func TestBodyCarriesDataAsSent(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, status(http.StatusOK))
 	putEndpoint(t, "wire", rcv.URL, fast(1, time.Second))
-	huge := `"` + strings.Repeat("<", workflows.MaxDataBytes-2) + `"`
+	huge := `"` + strings.Repeat("<", herald.MaxDataBytes-2) + `"`
 	for _, tc := range []struct {
 		name, data, want string
 	}{
@@ -34,7 +34,7 @@ func TestBodyCarriesDataAsSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitState(t, res.EventID, workflows.StateDelivered)
+			waitState(t, res.EventID, herald.StateDelivered)
 			var body []byte
 			for _, r := range rcv.requests() {
 				if r.Header.Get("webhook-id") == res.EventID {
@@ -54,7 +54,7 @@ func TestBodyCarriesDataAsSent(t *testing.T) {
 			}
 		})
 	}
-	over := `"` + strings.Repeat("<", workflows.MaxDataBytes-1) + `"`
+	over := `"` + strings.Repeat("<", herald.MaxDataBytes-1) + `"`
 	if _, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "wire", Data: json.RawMessage(over)}); err == nil {
 		t.Error("data one byte over the limit was accepted")
 	}

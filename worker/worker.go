@@ -12,6 +12,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
@@ -20,10 +21,10 @@ import (
 
 // Options configure a worker. Zero values take the defaults.
 type Options struct {
-	// TaskQueue to poll; default workflows.DefaultTaskQueue.
+	// TaskQueue to poll; default herald.DefaultTaskQueue.
 	TaskQueue string
 	// Defaults is the delivery policy endpoints use unless they override it.
-	Defaults activities.Defaults
+	Defaults herald.Settings
 	// Net is the SSRF policy: which addresses attempts may dial.
 	Net netguard.Policy
 	// RenewInterval is how often the gate renews its leases of permits, carrying the
@@ -41,10 +42,10 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if o.TaskQueue == "" {
-		o.TaskQueue = workflows.DefaultTaskQueue
+		o.TaskQueue = herald.DefaultTaskQueue
 	}
 	if o.Defaults.Ladder.Attempts == 0 {
-		o.Defaults = activities.DefaultDefaults()
+		o.Defaults = herald.DefaultSettings()
 	}
 	if o.RenewInterval == 0 {
 		o.RenewInterval = time.Second
@@ -56,7 +57,7 @@ func (o *Options) setDefaults() {
 
 // Worker is a Herald worker bound to one Temporal client: a worker for the deliveries on
 // the task queue, one for the endpoint workflows on their own queue
-// (workflows.EndpointTaskQueue), and the gate between them.
+// (herald.EndpointTaskQueue), and the gate between them.
 type Worker struct {
 	w      sdkworker.Worker
 	ew     sdkworker.Worker
@@ -75,8 +76,8 @@ func New(c client.Client, o Options) (*Worker, error) {
 	if err := o.Defaults.RetryAfter.Validate(); err != nil {
 		return nil, fmt.Errorf("default retry-after rules: %w", err)
 	}
-	if o.Defaults.Timeout <= 0 || o.Defaults.Timeout > workflows.MaxAttemptTimeout {
-		return nil, fmt.Errorf("attempt timeout %s is outside 1s..%s", o.Defaults.Timeout, workflows.MaxAttemptTimeout)
+	if o.Defaults.Timeout <= 0 || o.Defaults.Timeout > herald.MaxAttemptTimeout {
+		return nil, fmt.Errorf("attempt timeout %s is outside 1s..%s", o.Defaults.Timeout, herald.MaxAttemptTimeout)
 	}
 	if o.Defaults.Retention <= 0 {
 		return nil, fmt.Errorf("dead-letter retention %s must be positive", o.Defaults.Retention)
@@ -88,12 +89,12 @@ func New(c client.Client, o Options) (*Worker, error) {
 		wo.MaxConcurrentActivityExecutionSize = o.DeliverySlots
 	}
 	w := sdkworker.New(c, o.TaskQueue, wo)
-	ew := sdkworker.New(c, workflows.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{})
+	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{})
 	RegisterEndpoints(ew, o.Net, o.Metrics)
 	defaults := o.Defaults
-	gate := activities.NewGate(c, o.RenewInterval, func(ep activities.Endpoint) time.Duration {
+	gate := activities.NewGate(c, o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return defaults.Apply(ep.Overrides).Timeout
-	}, workflows.EndpointTaskQueue(o.TaskQueue), o.Logger)
+	}, herald.EndpointTaskQueue(o.TaskQueue), o.Logger)
 	Register(w, o.Net, o.Metrics)
 	w.RegisterActivity(&activities.Activities{
 		Gate:     gate,
@@ -113,10 +114,10 @@ func Register(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy, m *metrics.Recorder) {
 	dw := &workflows.DeliveryWorkflow{Metrics: m}
-	r.RegisterWorkflowWithOptions(dw.Run, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
+	r.RegisterWorkflowWithOptions(dw.Run, workflow.RegisterOptions{Name: herald.DeliveryWorkflow})
 	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
-	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: workflows.EndpointWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: workflows.BulkReplayWorkflowName})
+	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
 }
 
 // RegisterEndpoints registers the endpoint workflow on r, the worker of the endpoints' own
@@ -125,8 +126,8 @@ func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy, m *metrics.Recorder) {
 	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
-	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: workflows.EndpointWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: workflows.StatsWorkflowName})
+	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.

@@ -7,12 +7,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 )
 
 // BulkReplayInput asks for every dead letter a filter selects to be replayed, now or at a time.
 type BulkReplayInput struct {
-	Filter activities.DeadLetterFilter `json:"filter"`
+	Filter herald.DeadLetterFilter `json:"filter"`
 	// At is when to replay; zero or past means at once.
 	At time.Time `json:"at,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/policy"
@@ -17,11 +18,11 @@ import (
 // DeliveryInput starts a delivery workflow. A replay that continues as new carries Round
 // and Attempts forward, and starts the ladder at once.
 type DeliveryInput struct {
-	Event Event `json:"event"`
+	Event herald.Event `json:"event"`
 	// Round counts replays: 0 for the first run of the ladder.
 	Round int `json:"round,omitempty"`
 	// Attempts are the records carried over from earlier runs (the newest MaxKeptAttempts).
-	Attempts []AttemptRecord `json:"attempts,omitempty"`
+	Attempts []herald.AttemptRecord `json:"attempts,omitempty"`
 	Dropped  int             `json:"dropped,omitempty"`
 }
 
@@ -40,10 +41,8 @@ const (
 	// continueAsNewEvents: past this many history events, a replay continues as new.
 	continueAsNewEvents = 2000
 	// attemptTimeout bounds the local activity of one attempt; the attempt's own HTTP
-	// timeout (an endpoint setting, at most MaxAttemptTimeout) is shorter.
-	attemptTimeout = MaxAttemptTimeout + 30*time.Second
-	// MaxAttemptTimeout is the longest HTTP timeout an endpoint may set.
-	MaxAttemptTimeout = 2 * time.Minute
+	// timeout (an endpoint setting, at most herald.MaxAttemptTimeout) is shorter.
+	attemptTimeout = herald.MaxAttemptTimeout + 30*time.Second
 )
 
 // DeliveryWorkflow is the workflow of one event: it runs the retry ladder with durable
@@ -54,37 +53,37 @@ type DeliveryWorkflow struct {
 }
 
 // Run is the delivery workflow's function.
-func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (Status, error) {
-	d := &delivery{metrics: w.Metrics, in: in, status: Status{
-		Event:    summarize(in.Event),
-		State:    StateScheduled,
+func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (herald.Status, error) {
+	d := &delivery{metrics: w.Metrics, in: in, status: herald.Status{
+		Event:    in.Event.Summary(),
+		State:    herald.StateScheduled,
 		Round:    in.Round,
 		Attempts: in.Attempts,
 		Dropped:  in.Dropped,
 	}}
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return d.status, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, herald.QueryStatus, func() (herald.Status, error) { return d.status, nil }); err != nil {
 		return d.status, err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryEvent, func() (Event, error) { return d.in.Event, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, herald.QueryEvent, func() (herald.Event, error) { return d.in.Event, nil }); err != nil {
 		return d.status, err
 	}
-	d.replays = workflow.GetSignalChannel(ctx, SignalReplay)
-	d.permits = workflow.GetSignalChannel(ctx, SignalPermit)
+	d.replays = workflow.GetSignalChannel(ctx, herald.SignalReplay)
+	d.permits = workflow.GetSignalChannel(ctx, herald.SignalPermit)
 	return d.run(ctx)
 }
 
 type delivery struct {
 	metrics *metrics.Recorder
 	in      DeliveryInput
-	status  Status
+	status  herald.Status
 	replays workflow.ReceiveChannel
 	permits workflow.ReceiveChannel
-	permit  *activities.Permit
+	permit  *herald.Permit
 	// held is set once the gate has held an attempt back (the status left the fast path).
 	held bool
 }
 
-func (d *delivery) run(ctx workflow.Context) (Status, error) {
+func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 	for {
 		last, delivered, err := d.ladder(ctx)
 		if err != nil {
@@ -103,7 +102,7 @@ func (d *delivery) run(ctx workflow.Context) (Status, error) {
 		}
 		if workflow.GetVersion(ctx, "replay-marks-attempting", workflow.DefaultVersion, 1) == 1 {
 			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
-			d.setState(ctx, StateAttempting, true)
+			d.setState(ctx, herald.StateAttempting, true)
 		}
 		info := workflow.GetInfo(ctx)
 		if info.GetCurrentHistoryLength() > continueAsNewEvents || info.GetContinueAsNewSuggested() {
@@ -114,20 +113,19 @@ func (d *delivery) run(ctx workflow.Context) (Status, error) {
 
 // ladder runs attempts until one succeeds or the ladder is exhausted. It returns the last
 // attempt's policy (for the dead letter's retention) and whether the event was delivered.
-func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, error) {
+func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 	ev := d.in.Event
 	round := d.status.Round
 	var acts *activities.Activities
 	for n := 1; ; n++ {
-		d.setState(ctx, StateAttempting, false)
+		d.setState(ctx, herald.StateAttempting, false)
 		d.status.NextAttemptAt = time.Time{}
 		in := activities.AttemptInput{
-			EventID: ev.ID, EndpointID: ev.EndpointID, Type: ev.Type, Data: ev.Data,
-			CreatedAt: ev.CreatedAt, Round: round, Number: n,
+			Event: ev, Round: round, Number: n,
 			Waiter: workflow.GetInfo(ctx).WorkflowExecution.ID, Permit: d.permit,
 		}
 		d.permit = nil
-		var res activities.Result
+		var res herald.Result
 		opts := workflow.LocalActivityOptions{
 			StartToCloseTimeout: attemptTimeout,
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
@@ -137,17 +135,17 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		if err != nil {
 			var canceled *temporal.CanceledError
 			if errors.As(err, &canceled) {
-				return activities.Effective{}, false, err
+				return herald.Settings{}, false, err
 			}
 			if workflow.GetVersion(ctx, versionNoAttemptWithoutRequest, workflow.DefaultVersion, 1) == 1 {
 				// The attempt never reached the receiver (no slot in time, the worker
 				// stopping): it uses none of the ladder. Wait, then make attempt n again.
-				d.wait(ctx, &activities.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: policy.NotStartedRecheck})
+				d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: policy.NotStartedRecheck})
 				n--
 				continue
 			}
 			// Before that version: counted as a failed attempt.
-			res = activities.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: activities.OutcomeNetwork,
+			res = herald.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: herald.OutcomeNetwork,
 				Error: "attempt did not complete: " + err.Error(), Policy: lastPolicy(d.status.Attempts)}
 		}
 		if res.Held != nil {
@@ -158,7 +156,7 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			continue
 		}
 		d.status.Waiting = nil
-		rec := AttemptRecord{Round: round, Number: n, Result: res}
+		rec := herald.AttemptRecord{Round: round, Number: n, Result: res}
 		if res.Delivered() {
 			d.record(rec)
 			d.status.DeliveredAt = res.StartedAt.Add(res.Duration)
@@ -167,7 +165,7 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			if !upsert && d.held && workflow.GetVersion(ctx, "held-delivered-upsert", workflow.DefaultVersion, 1) == 1 {
 				upsert = true // waiting_endpoint was written: overwrite it
 			}
-			d.setState(ctx, StateDelivered, upsert)
+			d.setState(ctx, herald.StateDelivered, upsert)
 			return res.Policy, true, nil
 		}
 		ra := res.RetryAfter()
@@ -176,7 +174,7 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			// The gate placed this failure among the endpoint's others: retry evenly spread.
 			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
 		}
-		step := &NextStep{Retry: next.Retry, Delay: next.Delay, BaseDelay: next.BaseDelay, Source: next.Source}
+		step := &herald.NextStep{Retry: next.Retry, Delay: next.Delay, BaseDelay: next.BaseDelay, Source: next.Source}
 		rec.Next = step
 		if !next.Retry {
 			d.record(rec)
@@ -185,25 +183,25 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		step.At = workflow.Now(ctx).Add(next.Delay)
 		d.record(rec)
 		d.status.NextAttemptAt = step.At
-		d.setState(ctx, StateWaitingRetry, true)
+		d.setState(ctx, herald.StateWaitingRetry, true)
 		summary := fmt.Sprintf("attempt %d → %s; retry %d in %s (%s)", n, res.Summary(), n+1,
 			next.Delay.Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
 		if err := workflow.NewTimerWithOptions(ctx, next.Delay, workflow.TimerOptions{Summary: summary}).Get(ctx, nil); err != nil {
-			return activities.Effective{}, false, err
+			return herald.Settings{}, false, err
 		}
 	}
 }
 
 // wait waits for the endpoint workflow to hand this delivery a permit, or until it is time
 // to ask again.
-func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) {
+func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
 	// Waiting on the endpoint came with the gate; histories from before never reach here.
 	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
 	now := workflow.Now(ctx)
-	d.status.Waiting = &Waiting{Hold: *h, Since: now}
+	d.status.Waiting = &herald.Waiting{Hold: *h, Since: now}
 	if !h.Brief {
 		d.held = true
-		d.setState(ctx, StateWaitingEndpoint, true)
+		d.setState(ctx, herald.StateWaitingEndpoint, true)
 	}
 	again := h.Recheck
 	if again <= 0 { // recorded before the gate said how long to wait
@@ -216,7 +214,7 @@ func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) {
 	})
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
-		var p activities.Permit
+		var p herald.Permit
 		c.Receive(ctx, &p)
 		d.permit = &p
 	})
@@ -225,11 +223,11 @@ func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) {
 }
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).
-func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool {
+func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	now := workflow.Now(ctx)
 	d.status.DeadAt = now
 	d.status.ExpiresAt = now.Add(p.Retention)
-	d.setState(ctx, StateDeadLetter, true)
+	d.setState(ctx, herald.StateDeadLetter, true)
 	if !workflow.IsReplaying(ctx) {
 		d.metrics.DeadLetter(d.in.Event.EndpointID)
 	}
@@ -244,7 +242,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool
 	replayed := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
-		var req activities.ReplayRequest
+		var req herald.ReplayRequest
 		c.Receive(ctx, &req)
 		if req.Stale(d.status.DeadAt) {
 			// A bulk replay asked before this dead letter parked: it meant an earlier one.
@@ -259,7 +257,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool
 	}
 	cancelTimer()
 	if expired {
-		d.setState(ctx, StateExpired, true)
+		d.setState(ctx, herald.StateExpired, true)
 		return false
 	}
 	d.status.DeadAt, d.status.ExpiresAt = time.Time{}, time.Time{}
@@ -279,18 +277,18 @@ func (d *delivery) continueAsNew(ctx workflow.Context) error {
 		dropped += len(kept) - MaxKeptAttempts
 		kept = kept[len(kept)-MaxKeptAttempts:]
 	}
-	return workflow.NewContinueAsNewError(ctx, DeliveryWorkflowName, DeliveryInput{
+	return workflow.NewContinueAsNewError(ctx, herald.DeliveryWorkflow, DeliveryInput{
 		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped,
 	})
 }
 
-func (d *delivery) record(rec AttemptRecord) {
+func (d *delivery) record(rec herald.AttemptRecord) {
 	d.status.Attempts = append(d.status.Attempts, rec)
 }
 
 // setState records the state for the query and, when upsert is set, in the HeraldStatus
 // search attribute (one history event, so only off the fast path).
-func (d *delivery) setState(ctx workflow.Context, state string, upsert bool) {
+func (d *delivery) setState(ctx workflow.Context, state herald.State, upsert bool) {
 	d.status.State = state
 	details := fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round, len(d.status.Attempts))
 	if n := len(d.status.Attempts); n > 0 {
@@ -300,13 +298,13 @@ func (d *delivery) setState(ctx workflow.Context, state string, upsert bool) {
 	workflow.SetCurrentDetails(ctx, details)
 	if upsert {
 		// Upsert fails only on bad keys, which are constants here.
-		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStatus.ValueSet(state))
+		_ = workflow.UpsertTypedSearchAttributes(ctx, herald.AttrStatus.ValueSet(string(state)))
 	}
 }
 
 // waitSummary says in the UI's timeline why the delivery waits, e.g. "waiting: circuit open
 // after 5 consecutive failures, probe at 12:08:00Z".
-func waitSummary(h *activities.Hold) string {
+func waitSummary(h *herald.Hold) string {
 	s := "waiting: " + h.Reason
 	if !h.RetryAt.IsZero() && strings.HasPrefix(h.Reason, "circuit open") {
 		s += ", probe at " + h.RetryAt.UTC().Format("15:04:05Z")
@@ -317,13 +315,13 @@ func waitSummary(h *activities.Hold) string {
 	return s
 }
 
-func lastPolicy(recs []AttemptRecord) activities.Effective {
+func lastPolicy(recs []herald.AttemptRecord) herald.Settings {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {
 			return p
 		}
 	}
-	return activities.DefaultDefaults().Apply(activities.Overrides{})
+	return herald.DefaultSettings().Apply(herald.Overrides{})
 }
 
 func retryReason(next policy.NextAttempt, ra policy.RetryAfter, l policy.Ladder) string {

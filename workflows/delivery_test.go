@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
 )
@@ -41,8 +43,8 @@ func newTestEnv() *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func testEvent() Event {
-	return Event{
+func testEvent() herald.Event {
+	return herald.Event{
 		ID:         testEventID,
 		EndpointID: testEndpointID,
 		Type:       "invoice.paid",
@@ -53,26 +55,26 @@ func testEvent() Event {
 
 // defaultPolicy is the policy an endpoint without overrides gets from a worker with the
 // built-in defaults.
-func defaultPolicy() activities.Effective {
-	return activities.DefaultDefaults().Apply(activities.Overrides{})
+func defaultPolicy() herald.Settings {
+	return herald.DefaultSettings().Apply(herald.Overrides{})
 }
 
 // withRetention is the default policy with a dead-letter retention of d.
-func withRetention(d time.Duration) activities.Effective {
-	return activities.DefaultDefaults().Apply(activities.Overrides{Retention: d})
+func withRetention(d time.Duration) herald.Settings {
+	return herald.DefaultSettings().Apply(herald.Overrides{Retention: d})
 }
 
-func failedAttempt(now time.Time, p activities.Effective) activities.Result {
-	return activities.Result{
+func failedAttempt(now time.Time, p herald.Settings) herald.Result {
+	return herald.Result{
 		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: 120 * time.Millisecond,
-		Outcome: activities.OutcomeHTTPStatus, StatusCode: http.StatusServiceUnavailable, Policy: p,
+		Outcome: herald.OutcomeHTTPStatus, StatusCode: http.StatusServiceUnavailable, Policy: p,
 	}
 }
 
-func deliveredAttempt(now time.Time, p activities.Effective) activities.Result {
-	return activities.Result{
+func deliveredAttempt(now time.Time, p herald.Settings) herald.Result {
+	return herald.Result{
 		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: 90 * time.Millisecond,
-		Outcome: activities.OutcomeDelivered, StatusCode: http.StatusOK, Policy: p,
+		Outcome: herald.OutcomeDelivered, StatusCode: http.StatusOK, Policy: p,
 	}
 }
 
@@ -87,7 +89,7 @@ type attemptCall struct {
 type recorder struct {
 	mu       sync.Mutex
 	attempts []attemptCall
-	upserts  []string
+	upserts  []herald.State
 	timers   []time.Duration
 }
 
@@ -97,10 +99,10 @@ func (r *recorder) calls() []attemptCall {
 	return append([]attemptCall(nil), r.attempts...)
 }
 
-func (r *recorder) statuses() []string {
+func (r *recorder) statuses() []herald.State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.upserts...)
+	return append([]herald.State(nil), r.upserts...)
 }
 
 func (r *recorder) timerDurations() []time.Duration {
@@ -110,26 +112,26 @@ func (r *recorder) timerDurations() []time.Duration {
 }
 
 // script answers one attempt; now is the workflow clock when the attempt runs.
-type script func(in activities.AttemptInput, now time.Time) (activities.Result, error)
+type script func(in activities.AttemptInput, now time.Time) (herald.Result, error)
 
 // newDeliveryEnv returns a test environment running Delivery with the attempt local
 // activity mocked by s, and a recorder of attempts, HeraldStatus upserts and timers.
 func newDeliveryEnv(t *testing.T, s script) (*testsuite.TestWorkflowEnvironment, *recorder) {
 	t.Helper()
 	env := newTestEnv()
-	env.RegisterWorkflowWithOptions((&DeliveryWorkflow{}).Run, workflow.RegisterOptions{Name: DeliveryWorkflowName})
+	env.RegisterWorkflowWithOptions((&DeliveryWorkflow{}).Run, workflow.RegisterOptions{Name: herald.DeliveryWorkflow})
 	rec := &recorder{}
 	env.OnActivity((&activities.Activities{}).Attempt, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AttemptInput) (activities.Result, error) {
+		func(_ context.Context, in activities.AttemptInput) (herald.Result, error) {
 			now := env.Now()
 			rec.mu.Lock()
 			rec.attempts = append(rec.attempts, attemptCall{In: in, At: now})
 			rec.mu.Unlock()
 			return s(in, now)
 		})
-	onKeywordUpsert(env, AttrStatus, func(v string) {
+	onKeywordUpsert(env, herald.AttrStatus, func(v string) {
 		rec.mu.Lock()
-		rec.upserts = append(rec.upserts, v)
+		rec.upserts = append(rec.upserts, herald.State(v))
 		rec.mu.Unlock()
 	})
 	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
@@ -159,7 +161,7 @@ func jitterKey(eventID string, round, n int) string {
 
 // ladderDelays is what the default ladder waits after each failed attempt of round,
 // without Retry-After: what policy.Next decides with the workflow's jitter key.
-func ladderDelays(t *testing.T, p activities.Effective, eventID string, round int) []time.Duration {
+func ladderDelays(t *testing.T, p herald.Settings, eventID string, round int) []time.Duration {
 	t.Helper()
 	var out []time.Duration
 	for n := 1; ; n++ {
@@ -179,20 +181,20 @@ func sum(ds []time.Duration) time.Duration {
 	return s
 }
 
-func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.Status {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryStatus)
+	v, err := env.QueryWorkflow(herald.QueryStatus)
 	if err != nil {
-		t.Fatalf("query %s: %v", QueryStatus, err)
+		t.Fatalf("query %s: %v", herald.QueryStatus, err)
 	}
-	var st Status
+	var st herald.Status
 	if err := v.Get(&st); err != nil {
 		t.Fatalf("decode status: %v", err)
 	}
 	return st
 }
 
-func workflowStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+func workflowStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.Status {
 	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -200,7 +202,7 @@ func workflowStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
-	var st Status
+	var st herald.Status
 	if err := env.GetWorkflowResult(&st); err != nil {
 		t.Fatalf("workflow result: %v", err)
 	}
@@ -211,34 +213,23 @@ func workflowStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status
 func checkInput(t *testing.T, got activities.AttemptInput, round, number int) {
 	t.Helper()
 	ev := testEvent()
-	if got.EventID != ev.ID || got.EndpointID != ev.EndpointID || got.Type != ev.Type ||
-		got.Round != round || got.Number != number || string(got.Data) != string(ev.Data) || !got.CreatedAt.Equal(ev.CreatedAt) {
+	if got.Event.ID != ev.ID || got.Event.EndpointID != ev.EndpointID || got.Event.Type != ev.Type ||
+		got.Round != round || got.Number != number || string(got.Event.Data) != string(ev.Data) || !got.Event.CreatedAt.Equal(ev.CreatedAt) {
 		t.Errorf("attempt input = %+v; want event %s endpoint %s type %s round %d number %d data %s",
 			got, ev.ID, ev.EndpointID, ev.Type, round, number, ev.Data)
 	}
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 func TestDeliveryFirstTrySuccess(t *testing.T) {
-	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 		return deliveredAttempt(now, defaultPolicy()), nil
 	})
-	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
-	if st.State != StateDelivered {
-		t.Errorf("state = %q, want %q", st.State, StateDelivered)
+	if st.State != herald.StateDelivered {
+		t.Errorf("state = %q, want %q", st.State, herald.StateDelivered)
 	}
 	if st.Round != 0 || len(st.Attempts) != 1 {
 		t.Fatalf("round %d with %d attempts, want round 0 with 1 attempt", st.Round, len(st.Attempts))
@@ -268,14 +259,14 @@ func TestDeliveryFirstTrySuccess(t *testing.T) {
 
 func TestDeliveryDefaultLadderTiming(t *testing.T) {
 	p := defaultPolicy()
-	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 		return failedAttempt(now, p), nil
 	})
 	want := ladderDelays(t, p, testEventID, 0)
 	deadAt := testStart.Add(sum(want))
-	var parked Status
+	var parked herald.Status
 	env.RegisterDelayedCallback(func() { parked = queryStatus(t, env) }, sum(want)+time.Hour)
-	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 	calls := rec.calls()
 	if len(calls) != 8 {
@@ -324,8 +315,8 @@ func TestDeliveryDefaultLadderTiming(t *testing.T) {
 		t.Errorf("retention timer = %s, want %s", tm[7], p.Retention)
 	}
 
-	if parked.State != StateDeadLetter {
-		t.Errorf("state after the ladder = %q, want %q", parked.State, StateDeadLetter)
+	if parked.State != herald.StateDeadLetter {
+		t.Errorf("state after the ladder = %q, want %q", parked.State, herald.StateDeadLetter)
 	}
 	if len(parked.Attempts) != 8 {
 		t.Fatalf("status shows %d attempts, want 8", len(parked.Attempts))
@@ -346,12 +337,12 @@ func TestDeliveryDefaultLadderTiming(t *testing.T) {
 
 	// Nobody replays it: it expires after the default 30 days.
 	st := workflowStatus(t, env)
-	if st.State != StateExpired || !env.Now().Equal(deadAt.Add(p.Retention)) {
-		t.Errorf("final state %q at %s, want %q at %s", st.State, env.Now(), StateExpired, deadAt.Add(p.Retention))
+	if st.State != herald.StateExpired || !env.Now().Equal(deadAt.Add(p.Retention)) {
+		t.Errorf("final state %q at %s, want %q at %s", st.State, env.Now(), herald.StateExpired, deadAt.Add(p.Retention))
 	}
-	wantUpserts := []string{StateWaitingRetry, StateWaitingRetry, StateWaitingRetry, StateWaitingRetry, StateWaitingRetry,
-		StateWaitingRetry, StateWaitingRetry, StateDeadLetter, StateExpired}
-	if up := rec.statuses(); !equalStrings(up, wantUpserts) {
+	wantUpserts := []herald.State{herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateWaitingRetry,
+		herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateDeadLetter, herald.StateExpired}
+	if up := rec.statuses(); !slices.Equal(up, wantUpserts) {
 		t.Errorf("HeraldStatus upserts %v, want %v", up, wantUpserts)
 	}
 }
@@ -388,7 +379,7 @@ func TestDeliveryRetryAfter(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := defaultPolicy()
-			env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+			env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 				if in.Number > 1 {
 					return deliveredAttempt(now, p), nil
 				}
@@ -397,7 +388,7 @@ func TestDeliveryRetryAfter(t *testing.T) {
 				r.RetryAfterHeader, r.DateHeader = tc.retryAfter, tc.date
 				return r, nil
 			})
-			env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+			env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 			st := workflowStatus(t, env)
 
 			ra := p.RetryAfter.Decide(tc.retryAfter, tc.date, testStart)
@@ -417,7 +408,7 @@ func TestDeliveryRetryAfter(t *testing.T) {
 			if gap != want {
 				t.Errorf("second attempt after %s, want %s (policy.Next)", gap, want)
 			}
-			if st.State != StateDelivered || len(st.Attempts) != 2 {
+			if st.State != herald.StateDelivered || len(st.Attempts) != 2 {
 				t.Fatalf("state %q with %d attempts, want delivered with 2", st.State, len(st.Attempts))
 			}
 			if n := st.Attempts[0].Next; n == nil || n.Source != tc.source || n.Delay != gap || n.BaseDelay != 30*time.Second {
@@ -429,7 +420,7 @@ func TestDeliveryRetryAfter(t *testing.T) {
 
 func TestDeliveryDeadLetterReplay(t *testing.T) {
 	p := defaultPolicy()
-	env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+	env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 		if in.Round == 1 && in.Number == 2 {
 			return deliveredAttempt(now, p), nil
 		}
@@ -438,15 +429,15 @@ func TestDeliveryDeadLetterReplay(t *testing.T) {
 	round0 := ladderDelays(t, p, testEventID, 0)
 	deadAt := testStart.Add(sum(round0))
 	replayAt := 20 * time.Hour // after the ladder's longest possible run (12h42m30s × 1.2)
-	var parked Status
+	var parked herald.Status
 	env.RegisterDelayedCallback(func() {
 		parked = queryStatus(t, env)
-		env.SignalWorkflow(SignalReplay, nil)
+		env.SignalWorkflow(herald.SignalReplay, nil)
 	}, replayAt)
-	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
-	if parked.State != StateDeadLetter || !parked.DeadAt.Equal(deadAt) {
-		t.Errorf("before the replay: state %q dead at %s, want %q dead at %s", parked.State, parked.DeadAt, StateDeadLetter, deadAt)
+	if parked.State != herald.StateDeadLetter || !parked.DeadAt.Equal(deadAt) {
+		t.Errorf("before the replay: state %q dead at %s, want %q dead at %s", parked.State, parked.DeadAt, herald.StateDeadLetter, deadAt)
 	}
 	st := workflowStatus(t, env)
 	calls := rec.calls()
@@ -469,7 +460,7 @@ func TestDeliveryDeadLetterReplay(t *testing.T) {
 	if round1[0] == round0[0] {
 		t.Errorf("round 0 and round 1 jitter both %s: the round is not in the key", round1[0])
 	}
-	if st.State != StateDelivered || st.Round != 1 || len(st.Attempts) != 10 {
+	if st.State != herald.StateDelivered || st.Round != 1 || len(st.Attempts) != 10 {
 		t.Errorf("final: state %q round %d with %d attempts, want delivered round 1 with 10", st.State, st.Round, len(st.Attempts))
 	}
 	if !st.DeadAt.IsZero() || !st.ExpiresAt.IsZero() {
@@ -479,23 +470,23 @@ func TestDeliveryDeadLetterReplay(t *testing.T) {
 		t.Errorf("attempt record 9 = round %d number %d, want round 1 number 1", a.Round, a.Number)
 	}
 	up := rec.statuses()
-	wantTail := []string{StateDeadLetter, StateAttempting, StateWaitingRetry, StateDelivered}
-	if len(up) < len(wantTail) || !equalStrings(up[len(up)-len(wantTail):], wantTail) {
+	wantTail := []herald.State{herald.StateDeadLetter, herald.StateAttempting, herald.StateWaitingRetry, herald.StateDelivered}
+	if len(up) < len(wantTail) || !slices.Equal(up[len(up)-len(wantTail):], wantTail) {
 		t.Errorf("HeraldStatus upserts %v, want them to end with %v", up, wantTail)
 	}
 }
 
 func TestDeliveryRetentionExpiry(t *testing.T) {
 	p := withRetention(time.Hour)
-	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 		return failedAttempt(now, p), nil
 	})
 	deadAt := testStart.Add(sum(ladderDelays(t, p, testEventID, 0)))
-	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
-	if st.State != StateExpired {
-		t.Errorf("state = %q, want %q", st.State, StateExpired)
+	if st.State != herald.StateExpired {
+		t.Errorf("state = %q, want %q", st.State, herald.StateExpired)
 	}
 	if !st.DeadAt.Equal(deadAt) || !st.ExpiresAt.Equal(deadAt.Add(time.Hour)) {
 		t.Errorf("dead at %s expires %s, want %s and %s", st.DeadAt, st.ExpiresAt, deadAt, deadAt.Add(time.Hour))
@@ -506,7 +497,7 @@ func TestDeliveryRetentionExpiry(t *testing.T) {
 	if n := len(rec.calls()); n != 8 {
 		t.Errorf("%d attempts, want 8", n)
 	}
-	if up := rec.statuses(); len(up) < 2 || up[len(up)-2] != StateDeadLetter || up[len(up)-1] != StateExpired {
+	if up := rec.statuses(); len(up) < 2 || up[len(up)-2] != herald.StateDeadLetter || up[len(up)-1] != herald.StateExpired {
 		t.Errorf("HeraldStatus upserts %v, want them to end with dead_letter, expired", up)
 	}
 }
@@ -514,17 +505,17 @@ func TestDeliveryRetentionExpiry(t *testing.T) {
 func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 	t.Run("then expires", func(t *testing.T) {
 		p := withRetention(time.Hour)
-		env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 			return failedAttempt(now, p), nil
 		})
 		deadAt := testStart.Add(sum(ladderDelays(t, p, testEventID, 0)))
 		// Between attempt 2 (~30s) and attempt 3 (~2m30s).
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReplay, nil) }, time.Minute)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 		st := workflowStatus(t, env)
-		if st.State != StateExpired || st.Round != 0 {
-			t.Errorf("state %q round %d, want %q round 0: the early replay must not replay the dead letter", st.State, st.Round, StateExpired)
+		if st.State != herald.StateExpired || st.Round != 0 {
+			t.Errorf("state %q round %d, want %q round 0: the early replay must not replay the dead letter", st.State, st.Round, herald.StateExpired)
 		}
 		if !env.Now().Equal(deadAt.Add(time.Hour)) {
 			t.Errorf("closed at %s, want %s", env.Now(), deadAt.Add(time.Hour))
@@ -535,16 +526,16 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 	})
 	t.Run("dead letter waits for a new replay", func(t *testing.T) {
 		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 			if in.Round == 1 {
 				return deliveredAttempt(now, p), nil
 			}
 			return failedAttempt(now, p), nil
 		})
 		deadAfter := sum(ladderDelays(t, p, testEventID, 0))
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReplay, nil) }, time.Minute)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReplay, nil) }, deadAfter+30*time.Minute)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, deadAfter+30*time.Minute)
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 		st := workflowStatus(t, env)
 		calls := rec.calls()
@@ -556,7 +547,7 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 			t.Errorf("replayed attempt at %s, want %s (the second replay), not at the dead letter (%s)",
 				calls[8].At, want, testStart.Add(deadAfter))
 		}
-		if st.State != StateDelivered || st.Round != 1 {
+		if st.State != herald.StateDelivered || st.Round != 1 {
 			t.Errorf("state %q round %d, want delivered round 1", st.State, st.Round)
 		}
 	})
@@ -565,14 +556,14 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 func TestDeliveryAttemptThatNeverRanUsesNoAttempt(t *testing.T) {
 	p := defaultPolicy()
 	calls := 0
-	env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+	env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 		calls++
 		if calls <= 2 { // e.g. no local-activity slot before the timeout, then the worker stopping
-			return activities.Result{}, errors.New("worker is shutting down")
+			return herald.Result{}, errors.New("worker is shutting down")
 		}
 		return deliveredAttempt(now, p), nil
 	})
-	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
 	got := rec.calls()
@@ -587,7 +578,7 @@ func TestDeliveryAttemptThatNeverRanUsesNoAttempt(t *testing.T) {
 	if gap := got[1].At.Sub(got[0].At); gap != policy.NotStartedRecheck {
 		t.Errorf("asked again after %s, want %s", gap, policy.NotStartedRecheck)
 	}
-	if len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.State != StateDelivered {
+	if len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.State != herald.StateDelivered {
 		t.Errorf("attempts %+v state %q, want one attempt, delivered", st.Attempts, st.State)
 	}
 }
@@ -599,8 +590,8 @@ func decodeContinueAsNew(t *testing.T, err error) DeliveryInput {
 	if !errors.As(err, &can) {
 		t.Fatalf("workflow error = %v, want a continue-as-new", err)
 	}
-	if can.WorkflowType == nil || can.WorkflowType.Name != DeliveryWorkflowName {
-		t.Errorf("continues as %+v, want %s", can.WorkflowType, DeliveryWorkflowName)
+	if can.WorkflowType == nil || can.WorkflowType.Name != herald.DeliveryWorkflow {
+		t.Errorf("continues as %+v, want %s", can.WorkflowType, herald.DeliveryWorkflow)
 	}
 	var in DeliveryInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
@@ -616,7 +607,7 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 	t.Run("history threshold after many replays", func(t *testing.T) {
 		began := time.Now()
 		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 			return failedAttempt(now, p), nil
 		})
 		const replays = 7
@@ -628,10 +619,10 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 				case replays:
 					env.SetCurrentHistoryLength(continueAsNewEvents + 1)
 				}
-				env.SignalWorkflow(SignalReplay, nil)
+				env.SignalWorkflow(herald.SignalReplay, nil)
 			}, time.Duration(k)*20*time.Hour)
 		}
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")
 		}
@@ -656,10 +647,10 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 		}
 
 		// The next run starts the ladder at once, in the carried round, and keeps the record.
-		env2, rec2 := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env2, rec2 := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 			return deliveredAttempt(now, p), nil
 		})
-		env2.ExecuteWorkflow(DeliveryWorkflowName, next)
+		env2.ExecuteWorkflow(herald.DeliveryWorkflow, next)
 		st := workflowStatus(t, env2)
 		calls := rec2.calls()
 		if len(calls) != 1 {
@@ -669,27 +660,27 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 		if !calls[0].At.Equal(testStart) {
 			t.Errorf("continued run attempted at %s, want at once", calls[0].At)
 		}
-		if st.State != StateDelivered || st.Round != replays || len(st.Attempts) != MaxKeptAttempts+1 || st.Dropped != next.Dropped {
+		if st.State != herald.StateDelivered || st.Round != replays || len(st.Attempts) != MaxKeptAttempts+1 || st.Dropped != next.Dropped {
 			t.Errorf("continued run: state %q round %d, %d attempts, %d dropped; want delivered round %d, %d attempts, %d dropped",
 				st.State, st.Round, len(st.Attempts), st.Dropped, replays, MaxKeptAttempts+1, next.Dropped)
 		}
-		if up := rec2.statuses(); !equalStrings(up, []string{StateDelivered}) {
+		if up := rec2.statuses(); !slices.Equal(up, []herald.State{herald.StateDelivered}) {
 			t.Errorf("continued run upserts %v, want [delivered] (a replayed delivery is off the fast path)", up)
 		}
 	})
 
 	t.Run("suggested by the server", func(t *testing.T) {
 		p := defaultPolicy()
-		env, _ := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, _ := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 			return failedAttempt(now, p), nil
 		})
 		env.SetContinueAsNewSuggested(true)
-		carried := make([]AttemptRecord, 43)
+		carried := make([]herald.AttemptRecord, 43)
 		for i := range carried {
-			carried[i] = AttemptRecord{Round: i / 8, Number: i%8 + 1, Result: failedAttempt(testStart, p)}
+			carried[i] = herald.AttemptRecord{Round: i / 8, Number: i%8 + 1, Result: failedAttempt(testStart, p)}
 		}
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReplay, nil) }, 20*time.Hour)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent(), Round: 5, Attempts: carried, Dropped: 4})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, 20*time.Hour)
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent(), Round: 5, Attempts: carried, Dropped: 4})
 
 		next := decodeContinueAsNew(t, env.GetWorkflowError())
 		// 43 carried + 8 new = 51, one past the limit: keep 50, drop 1 more.
@@ -705,20 +696,20 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 	t.Run("not before a replay", func(t *testing.T) {
 		// A suggestion alone does not end a dead letter: only a replay continues as new.
 		p := withRetention(time.Hour)
-		env, _ := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, _ := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 			return failedAttempt(now, p), nil
 		})
 		env.SetContinueAsNewSuggested(true)
 		env.SetCurrentHistoryLength(continueAsNewEvents + 1)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
-		if st := workflowStatus(t, env); st.State != StateExpired {
-			t.Errorf("state = %q, want %q", st.State, StateExpired)
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+		if st := workflowStatus(t, env); st.State != herald.StateExpired {
+			t.Errorf("state = %q, want %q", st.State, herald.StateExpired)
 		}
 	})
 }
 
 func TestBulkReplay(t *testing.T) {
-	filter := activities.DeadLetterFilter{EndpointID: testEndpointID, Since: testStart.Add(-24 * time.Hour)}
+	filter := herald.DeadLetterFilter{EndpointID: testEndpointID, Since: testStart.Add(-24 * time.Hour)}
 	tests := []struct {
 		name     string
 		at       time.Time
@@ -732,12 +723,12 @@ func TestBulkReplay(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestEnv()
-			env.RegisterWorkflowWithOptions(BulkReplay, workflow.RegisterOptions{Name: BulkReplayWorkflowName})
+			env.RegisterWorkflowWithOptions(BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
 			var mu sync.Mutex
 			var calls []time.Time
-			var gotFilter activities.DeadLetterFilter
+			var gotFilter herald.DeadLetterFilter
 			env.OnActivity((&activities.Operator{}).ReplayDeadLetters, mock.Anything, mock.Anything).Return(
-				func(_ context.Context, f activities.DeadLetterFilter) (int, error) {
+				func(_ context.Context, f herald.DeadLetterFilter) (int, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					calls = append(calls, env.Now())
@@ -746,7 +737,7 @@ func TestBulkReplay(t *testing.T) {
 				})
 			var timers []time.Duration
 			env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
-			env.ExecuteWorkflow(BulkReplayWorkflowName, BulkReplayInput{Filter: filter, At: tc.at})
+			env.ExecuteWorkflow(herald.BulkReplayWorkflow, BulkReplayInput{Filter: filter, At: tc.at})
 
 			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 				t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())

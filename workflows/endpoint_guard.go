@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -18,15 +18,15 @@ import (
 // through the gate. Every decision is policy.Guard's; this loop only moves messages and
 // sets the one timer the guard asks for.
 func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveChannel) error {
-	dones := workflow.GetSignalChannel(ctx, SignalDone)
-	waits := workflow.GetSignalChannel(ctx, activities.SignalWait)
-	doneBatches := workflow.GetSignalChannel(ctx, activities.SignalDones)
-	outcomes := workflow.GetSignalChannel(ctx, activities.SignalOutcomes)
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateLease, e.lease,
+	dones := workflow.GetSignalChannel(ctx, herald.SignalDone)
+	waits := workflow.GetSignalChannel(ctx, herald.SignalWait)
+	doneBatches := workflow.GetSignalChannel(ctx, herald.SignalDones)
+	outcomes := workflow.GetSignalChannel(ctx, herald.SignalOutcomes)
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateLease, e.lease,
 		workflow.UpdateHandlerOptions{Validator: e.validateLease}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(ctx, UpdateReset, e.reset); err != nil {
+	if err := workflow.SetUpdateHandler(ctx, herald.UpdateReset, e.reset); err != nil {
 		return err
 	}
 	if e.in.Endpoint == nil {
@@ -43,37 +43,37 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 
 	drain := func(ctx workflow.Context) {
 		// Outcomes first, so that the breaker has heard them before waiters are let go.
-		var o activities.OutcomeReport
+		var o herald.OutcomeReport
 		for outcomes.ReceiveAsync(&o) {
 			e.in.Guard.Record(workflow.Now(ctx), o.Outcomes)
-			o = activities.OutcomeReport{}
+			o = herald.OutcomeReport{}
 		}
-		var r activities.Report
+		var r herald.Report
 		for reports.ReceiveAsync(&r) { // from workers of the version before the gate
 			e.in.Counters.Merge(r)
-			r = activities.Report{}
+			r = herald.Report{}
 		}
-		var d activities.Done
+		var d herald.Done
 		for dones.ReceiveAsync(&d) {
 			e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 			e.in.Counters.Merge(d.Report)
-			d = activities.Done{}
+			d = herald.Done{}
 		}
-		var ds []activities.Done
+		var ds []herald.Done
 		for doneBatches.ReceiveAsync(&ds) {
 			for _, d := range ds {
 				e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 			}
 			ds = nil
 		}
-		var w activities.WaitRequest
+		var w herald.WaitRequest
 		for waits.ReceiveAsync(&w) {
 			for _, waiter := range w.Waiters {
 				if wk, ok := e.in.Guard.Wait(workflow.Now(ctx), waiter); ok {
 					e.wake(ctx, wk)
 				}
 			}
-			w = activities.WaitRequest{}
+			w = herald.WaitRequest{}
 		}
 	}
 	var (
@@ -147,7 +147,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 
 // ensureGuard creates the guard, or brings its settings in line with the endpoint's.
 func (e *endpointRun) ensureGuard() {
-	cfg := guardConfig(e.in.Endpoint.Overrides)
+	cfg := e.in.Endpoint.Overrides.Guard()
 	if e.in.Guard == nil {
 		g := policy.NewGuard(cfg)
 		e.in.Guard = &g
@@ -157,35 +157,20 @@ func (e *endpointRun) ensureGuard() {
 	_ = e.in.Guard.Reconfigure(cfg)
 }
 
-// guardConfig is the guard's configuration for an endpoint with overrides o.
-func guardConfig(o activities.Overrides) policy.GuardConfig {
-	c := policy.DefaultGuardConfig()
-	if o.Breaker != nil {
-		c.Breaker = c.Breaker.Apply(*o.Breaker)
-	}
-	if o.Capacity != nil {
-		c.Capacity = *o.Capacity
-	}
-	if o.MaxInFlight != 0 {
-		c.Capacity.MaxInFlight = o.MaxInFlight
-	}
-	return c
-}
-
-func (e *endpointRun) validateLease(ctx workflow.Context, req activities.LeaseRequest) error {
+func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseRequest) error {
 	if e.in.Endpoint == nil || e.in.Guard == nil {
-		return fmt.Errorf("endpoint %s: %w", e.in.ID, activities.ErrNoEndpoint)
+		return fmt.Errorf("endpoint %s: %w", e.in.ID, herald.ErrNoEndpoint)
 	}
 	return nil
 }
 
 // lease answers a worker's gate: its permits, its waiters, and the configuration.
-func (e *endpointRun) lease(ctx workflow.Context, req activities.LeaseRequest) (activities.LeaseReply, error) {
+func (e *endpointRun) lease(ctx workflow.Context, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	now := workflow.Now(ctx)
 	e.in.Counters.Merge(req.Report)
 	r := e.in.Guard.Lease(now, req.LeaseRequest)
 	e.dirty = true
-	return activities.LeaseReply{
+	return herald.LeaseReply{
 		LeaseReply: r,
 		Endpoint:   *e.in.Endpoint,
 		Threshold:  e.in.Guard.Config.Breaker.ConsecutiveFailures,
@@ -194,9 +179,9 @@ func (e *endpointRun) lease(ctx workflow.Context, req activities.LeaseRequest) (
 }
 
 // reset closes the circuit by hand.
-func (e *endpointRun) reset(ctx workflow.Context) (EndpointState, error) {
+func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) {
 	if e.in.Guard == nil {
-		return EndpointState{}, fmt.Errorf("endpoint %s: %w", e.in.ID, activities.ErrNoEndpoint)
+		return herald.EndpointState{}, fmt.Errorf("endpoint %s: %w", e.in.ID, herald.ErrNoEndpoint)
 	}
 	e.in.Guard.Reset(workflow.Now(ctx))
 	e.dirty = true
@@ -205,7 +190,7 @@ func (e *endpointRun) reset(ctx workflow.Context) (EndpointState, error) {
 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Wake) {
-	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", SignalPermit, activities.Permit{Ticket: w.Ticket, Until: w.Until})
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, herald.Permit{Ticket: w.Ticket, Until: w.Until})
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()
@@ -221,7 +206,7 @@ func (e *endpointRun) wake(ctx workflow.Context, w policy.Wake) {
 func (e *endpointRun) showCircuit(ctx workflow.Context) {
 	if s := e.in.Guard.Breaker.State(); s != e.in.Circuit {
 		e.in.Circuit = s
-		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrCircuit.ValueSet(string(s)))
+		_ = workflow.UpsertTypedSearchAttributes(ctx, herald.AttrCircuit.ValueSet(string(s)))
 	}
 }
 
@@ -236,9 +221,9 @@ func (e *endpointRun) expirePreviousSecret(now time.Time) {
 // started before endpoints had one move there now), keeping the whole state.
 func (e *endpointRun) continueAsNewError(ctx workflow.Context) error {
 	if workflow.GetVersion(ctx, versionOwnQueue, workflow.DefaultVersion, 1) == 1 {
-		ctx = workflow.WithWorkflowTaskQueue(ctx, EndpointTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
+		ctx = workflow.WithWorkflowTaskQueue(ctx, herald.EndpointTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
 	}
-	return workflow.NewContinueAsNewError(ctx, EndpointWorkflowName, e.in)
+	return workflow.NewContinueAsNewError(ctx, herald.EndpointWorkflow, e.in)
 }
 
 // publishAdmission writes what the workers' gates read before admitting — the configuration
@@ -256,5 +241,5 @@ func (e *endpointRun) publishAdmission(ctx workflow.Context, now time.Time) {
 	}
 	e.published = b
 	// Upsert fails only on a memo it cannot encode; the gates then ask with a query.
-	_ = workflow.UpsertMemo(ctx, map[string]any{activities.MemoAdmission: v})
+	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoAdmission: v})
 }

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -24,7 +24,7 @@ const testURL = "https://hooks.acme.test/herald"
 // SSRF policy is net.
 func newEndpointEnv(net netguard.Policy) *testsuite.TestWorkflowEnvironment {
 	env := newTestEnv()
-	env.RegisterWorkflowWithOptions((&EndpointWorkflow{Net: net}).Run, workflow.RegisterOptions{Name: EndpointWorkflowName})
+	env.RegisterWorkflowWithOptions((&EndpointWorkflow{Net: net}).Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	return env
 }
 
@@ -38,30 +38,30 @@ func newSecret(t *testing.T) signature.Secret {
 }
 
 // putOutcome is what became of one put update.
-type putOutcome = updateOutcome[PutEndpointResult]
+type putOutcome = updateOutcome[herald.PutEndpointResult]
 
 // put sends a put update; the outcome fills in as the update runs.
-func put(env *testsuite.TestWorkflowEnvironment, req PutEndpointRequest) *putOutcome {
-	return sendUpdate[PutEndpointResult](env, UpdatePutEndpoint, req)
+func put(env *testsuite.TestWorkflowEnvironment, req herald.PutEndpointRequest) *putOutcome {
+	return sendUpdate[herald.PutEndpointResult](env, herald.UpdatePutEndpoint, req)
 }
 
-func queryConfig(env *testsuite.TestWorkflowEnvironment) (activities.Endpoint, error) {
-	v, err := env.QueryWorkflow(QueryEndpointConfig)
+func queryConfig(env *testsuite.TestWorkflowEnvironment) (herald.Endpoint, error) {
+	v, err := env.QueryWorkflow(herald.QueryEndpointConfig)
 	if err != nil {
-		return activities.Endpoint{}, err
+		return herald.Endpoint{}, err
 	}
-	var ep activities.Endpoint
+	var ep herald.Endpoint
 	err = v.Get(&ep)
 	return ep, err
 }
 
-func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) EndpointState {
+func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.EndpointState {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryEndpointState)
+	v, err := env.QueryWorkflow(herald.QueryEndpointState)
 	if err != nil {
-		t.Fatalf("query %s: %v", QueryEndpointState, err)
+		t.Fatalf("query %s: %v", herald.QueryEndpointState, err)
 	}
-	var s EndpointState
+	var s herald.EndpointState
 	if err := v.Get(&s); err != nil {
 		t.Fatalf("decode state: %v", err)
 	}
@@ -73,7 +73,7 @@ func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) EndpointSt
 func runEndpoint(t *testing.T, env *testsuite.TestWorkflowEnvironment, in EndpointInput, end time.Duration) {
 	t.Helper()
 	env.RegisterDelayedCallback(env.CancelWorkflow, end)
-	env.ExecuteWorkflow(EndpointWorkflowName, in)
+	env.ExecuteWorkflow(herald.EndpointWorkflow, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("endpoint workflow did not complete")
 	}
@@ -87,24 +87,24 @@ func TestEndpointPutAndQueries(t *testing.T) {
 	env := newEndpointEnv(netguard.Policy{})
 	secret, generated := newSecret(t), newSecret(t)
 	var created, changed, cleared *putOutcome
-	var cfg1, cfg2 activities.Endpoint
-	var st1, st2 EndpointState
+	var cfg1, cfg2 herald.Endpoint
+	var st1, st2 herald.EndpointState
 	var cfgErr error
 	env.RegisterDelayedCallback(func() {
-		created = put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: generated})
+		created = put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: generated})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		cfg1, cfgErr = queryConfig(env)
 		st1 = queryState(t, env)
-		changed = put(env, PutEndpointRequest{
+		changed = put(env, herald.PutEndpointRequest{
 			ID: testEndpointID, URL: "https://hooks2.acme.test/in", DefaultSecret: secret,
-			Overrides: &activities.Overrides{Timeout: 10 * time.Second, Retention: 48 * time.Hour},
+			Overrides: &herald.Overrides{Timeout: 10 * time.Second, Retention: 48 * time.Hour},
 		})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		cfg2, _ = queryConfig(env)
-		cleared = put(env, PutEndpointRequest{ID: testEndpointID, ClearOverrides: true,
-			Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: 3}}})
+		cleared = put(env, herald.PutEndpointRequest{ID: testEndpointID, ClearOverrides: true,
+			Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 3}}})
 	}, 2*time.Minute)
 	env.RegisterDelayedCallback(func() { st2 = queryState(t, env) }, 3*time.Minute)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
@@ -154,47 +154,47 @@ func TestEndpointPutValidation(t *testing.T) {
 		name       string
 		net        netguard.Policy
 		registered bool // a valid put registers the endpoint first
-		req        PutEndpointRequest
+		req        herald.PutEndpointRequest
 		wantErr    string // "" means accepted
 		bug        string // set: a known bug makes this case fail; skipped
 	}{
-		{name: "valid new endpoint", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: other}},
-		{name: "ftp URL", req: PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/in", Secret: other},
+		{name: "valid new endpoint", req: herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: other}},
+		{name: "ftp URL", req: herald.PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/in", Secret: other},
 			wantErr: `scheme "ftp" is not supported`},
-		{name: "private address", req: PutEndpointRequest{ID: testEndpointID, URL: "http://10.0.0.5/", Secret: other},
+		{name: "private address", req: herald.PutEndpointRequest{ID: testEndpointID, URL: "http://10.0.0.5/", Secret: other},
 			wantErr: "10.0.0.5"},
 		{name: "private address allowed by the worker",
 			net: netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
-			req: PutEndpointRequest{ID: testEndpointID, URL: "http://10.0.0.5/", Secret: other}},
+			req: herald.PutEndpointRequest{ID: testEndpointID, URL: "http://10.0.0.5/", Secret: other}},
 		{name: "plain http when https is required", net: netguard.Policy{RequireHTTPS: true},
-			req: PutEndpointRequest{ID: testEndpointID, URL: "http://hooks.acme.test/in", Secret: other}, wantErr: "https"},
-		{name: "new endpoint without a secret", req: PutEndpointRequest{ID: testEndpointID, URL: testURL},
+			req: herald.PutEndpointRequest{ID: testEndpointID, URL: "http://hooks.acme.test/in", Secret: other}, wantErr: "https"},
+		{name: "new endpoint without a secret", req: herald.PutEndpointRequest{ID: testEndpointID, URL: testURL},
 			wantErr: "needs a signing secret"},
-		{name: "new endpoint without a URL", req: PutEndpointRequest{ID: testEndpointID, Secret: other},
+		{name: "new endpoint without a URL", req: herald.PutEndpointRequest{ID: testEndpointID, Secret: other},
 			wantErr: "not registered yet"},
-		{name: "another endpoint's id", req: PutEndpointRequest{ID: "globex", URL: testURL, Secret: other},
+		{name: "another endpoint's id", req: herald.PutEndpointRequest{ID: "globex", URL: testURL, Secret: other},
 			wantErr: `sent to endpoint "acme-prod"`},
-		{name: "malformed secret", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: "whsec_c2hvcnQ="},
+		{name: "malformed secret", req: herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: "whsec_c2hvcnQ="},
 			wantErr: "invalid secret"},
-		{name: "rotation of an unregistered endpoint", req: PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: other, RotateTo: other},
+		{name: "rotation of an unregistered endpoint", req: herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: other, RotateTo: other},
 			wantErr: "no secret to rotate"},
-		{name: "registered: no secret needed", registered: true, req: PutEndpointRequest{ID: testEndpointID, URL: "https://x.acme.test/"}},
+		{name: "registered: no secret needed", registered: true, req: herald.PutEndpointRequest{ID: testEndpointID, URL: "https://x.acme.test/"}},
 		{name: "registered: secret and rotation at once", registered: true,
-			req: PutEndpointRequest{ID: testEndpointID, Secret: other, RotateTo: other}, wantErr: "not both"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Secret: other, RotateTo: other}, wantErr: "not both"},
 		{name: "registered: negative grace", registered: true,
-			req: PutEndpointRequest{ID: testEndpointID, RotateTo: other, RotateGrace: -time.Minute}, wantErr: "negative"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, RotateTo: other, RotateGrace: -time.Minute}, wantErr: "negative"},
 		{name: "registered: bad ladder", registered: true,
-			req:     PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: policy.MaxAttempts + 1}}},
+			req:     herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: policy.MaxAttempts + 1}}},
 			wantErr: "ladder"},
 		{name: "registered: bad retry-after rules", registered: true,
-			req:     PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{RetryAfter: &policy.RetryAfterRules{HonourBelow: time.Hour}}},
+			req:     herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{RetryAfter: &policy.RetryAfterRules{HonourBelow: time.Hour}}},
 			wantErr: "retry-after"},
 		{name: "registered: timeout over the maximum", registered: true,
-			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 3 * time.Minute}}, wantErr: "timeout"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Timeout: 3 * time.Minute}}, wantErr: "timeout"},
 		{name: "registered: timeout under 1s", registered: true,
-			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Timeout: 500 * time.Millisecond}}, wantErr: "timeout"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Timeout: 500 * time.Millisecond}}, wantErr: "timeout"},
 		{name: "registered: negative retention", registered: true,
-			req: PutEndpointRequest{ID: testEndpointID, Overrides: &activities.Overrides{Retention: -time.Hour}}, wantErr: "retention"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Retention: -time.Hour}}, wantErr: "retention"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,10 +203,10 @@ func TestEndpointPutValidation(t *testing.T) {
 			}
 			env := newEndpointEnv(tc.net)
 			var first, got *putOutcome
-			var before, after EndpointState
+			var before, after herald.EndpointState
 			if tc.registered {
 				env.RegisterDelayedCallback(func() {
-					first = put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: existing})
+					first = put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: existing})
 				}, time.Second)
 			}
 			env.RegisterDelayedCallback(func() {
@@ -244,7 +244,7 @@ func TestEndpointPutValidation(t *testing.T) {
 
 func TestEndpointReportsAddUp(t *testing.T) {
 	env := newEndpointEnv(netguard.Policy{})
-	reports := []activities.Report{
+	reports := []herald.Report{
 		{Attempts: 10, Successes: 7, Failures: 3, RetryAfterHonoured: 2, RetryAfterBackpressure: 1,
 			LastAttemptAt: testStart.Add(50 * time.Second), LastOutcome: "200 OK"},
 		{Attempts: 4, Successes: 1, Failures: 3, RetryAfterCapped: 1, RetryAfterIgnored: 1,
@@ -252,16 +252,16 @@ func TestEndpointReportsAddUp(t *testing.T) {
 		// Sent later but about older attempts: it must not move LastAttemptAt back.
 		{Attempts: 1, Failures: 1, LastAttemptAt: testStart.Add(time.Minute), LastOutcome: "timeout: no response within 30s"},
 	}
-	var mid, end EndpointState
+	var mid, end herald.EndpointState
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
 	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalEndpointReport, reports[0]) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalEndpointReport, reports[0]) }, time.Minute)
 	env.RegisterDelayedCallback(func() { mid = queryState(t, env) }, 90*time.Second)
 	env.RegisterDelayedCallback(func() {
 		// Two reports in one workflow task.
-		env.SignalWorkflow(SignalEndpointReport, reports[1])
-		env.SignalWorkflow(SignalEndpointReport, reports[2])
+		env.SignalWorkflow(herald.SignalEndpointReport, reports[1])
+		env.SignalWorkflow(herald.SignalEndpointReport, reports[2])
 	}, 3*time.Minute)
 	env.RegisterDelayedCallback(func() { end = queryState(t, env) }, 4*time.Minute)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
@@ -269,7 +269,7 @@ func TestEndpointReportsAddUp(t *testing.T) {
 	if mid.Counters != reports[0] {
 		t.Errorf("counters after one report = %+v, want %+v", mid.Counters, reports[0])
 	}
-	want := activities.Report{
+	want := herald.Report{
 		Attempts: 15, Successes: 8, Failures: 7, RetryAfterHonoured: 2, RetryAfterCapped: 1, RetryAfterIgnored: 1,
 		RetryAfterBackpressure: 1, LastAttemptAt: testStart.Add(2 * time.Minute), LastOutcome: "503 Service Unavailable",
 	}
@@ -289,14 +289,14 @@ func TestEndpointSecretRotation(t *testing.T) {
 	oldSecret, newSecretV := newSecret(t), newSecret(t)
 	const grace = time.Hour
 	rotatedAt := testStart.Add(time.Minute)
-	var during, after activities.Endpoint
-	var duringState EndpointState
+	var during, after herald.Endpoint
+	var duringState herald.EndpointState
 	var rotation *putOutcome
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		rotation = put(env, PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
+		rotation = put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		during, _ = queryConfig(env)
@@ -332,13 +332,13 @@ func TestEndpointPreviousSecretForgottenAfterGrace(t *testing.T) {
 	env := newEndpointEnv(netguard.Policy{})
 	oldSecret, newSecretV := newSecret(t), newSecret(t)
 	const grace = time.Hour
-	var after activities.Endpoint
-	var afterState EndpointState
+	var after herald.Endpoint
+	var afterState herald.EndpointState
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		after, _ = queryConfig(env)
@@ -358,11 +358,11 @@ func TestEndpointSecretReplacedAtOnce(t *testing.T) {
 	env := newEndpointEnv(netguard.Policy{})
 	s1, s2, s3 := newSecret(t), newSecret(t), newSecret(t)
 	var replaced *putOutcome
-	env.RegisterDelayedCallback(func() { put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: s1}) }, time.Second)
+	env.RegisterDelayedCallback(func() { put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: s1}) }, time.Second)
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, RotateTo: s2, RotateGrace: time.Hour})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: s2, RotateGrace: time.Hour})
 	}, time.Minute)
-	env.RegisterDelayedCallback(func() { replaced = put(env, PutEndpointRequest{ID: testEndpointID, Secret: s3}) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { replaced = put(env, herald.PutEndpointRequest{ID: testEndpointID, Secret: s3}) }, 2*time.Minute)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
 
 	replaced.mustSucceed(t, "secret replacement")
@@ -376,14 +376,14 @@ func TestEndpointUnregisteredLifetime(t *testing.T) {
 	tests := []struct {
 		name    string
 		putAt   time.Duration // 0: no put
-		req     PutEndpointRequest
+		req     herald.PutEndpointRequest
 		closes  bool
 		closeAt time.Duration
 	}{
 		{name: "never registered", closes: true, closeAt: time.Minute},
-		{name: "rejected put", putAt: 30 * time.Second, req: PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/"},
+		{name: "rejected put", putAt: 30 * time.Second, req: herald.PutEndpointRequest{ID: testEndpointID, URL: "ftp://hooks.acme.test/"},
 			closes: true, closeAt: time.Minute},
-		{name: "registered in time", putAt: 30 * time.Second, req: PutEndpointRequest{ID: testEndpointID, URL: testURL}},
+		{name: "registered in time", putAt: 30 * time.Second, req: herald.PutEndpointRequest{ID: testEndpointID, URL: testURL}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -406,15 +406,15 @@ func TestEndpointUnregisteredLifetime(t *testing.T) {
 				}
 				return
 			}
-			env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID})
+			env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
 			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 				t.Fatalf("completed %v, error %v; want a clean close", env.IsWorkflowCompleted(), env.GetWorkflowError())
 			}
 			if want := testStart.Add(tc.closeAt); !env.Now().Equal(want) {
 				t.Errorf("closed at %s, want %s", env.Now(), want)
 			}
-			if !errors.Is(cfgErr, activities.ErrNoEndpoint) && (cfgErr == nil || !strings.Contains(cfgErr.Error(), activities.ErrNoEndpoint.Error())) {
-				t.Errorf("config query of an unregistered endpoint: error %v, want %v", cfgErr, activities.ErrNoEndpoint)
+			if !errors.Is(cfgErr, herald.ErrNoEndpoint) && (cfgErr == nil || !strings.Contains(cfgErr.Error(), herald.ErrNoEndpoint.Error())) {
+				t.Errorf("config query of an unregistered endpoint: error %v, want %v", cfgErr, herald.ErrNoEndpoint)
 			}
 		})
 	}
@@ -424,14 +424,14 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 	env := newEndpointEnv(netguard.Policy{})
 	secret := newSecret(t)
 	since := testStart.Add(-48 * time.Hour)
-	carried := activities.Report{Attempts: 100, Successes: 90, Failures: 10, LastAttemptAt: since, LastOutcome: "200 OK"}
-	early := activities.Report{Attempts: 3, Successes: 1, Failures: 2, RetryAfterHonoured: 1,
+	carried := herald.Report{Attempts: 100, Successes: 90, Failures: 10, LastAttemptAt: since, LastOutcome: "200 OK"}
+	early := herald.Report{Attempts: 3, Successes: 1, Failures: 2, RetryAfterHonoured: 1,
 		LastAttemptAt: testStart.Add(4 * time.Minute), LastOutcome: "429 Too Many Requests"}
-	last := activities.Report{Attempts: 2, Successes: 2, LastAttemptAt: testStart.Add(9 * time.Minute), LastOutcome: "200 OK"}
+	last := herald.Report{Attempts: 2, Successes: 2, LastAttemptAt: testStart.Add(9 * time.Minute), LastOutcome: "200 OK"}
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret})
 	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalEndpointReport, early) }, 5*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalEndpointReport, early) }, 5*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		// The suggestion and the last report reach the workflow in the same workflow task:
 		// a zero-delay callback runs without a workflow task of its own, before the
@@ -439,16 +439,16 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 		// callback's own task, before the test environment delivers the signal; a real
 		// server would instead fail that task and retry it with the signal.)
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
-		env.SignalWorkflow(SignalEndpointReport, last)
+		env.SignalWorkflow(herald.SignalEndpointReport, last)
 	}, 10*time.Minute)
-	env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID, Counters: carried, Since: since})
+	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID, Counters: carried, Since: since})
 
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow error = %v, want a continue-as-new", err)
 	}
-	if can.WorkflowType == nil || can.WorkflowType.Name != EndpointWorkflowName {
-		t.Errorf("continues as %+v, want %s", can.WorkflowType, EndpointWorkflowName)
+	if can.WorkflowType == nil || can.WorkflowType.Name != herald.EndpointWorkflow {
+		t.Errorf("continues as %+v, want %s", can.WorkflowType, herald.EndpointWorkflow)
 	}
 	var next EndpointInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {

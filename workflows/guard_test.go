@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
@@ -31,7 +32,7 @@ const testHolder = "worker:a"
 func at(d time.Duration) time.Time { return testStart.Add(d) }
 
 // waiterID is the workflow id of the i-th waiting delivery of a test.
-func waiterID(i int) string { return DeliveryID(fmt.Sprintf("evt_w%d", i)) }
+func waiterID(i int) string { return herald.DeliveryID(herald.DefaultTenant, fmt.Sprintf("evt_w%d", i)) }
 
 func waiterIDs(from, to int) []string {
 	var ws []string
@@ -44,7 +45,7 @@ func waiterIDs(from, to int) []string {
 // permitSignal is one permit signal the endpoint workflow sent to a waiting delivery.
 type permitSignal struct {
 	Waiter string
-	Permit activities.Permit
+	Permit herald.Permit
 	At     time.Time
 }
 
@@ -101,11 +102,11 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 	t.Helper()
 	env := newEndpointEnv(netguard.Policy{})
 	rec := &guardRecorder{gone: map[string]bool{}}
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, SignalPermit, mock.Anything).Return(
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, herald.SignalPermit, mock.Anything).Return(
 		func(_, workflowID, _, _ string, arg any) error {
-			p, ok := arg.(activities.Permit)
+			p, ok := arg.(herald.Permit)
 			if !ok {
-				t.Errorf("permit signal to %s carries %T, want activities.Permit", workflowID, arg)
+				t.Errorf("permit signal to %s carries %T, want herald.Permit", workflowID, arg)
 			}
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -115,7 +116,7 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 			}
 			return nil
 		})
-	onKeywordUpsert(env, AttrCircuit, func(v string) {
+	onKeywordUpsert(env, herald.AttrCircuit, func(v string) {
 		rec.mu.Lock()
 		rec.circuits = append(rec.circuits, circuitUpsert{State: v, At: env.Now()})
 		rec.mu.Unlock()
@@ -183,18 +184,18 @@ func (o *updateOutcome[T]) mustSucceed(t *testing.T, what string) {
 }
 
 // lease sends a lease update as worker:a's gate would.
-func lease(env *testsuite.TestWorkflowEnvironment, r policy.LeaseRequest, rep activities.Report) *updateOutcome[activities.LeaseReply] {
+func lease(env *testsuite.TestWorkflowEnvironment, r policy.LeaseRequest, rep herald.Report) *updateOutcome[herald.LeaseReply] {
 	if r.Holder == "" {
 		r.Holder = testHolder
 	}
-	return sendUpdate[activities.LeaseReply](env, UpdateLease, activities.LeaseRequest{LeaseRequest: r, Report: rep})
+	return sendUpdate[herald.LeaseReply](env, herald.UpdateLease, herald.LeaseRequest{LeaseRequest: r, Report: rep})
 }
 
 // register registers the endpoint at start+1s with overrides o (nil: the defaults).
-func register(t *testing.T, env *testsuite.TestWorkflowEnvironment, o *activities.Overrides) {
+func register(t *testing.T, env *testsuite.TestWorkflowEnvironment, o *herald.Overrides) {
 	secret := newSecret(t)
 	env.RegisterDelayedCallback(func() {
-		put(env, PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret, Overrides: o})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret, Overrides: o})
 	}, time.Second)
 }
 
@@ -219,10 +220,10 @@ func outcomes(n int, last time.Time, lat time.Duration, tk policy.Ticket) []poli
 // tripAt has worker:a lease permits at start+10s, then at tripAfter report 5 failures (the
 // last at tripAfter-5s, which trips the circuit) and the waiters its lease cannot admit.
 // It returns the two lease outcomes.
-func tripAt(env *testsuite.TestWorkflowEnvironment, tripAfter time.Duration, inUse int, waiters []string) (first, second **updateOutcome[activities.LeaseReply]) {
-	var f, s *updateOutcome[activities.LeaseReply]
+func tripAt(env *testsuite.TestWorkflowEnvironment, tripAfter time.Duration, inUse int, waiters []string) (first, second **updateOutcome[herald.LeaseReply]) {
+	var f, s *updateOutcome[herald.LeaseReply]
 	env.RegisterDelayedCallback(func() {
-		f = lease(env, policy.LeaseRequest{Want: 10}, activities.Report{})
+		f = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		var tk policy.Ticket
@@ -230,7 +231,7 @@ func tripAt(env *testsuite.TestWorkflowEnvironment, tripAfter time.Duration, inU
 			tk = f.result.Ticket
 		}
 		s = lease(env, policy.LeaseRequest{InUse: inUse, Want: 10, Outcomes: failures(5, at(tripAfter-5*time.Second), tk), Waiters: waiters},
-			activities.Report{Attempts: 5, Failures: 5, LastAttemptAt: at(tripAfter - 5*time.Second), LastOutcome: "503 Service Unavailable"})
+			herald.Report{Attempts: 5, Failures: 5, LastAttemptAt: at(tripAfter - 5*time.Second), LastOutcome: "503 Service Unavailable"})
 	}, tripAfter)
 	return &f, &s
 }
@@ -241,13 +242,13 @@ func sendDone(t *testing.T, env *testsuite.TestWorkflowEnvironment, rec *guardRe
 	if !found {
 		t.Errorf("at %s: %s reports an outcome, but it was never sent a permit", env.Now().Sub(testStart), waiter)
 	}
-	rep := activities.Report{Attempts: 1, LastAttemptAt: env.Now().Add(-time.Second)}
+	rep := herald.Report{Attempts: 1, LastAttemptAt: env.Now().Add(-time.Second)}
 	if ok {
 		rep.Successes, rep.LastOutcome = 1, "200 OK"
 	} else {
 		rep.Failures, rep.LastOutcome = 1, "503 Service Unavailable"
 	}
-	env.SignalWorkflow(SignalDone, activities.Done{
+	env.SignalWorkflow(herald.SignalDone, herald.Done{
 		Waiter:  waiter,
 		Outcome: &policy.Outcome{At: env.Now().Add(-time.Second), OK: ok, Latency: 300 * time.Millisecond, Ticket: p.Permit.Ticket},
 		Report:  rep,
@@ -298,13 +299,13 @@ func circuitStates(us []circuitUpsert) []string {
 // queue flows out through the cap, never more at once.
 func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
 	env, rec := newGuardEnv(t)
-	register(t, env, &activities.Overrides{MaxInFlight: 3})
+	register(t, env, &herald.Overrides{MaxInFlight: 3})
 	const trip = 20 * time.Second
 	tripped := at(trip - 5*time.Second) // the 5th failure
 	probeAt := tripped.Add(5 * time.Minute)
 	first, second := tripAt(env, trip, 0, waiterIDs(1, 10))
 
-	var open, halfOpen, closed EndpointState
+	var open, halfOpen, closed herald.EndpointState
 	var beforeProbe []permitSignal
 	env.RegisterDelayedCallback(func() {
 		open = queryState(t, env)
@@ -321,7 +322,7 @@ func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
 	env.RegisterDelayedCallback(func() { closed = queryState(t, env) }, closedAt+time.Second)
 	// One of the three woken when it closed finishes: the next waiter takes its permit.
 	env.RegisterDelayedCallback(func() { sendDone(t, env, rec, waiterID(7), true) }, closedAt+5*time.Second)
-	var end EndpointState
+	var end herald.EndpointState
 	env.RegisterDelayedCallback(func() { end = queryState(t, env) }, closedAt+6*time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
 
@@ -338,21 +339,21 @@ func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
 	if len(beforeProbe) != 0 {
 		t.Errorf("permits before the probe was due: %v", beforeProbe)
 	}
-	if c := open.Circuit; c.State != string(policy.CircuitOpen) || c.Reason != "5 consecutive failures" ||
+	if c := open.Circuit; c.State != policy.CircuitOpen || c.Reason != "5 consecutive failures" ||
 		!c.TrippedAt.Equal(tripped) || !c.NextProbeAt.Equal(probeAt) || open.Queue != 10 {
 		t.Errorf("while open: circuit %+v, queue %d; want open since %s, next probe %s, 10 queued", c, open.Queue, tripped, probeAt)
 	}
-	if c := halfOpen.Circuit; c.State != string(policy.CircuitHalfOpen) || !c.NextProbeAt.IsZero() || halfOpen.Queue != 8 {
+	if c := halfOpen.Circuit; c.State != policy.CircuitHalfOpen || !c.NextProbeAt.IsZero() || halfOpen.Queue != 8 {
 		t.Errorf("after the probe's success: circuit %+v, queue %d; want half_open with 8 queued (w1 done, w2 trickling)", c, halfOpen.Queue)
 	}
-	if c := closed.Circuit; c.State != string(policy.CircuitClosed) || closed.Queue != 1 || closed.InFlight != 3 || closed.Cap != 3 {
+	if c := closed.Circuit; c.State != policy.CircuitClosed || closed.Queue != 1 || closed.InFlight != 3 || closed.Cap != 3 {
 		t.Errorf("after 5 good half-open attempts: circuit %+v, queue %d, in flight %d, cap %d; want closed, 1 queued, 3 in flight of 3",
 			c, closed.Queue, closed.InFlight, closed.Cap)
 	}
 	if end.Queue != 0 || end.InFlight != 3 {
 		t.Errorf("after one permit came back: queue %d, in flight %d; want 0 and 3", end.Queue, end.InFlight)
 	}
-	if want := (activities.Report{Attempts: 12, Successes: 7, Failures: 5}); end.Counters.Attempts != want.Attempts ||
+	if want := (herald.Report{Attempts: 12, Successes: 7, Failures: 5}); end.Counters.Attempts != want.Attempts ||
 		end.Counters.Successes != want.Successes || end.Counters.Failures != want.Failures {
 		t.Errorf("counters %+v, want 5 failures from the lease and 7 successes from the waiters", end.Counters)
 	}
@@ -399,7 +400,7 @@ func TestGuardFailedProbeDoublesDelay(t *testing.T) {
 	delays := []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 40 * time.Minute, time.Hour, time.Hour}
 	var want []permitSignal
 	var kinds []policy.TicketKind
-	states := make([]EndpointState, len(delays)-1)
+	states := make([]herald.EndpointState, len(delays)-1)
 	wantNext := make([]time.Time, len(delays)-1)
 	last := tripped // when the circuit (re)opened
 	for i, d := range delays {
@@ -423,7 +424,7 @@ func TestGuardFailedProbeDoublesDelay(t *testing.T) {
 	wantSignals(t, rec.signals(), want, kinds)
 	for i, st := range states {
 		c := st.Circuit
-		if c.State != string(policy.CircuitOpen) || c.Reason != "probe failed" || !c.NextProbeAt.Equal(wantNext[i]) ||
+		if c.State != policy.CircuitOpen || c.Reason != "probe failed" || !c.NextProbeAt.Equal(wantNext[i]) ||
 			!c.TrippedAt.Equal(tripped) || !c.Since.Equal(wantNext[i].Add(-delays[i+1])) {
 			t.Errorf("after failed probe %d: circuit %+v; want open (probe failed) since %s, next probe %s (%s later)",
 				i+1, c, tripped, wantNext[i], delays[i+1])
@@ -447,24 +448,24 @@ func TestGuardFailedProbeDoublesDelay(t *testing.T) {
 func TestGuardSlowP99HalvesCap(t *testing.T) {
 	env, _ := newGuardEnv(t)
 	register(t, env, nil)
-	var first *updateOutcome[activities.LeaseReply]
-	var states []EndpointState
-	var other *updateOutcome[activities.LeaseReply]
+	var first *updateOutcome[herald.LeaseReply]
+	var states []herald.EndpointState
+	var other *updateOutcome[herald.LeaseReply]
 	snap := func() { states = append(states, queryState(t, env)) }
-	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}, activities.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{}) }, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
-		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(9, at(20*time.Second), 4*time.Second, first.result.Ticket)}, activities.Report{})
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(9, at(20*time.Second), 4*time.Second, first.result.Ticket)}, herald.Report{})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(snap, 21*time.Second) // 9 slow samples: not enough
 	env.RegisterDelayedCallback(func() {
-		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(1, at(25*time.Second), 5*time.Second, first.result.Ticket)}, activities.Report{})
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(1, at(25*time.Second), 5*time.Second, first.result.Ticket)}, herald.Report{})
 	}, 25*time.Second)
 	env.RegisterDelayedCallback(snap, 26*time.Second) // the 10th: halved
 	env.RegisterDelayedCallback(func() {
-		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 100}, activities.Report{})
+		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 100}, herald.Report{})
 	}, 27*time.Second)
 	env.RegisterDelayedCallback(func() {
-		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(10, at(60*time.Second), 100*time.Millisecond, first.result.Ticket)}, activities.Report{})
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(10, at(60*time.Second), 100*time.Millisecond, first.result.Ticket)}, herald.Report{})
 	}, 60*time.Second)
 	env.RegisterDelayedCallback(snap, 61*time.Second) // fast again: restored
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 10*time.Minute)
@@ -484,7 +485,7 @@ func TestGuardSlowP99HalvesCap(t *testing.T) {
 	if s := states[2]; s.Cap != 100 || s.P50 != 100*time.Millisecond {
 		t.Errorf("after 10 fast attempts: cap %d, p50 %s; want the cap back at 100, p50 100ms", s.Cap, s.P50)
 	}
-	if s := states[2]; s.Circuit.State != string(policy.CircuitClosed) {
+	if s := states[2]; s.Circuit.State != policy.CircuitClosed {
 		t.Errorf("slow successes changed the circuit to %s", s.Circuit.State)
 	}
 }
@@ -495,22 +496,22 @@ func TestGuardSlowP99HalvesCap(t *testing.T) {
 func TestGuardHalvedCapTrimsBusyLease(t *testing.T) {
 	env, _ := newGuardEnv(t)
 	register(t, env, nil)
-	var first, renewed, later *updateOutcome[activities.LeaseReply]
-	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 100}, activities.Report{}) }, 10*time.Second)
+	var first, renewed, later *updateOutcome[herald.LeaseReply]
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 100}, herald.Report{}) }, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		// 10 slow attempts halve the cap; the worker runs 30 and, busy, asks for more (the
 		// gate asks for max(inUse+1, 2×peak)).
-		renewed = lease(env, policy.LeaseRequest{InUse: 30, Want: 120, Outcomes: outcomes(10, at(20*time.Second), 4*time.Second, first.result.Ticket)}, activities.Report{})
+		renewed = lease(env, policy.LeaseRequest{InUse: 30, Want: 120, Outcomes: outcomes(10, at(20*time.Second), 4*time.Second, first.result.Ticket)}, herald.Report{})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
-		later = lease(env, policy.LeaseRequest{InUse: 30, Want: 120}, activities.Report{})
+		later = lease(env, policy.LeaseRequest{InUse: 30, Want: 120}, herald.Report{})
 	}, 21*time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 5*time.Minute)
 
 	if !first.check(t, "first lease") || first.result.Permits != 100 {
 		t.Fatalf("first lease: %d permits, want 100", first.result.Permits)
 	}
-	for _, r := range []*updateOutcome[activities.LeaseReply]{renewed, later} {
+	for _, r := range []*updateOutcome[herald.LeaseReply]{renewed, later} {
 		if r.check(t, "renewal") && r.result.Permits > 50 {
 			t.Errorf("renewal after the cap halved to 50: %d permits, want at most 50 (at least the 30 running)", r.result.Permits)
 		}
@@ -523,16 +524,16 @@ func TestGuardHalvedCapTrimsBusyLease(t *testing.T) {
 // permits come back after the lease TTL of 40 s and the last waiter gets one.
 func TestGuardDeadHolderLeaseExpires(t *testing.T) {
 	env, rec := newGuardEnv(t)
-	register(t, env, &activities.Overrides{MaxInFlight: 2})
+	register(t, env, &herald.Overrides{MaxInFlight: 2})
 	const ttl = 25 * time.Second
-	var dead, other *updateOutcome[activities.LeaseReply]
-	var before, after EndpointState
+	var dead, other *updateOutcome[herald.LeaseReply]
+	var before, after herald.EndpointState
 	var signalsBefore []permitSignal
 	env.RegisterDelayedCallback(func() {
-		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: ttl}, activities.Report{})
+		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: ttl}, herald.Report{})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
-		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 1, Waiters: waiterIDs(1, 3)}, activities.Report{})
+		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 1, Waiters: waiterIDs(1, 3)}, herald.Report{})
 	}, 15*time.Second)
 	expiry := 10*time.Second + ttl
 	env.RegisterDelayedCallback(func() {
@@ -577,7 +578,7 @@ func TestGuardDeadHolderLeaseExpires(t *testing.T) {
 // the probe still goes at the time the first run set.
 func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 	env, _ := newGuardEnv(t)
-	register(t, env, &activities.Overrides{MaxInFlight: 7})
+	register(t, env, &herald.Overrides{MaxInFlight: 7})
 	const trip = 20 * time.Second
 	tripped := at(trip - 5*time.Second)
 	probeAt := tripped.Add(5 * time.Minute)
@@ -587,9 +588,9 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 		// The suggestion and a report reach the workflow in the same workflow task (see
 		// TestEndpointContinueAsNewKeepsState).
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
-		env.SignalWorkflow(SignalEndpointReport, activities.Report{Attempts: 1, Successes: 1, LastAttemptAt: at(canAt - time.Second), LastOutcome: "200 OK"})
+		env.SignalWorkflow(herald.SignalEndpointReport, herald.Report{Attempts: 1, Successes: 1, LastAttemptAt: at(canAt - time.Second), LastOutcome: "200 OK"})
 	}, canAt)
-	env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID})
+	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
 
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
@@ -630,15 +631,15 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 	// The next run: the probe goes when the first run said, the upsert is not repeated.
 	env2, rec2 := newGuardEnv(t)
 	env2.SetStartTime(at(canAt))
-	var st EndpointState
+	var st herald.EndpointState
 	env2.RegisterDelayedCallback(func() { st = queryState(t, env2) }, time.Second)
 	env2.RegisterDelayedCallback(env2.CancelWorkflow, probeAt.Sub(at(canAt))+10*time.Second)
-	env2.ExecuteWorkflow(EndpointWorkflowName, next)
+	env2.ExecuteWorkflow(herald.EndpointWorkflow, next)
 	var canceled *temporal.CanceledError
 	if err := env2.GetWorkflowError(); !errors.As(err, &canceled) {
 		t.Fatalf("next run's error = %v, want it cancelled at the end of the test", err)
 	}
-	if st.Circuit.State != string(policy.CircuitOpen) || st.Queue != 3 || st.InFlight != 2 || st.Cap != 7 || st.Counters.Attempts != 6 {
+	if st.Circuit.State != policy.CircuitOpen || st.Queue != 3 || st.InFlight != 2 || st.Cap != 7 || st.Counters.Attempts != 6 {
 		t.Errorf("next run's state: circuit %s, queue %d, in flight %d, cap %d, %d attempts; want open, 3, 2, 7, 6",
 			st.Circuit.State, st.Queue, st.InFlight, st.Cap, st.Counters.Attempts)
 	}
@@ -652,22 +653,22 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 // the queue flows out through the cap.
 func TestGuardResetClosesAndWakesQueue(t *testing.T) {
 	env, rec := newGuardEnv(t)
-	register(t, env, &activities.Overrides{MaxInFlight: 2})
+	register(t, env, &herald.Overrides{MaxInFlight: 2})
 	const trip = 20 * time.Second
 	tripAt(env, trip, 0, waiterIDs(1, 3))
 	const resetAt = time.Minute
-	var reset *updateOutcome[EndpointState]
-	var after EndpointState
-	env.RegisterDelayedCallback(func() { reset = sendUpdate[EndpointState](env, UpdateReset) }, resetAt)
+	var reset *updateOutcome[herald.EndpointState]
+	var after herald.EndpointState
+	env.RegisterDelayedCallback(func() { reset = sendUpdate[herald.EndpointState](env, herald.UpdateReset) }, resetAt)
 	env.RegisterDelayedCallback(func() { after = queryState(t, env) }, resetAt+time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, resetAt+30*time.Second)
 
 	if reset.check(t, "reset") {
-		if c := reset.result.Circuit; c.State != string(policy.CircuitClosed) || c.Reason != "" || !c.NextProbeAt.IsZero() || !c.Since.Equal(at(resetAt)) {
+		if c := reset.result.Circuit; c.State != policy.CircuitClosed || c.Reason != "" || !c.NextProbeAt.IsZero() || !c.Since.Equal(at(resetAt)) {
 			t.Errorf("reset answers circuit %+v, want closed since %s", c, at(resetAt))
 		}
 	}
-	if after.Circuit.State != string(policy.CircuitClosed) || after.Queue != 1 || after.InFlight != 2 {
+	if after.Circuit.State != policy.CircuitClosed || after.Queue != 1 || after.InFlight != 2 {
 		t.Errorf("after the reset: circuit %s, queue %d, in flight %d; want closed, 1 queued, 2 in flight (the cap)",
 			after.Circuit.State, after.Queue, after.InFlight)
 	}
@@ -688,7 +689,7 @@ func TestGuardGoneProbeGoesToNextWaiter(t *testing.T) {
 	const trip = 20 * time.Second
 	probeAt := at(trip - 5*time.Second + 5*time.Minute)
 	tripAt(env, trip, 0, waiterIDs(1, 3))
-	var st EndpointState
+	var st herald.EndpointState
 	env.RegisterDelayedCallback(func() { st = queryState(t, env) }, probeAt.Sub(testStart)+time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, probeAt.Sub(testStart)+30*time.Second)
 
@@ -703,28 +704,28 @@ func TestGuardGoneProbeGoesToNextWaiter(t *testing.T) {
 // without using an attempt, shows why in the status query, and runs again on the permit.
 func TestDeliveryHeldByGate(t *testing.T) {
 	probe := at(5 * time.Minute)
-	permit := activities.Permit{Ticket: policy.Ticket{Epoch: 2, Kind: policy.TicketProbe, Slot: 1}, Until: at(3*time.Minute + 40*time.Second)}
+	permit := herald.Permit{Ticket: policy.Ticket{Epoch: 2, Kind: policy.TicketProbe, Slot: 1}, Until: at(3*time.Minute + 40*time.Second)}
 	const reason = "circuit open after 5 consecutive failures"
 
 	t.Run("woken by a permit", func(t *testing.T) {
 		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 			if in.Permit == nil {
-				return activities.Result{Number: in.Number, StartedAt: now, Policy: p,
-					Held: &activities.Hold{Queued: true, Position: 3, Reason: reason, RetryAt: probe}}, nil
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p,
+					Held: &herald.Hold{Queued: true, Position: 3, Reason: reason, RetryAt: probe}}, nil
 			}
 			return deliveredAttempt(now, p), nil
 		})
-		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DeliveryID(testEventID)})
-		var waiting Status
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: herald.DeliveryID(herald.DefaultTenant, testEventID)})
+		var waiting herald.Status
 		env.RegisterDelayedCallback(func() { waiting = queryStatus(t, env) }, time.Minute)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPermit, permit) }, 3*time.Minute)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalPermit, permit) }, 3*time.Minute)
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 		st := workflowStatus(t, env)
 
-		if waiting.State != StateWaitingEndpoint || waiting.Waiting == nil || waiting.Waiting.Reason != reason ||
+		if waiting.State != herald.StateWaitingEndpoint || waiting.Waiting == nil || waiting.Waiting.Reason != reason ||
 			!waiting.Waiting.Queued || waiting.Waiting.Position != 3 || !waiting.Waiting.RetryAt.Equal(probe) || !waiting.Waiting.Since.Equal(testStart) {
-			t.Errorf("while held: state %q, waiting %+v; want %q, %q, queued at 3, since the start", waiting.State, waiting.Waiting, StateWaitingEndpoint, reason)
+			t.Errorf("while held: state %q, waiting %+v; want %q, %q, queued at 3, since the start", waiting.State, waiting.Waiting, herald.StateWaitingEndpoint, reason)
 		}
 		if len(waiting.Attempts) != 0 {
 			t.Errorf("while held the status shows %d attempts, want none: a held attempt is not an attempt", len(waiting.Attempts))
@@ -735,8 +736,8 @@ func TestDeliveryHeldByGate(t *testing.T) {
 		}
 		checkInput(t, calls[0].In, 0, 1)
 		checkInput(t, calls[1].In, 0, 1) // the held attempt used none of the ladder
-		if calls[0].In.Permit != nil || calls[0].In.Waiter != DeliveryID(testEventID) {
-			t.Errorf("first attempt: permit %+v, waiter %q; want no permit and waiter %q", calls[0].In.Permit, calls[0].In.Waiter, DeliveryID(testEventID))
+		if calls[0].In.Permit != nil || calls[0].In.Waiter != herald.DeliveryID(herald.DefaultTenant, testEventID) {
+			t.Errorf("first attempt: permit %+v, waiter %q; want no permit and waiter %q", calls[0].In.Permit, calls[0].In.Waiter, herald.DeliveryID(herald.DefaultTenant, testEventID))
 		}
 		if got := calls[1].In.Permit; got == nil || got.Ticket != permit.Ticket || !got.Until.Equal(permit.Until) {
 			t.Errorf("second attempt carries permit %+v, want %+v", got, permit)
@@ -744,43 +745,43 @@ func TestDeliveryHeldByGate(t *testing.T) {
 		if !calls[1].At.Equal(at(3 * time.Minute)) {
 			t.Errorf("second attempt at %s, want when the permit came (start+3m)", calls[1].At)
 		}
-		if st.State != StateDelivered || len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.Waiting != nil {
+		if st.State != herald.StateDelivered || len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.Waiting != nil {
 			t.Errorf("final: state %q, %d attempts, waiting %+v; want delivered on attempt 1, no longer waiting", st.State, len(st.Attempts), st.Waiting)
 		}
 		// The wait timer: until the probe (plus a second), shorter than the queued maximum.
 		if tm := rec.timerDurations(); len(tm) != 1 || tm[0] != 5*time.Minute+time.Second {
 			t.Errorf("timers %v, want one wait of 5m1s", tm)
 		}
-		if up := rec.statuses(); len(up) == 0 || up[0] != StateWaitingEndpoint {
+		if up := rec.statuses(); len(up) == 0 || up[0] != herald.StateWaitingEndpoint {
 			t.Errorf("HeraldStatus upserts %v, want waiting_endpoint first", up)
 		}
 	})
 
 	t.Run("leaves waiting_endpoint in the search attribute once delivered", func(t *testing.T) {
 		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 			if in.Permit == nil {
-				return activities.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &activities.Hold{Queued: true, Reason: reason, RetryAt: probe}}, nil
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &herald.Hold{Queued: true, Reason: reason, RetryAt: probe}}, nil
 			}
 			return deliveredAttempt(now, p), nil
 		})
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPermit, permit) }, 3*time.Minute)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalPermit, permit) }, 3*time.Minute)
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 		workflowStatus(t, env)
-		if up := rec.statuses(); !equalStrings(up, []string{StateWaitingEndpoint, StateDelivered}) {
+		if up := rec.statuses(); !slices.Equal(up, []herald.State{herald.StateWaitingEndpoint, herald.StateDelivered}) {
 			t.Errorf("HeraldStatus upserts %v, want [waiting_endpoint delivered]", up)
 		}
 	})
 
 	t.Run("no permit: asks again at the probe", func(t *testing.T) {
 		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 			if now.Before(probe) {
-				return activities.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &activities.Hold{Queued: true, Reason: reason, RetryAt: probe}}, nil
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &herald.Hold{Queued: true, Reason: reason, RetryAt: probe}}, nil
 			}
 			return deliveredAttempt(now, p), nil
 		})
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 		st := workflowStatus(t, env)
 		calls := rec.calls()
 		if len(calls) != 2 {
@@ -790,24 +791,24 @@ func TestDeliveryHeldByGate(t *testing.T) {
 		if calls[1].In.Permit != nil || !calls[1].At.Equal(probe.Add(time.Second)) {
 			t.Errorf("second attempt at %s with permit %+v, want at the probe + 1s without a permit", calls[1].At, calls[1].In.Permit)
 		}
-		if st.State != StateDelivered {
+		if st.State != herald.StateDelivered {
 			t.Errorf("state %q, want delivered", st.State)
 		}
 	})
 
 	t.Run("held, then failed: the ladder starts at attempt 1", func(t *testing.T) {
 		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (activities.Result, error) {
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
 			switch {
 			case now.Before(at(time.Minute)):
-				return activities.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &activities.Hold{Reason: "the queue is full (10000 waiting)", RetryAt: now.Add(time.Minute)}}, nil
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &herald.Hold{Reason: "the queue is full (10000 waiting)", RetryAt: now.Add(time.Minute)}}, nil
 			case in.Number == 1:
 				return failedAttempt(now, p), nil
 			}
 			return deliveredAttempt(now, p), nil
 		})
 		// Not queued: it asks again at RetryAt + 1s.
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 		st := workflowStatus(t, env)
 		calls := rec.calls()
 		if len(calls) != 3 {

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 )
 
 // statsContinueAsNewEvents: past this many history events a stats shard continues as new.
@@ -14,7 +14,7 @@ const statsContinueAsNewEvents = 2000
 
 // StatsInput starts (or continues as new) a stats shard: the counts so far, sorted by endpoint.
 type StatsInput struct {
-	Counts []activities.EndpointCounts `json:"counts,omitempty"`
+	Counts []herald.EndpointCounts `json:"counts,omitempty"`
 }
 
 // StatsWorkflow keeps the attempt counts of the endpoints of one shard: it adds the counts
@@ -22,10 +22,10 @@ type StatsInput struct {
 func StatsWorkflow(ctx workflow.Context, in StatsInput) error {
 	counts := in.Counts
 	find := func(id string) (int, bool) {
-		return slices.BinarySearchFunc(counts, id, func(c activities.EndpointCounts, id string) int { return strings.Compare(c.Endpoint, id) })
+		return slices.BinarySearchFunc(counts, id, func(c herald.EndpointCounts, id string) int { return strings.Compare(c.Endpoint, id) })
 	}
-	if err := workflow.SetQueryHandler(ctx, activities.QueryStats, func(ids []string) ([]activities.EndpointCounts, error) {
-		out := make([]activities.EndpointCounts, 0, len(ids))
+	if err := workflow.SetQueryHandler(ctx, herald.QueryStats, func(ids []string) ([]herald.EndpointCounts, error) {
+		out := make([]herald.EndpointCounts, 0, len(ids))
 		for _, id := range ids {
 			if i, ok := find(id); ok {
 				out = append(out, counts[i])
@@ -35,20 +35,20 @@ func StatsWorkflow(ctx workflow.Context, in StatsInput) error {
 	}); err != nil {
 		return err
 	}
-	add := workflow.GetSignalChannel(ctx, activities.SignalStats)
+	add := workflow.GetSignalChannel(ctx, herald.SignalStats)
 	for {
-		var batch []activities.EndpointCounts
+		var batch []herald.EndpointCounts
 		add.Receive(ctx, &batch)
 		for _, c := range batch {
 			i, ok := find(c.Endpoint)
 			if !ok {
-				counts = slices.Insert(counts, i, activities.EndpointCounts{Endpoint: c.Endpoint})
+				counts = slices.Insert(counts, i, herald.EndpointCounts{Endpoint: c.Endpoint})
 			}
 			counts[i].Counts.Merge(c.Counts)
 		}
 		info := workflow.GetInfo(ctx)
 		if add.Len() == 0 && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > statsContinueAsNewEvents) {
-			return workflow.NewContinueAsNewError(ctx, activities.StatsWorkflowName, StatsInput{Counts: counts})
+			return workflow.NewContinueAsNewError(ctx, herald.StatsWorkflow, StatsInput{Counts: counts})
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -22,22 +22,22 @@ func TestValidatePutBounds(t *testing.T) {
 		base := "https://hooks.example.com/"
 		return base + strings.Repeat("a", n-len(base))
 	}
-	ladder := func(d time.Duration) *activities.Overrides {
-		return &activities.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{d}, Attempts: 2}}
+	ladder := func(d time.Duration) *herald.Overrides {
+		return &herald.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{d}, Attempts: 2}}
 	}
 	tests := []struct {
 		name string
-		req  PutEndpointRequest
+		req  herald.PutEndpointRequest
 		want string // substring of the error; empty for valid
 	}{
-		{"URL of 2048 bytes", PutEndpointRequest{URL: url(MaxURLBytes), Secret: sec}, ""},
-		{"URL of 2049 bytes", PutEndpointRequest{URL: url(MaxURLBytes + 1), Secret: sec}, "URL is 2049 bytes long; the limit is 2048"},
-		{"no URL names no flag", PutEndpointRequest{Secret: sec}, "give its URL"},
-		{"ladder wait 1s", PutEndpointRequest{URL: url(40), Secret: sec, Overrides: ladder(time.Second)}, ""},
-		{"ladder wait 100ms", PutEndpointRequest{URL: url(40), Secret: sec, Overrides: ladder(100 * time.Millisecond)}, "shortest allowed is 1s"},
-		{"retention 1h", PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &activities.Overrides{Retention: time.Hour}}, ""},
-		{"retention 10m", PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &activities.Overrides{Retention: 10 * time.Minute}}, "retention 10m0s is under 1h"},
-		{"grace 31 days", PutEndpointRequest{URL: url(40), Secret: sec, RotateTo: sec, RotateGrace: 31 * 24 * time.Hour}, "over 30 days"},
+		{"URL of 2048 bytes", herald.PutEndpointRequest{URL: url(herald.MaxURLBytes), Secret: sec}, ""},
+		{"URL of 2049 bytes", herald.PutEndpointRequest{URL: url(herald.MaxURLBytes + 1), Secret: sec}, "URL is 2049 bytes long; the limit is 2048"},
+		{"no URL names no flag", herald.PutEndpointRequest{Secret: sec}, "give its URL"},
+		{"ladder wait 1s", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: ladder(time.Second)}, ""},
+		{"ladder wait 100ms", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: ladder(100 * time.Millisecond)}, "shortest allowed is 1s"},
+		{"retention 1h", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &herald.Overrides{Retention: time.Hour}}, ""},
+		{"retention 10m", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &herald.Overrides{Retention: 10 * time.Minute}}, "retention 10m0s is under 1h"},
+		{"grace 31 days", herald.PutEndpointRequest{URL: url(40), Secret: sec, RotateTo: sec, RotateGrace: 31 * 24 * time.Hour}, "over 30 days"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,13 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/server"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -82,7 +82,7 @@ machine work; production workers refuse them unless allowed with --allow-cidr.
 			startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			srv, err := devserver.Start(startCtx, devserver.Options{
 				IP: ip, FrontendPort: port, UIPort: uiPort, DBFile: db,
-				Namespace: g.namespace, SearchAttributes: workflows.SearchAttributeTypes(), Logger: g.logger(), CodecEndpoint: codecEndpoint,
+				Namespace: g.namespace, SearchAttributes: herald.SearchAttributeTypes(), Logger: g.logger(), CodecEndpoint: codecEndpoint,
 			})
 			cancel()
 			if err != nil {

@@ -8,11 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func newEndpointCmd(g *globals) *cobra.Command {
@@ -52,7 +51,7 @@ Policy flags override the worker's defaults for this endpoint only.
 			if err := refuseZero(cmd.Flags()); err != nil {
 				return err
 			}
-			req := workflows.PutEndpointRequest{ID: args[0], URL: url, Tenant: tenant, ClearOverrides: clear}
+			req := herald.PutEndpointRequest{ID: args[0], URL: url, Tenant: tenant, ClearOverrides: clear}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)
 				if err != nil {
@@ -60,38 +59,29 @@ Policy flags override the worker's defaults for this endpoint only.
 				}
 				req.Secret = s
 			}
-			var o activities.Overrides
-			set := false
+			var c herald.EndpointChange
 			fl := cmd.Flags()
-			if fl.Changed("schedule") || fl.Changed("attempts") || fl.Changed("jitter") {
-				lo := policy.LadderOverride{Attempts: attempts}
-				if fl.Changed("schedule") {
-					d, err := policy.ParseDelays(schedule)
-					if err != nil {
-						return fmt.Errorf("%w: --schedule: %v", starter.ErrInvalid, err)
-					}
-					lo.Delays = d
+			if fl.Changed("schedule") {
+				d, err := policy.ParseDelays(schedule)
+				if err != nil {
+					return fmt.Errorf("%w: --schedule: %v", starter.ErrInvalid, err)
 				}
-				if fl.Changed("jitter") {
-					lo.Jitter = &jitter
+				c.Schedule = make([]herald.Duration, len(d))
+				for i, v := range d {
+					c.Schedule[i] = herald.Duration(v)
 				}
-				o.Ladder, set = &lo, true
 			}
-			if fl.Changed("timeout") {
-				o.Timeout, set = timeout, true
+			setInt(fl, "attempts", &c.Attempts, attempts)
+			setFloat(fl, "jitter", &c.Jitter, jitter)
+			setDuration(fl, "timeout", &c.Timeout, timeout)
+			setDuration(fl, "retention", &c.Retention, retention)
+			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
+			c.Breaker = brk.change(fl)
+			o, err := c.Overrides()
+			if err != nil {
+				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 			}
-			if fl.Changed("retention") {
-				o.Retention, set = retention, true
-			}
-			if fl.Changed("max-in-flight") {
-				o.MaxInFlight, set = maxInFlight, true
-			}
-			if b, ok := brk.override(fl); ok {
-				o.Breaker, set = &b, true
-			}
-			if set {
-				req.Overrides = &o
-			}
+			req.Overrides = o
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 				res, err := s.PutEndpoint(ctx, req)
 				if err != nil {
@@ -132,7 +122,7 @@ Policy flags override the worker's defaults for this endpoint only.
 }
 
 // secretOnce is the secret to show: only one Herald generated for this put.
-func secretOnce(res workflows.PutEndpointResult) string {
+func secretOnce(res herald.PutEndpointResult) string {
 	if res.SecretGenerated {
 		return string(res.Endpoint.Secret)
 	}
@@ -174,7 +164,7 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 				}
 				if g.output == "json" {
 					if list == nil {
-						list = []workflows.EndpointState{}
+						list = []herald.EndpointState{}
 					}
 					return printJSON(cmd.OutOrStdout(), list)
 				}
@@ -228,7 +218,7 @@ signatures in webhook-signature, one per secret (space-separated), so the receiv
 switch to the new secret at its own pace; after it, only the new secret signs.`,
 		Args: exactArgs(1, "give the endpoint ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := workflows.PutEndpointRequest{ID: args[0], RotateGrace: grace}
+			req := herald.PutEndpointRequest{ID: args[0], RotateGrace: grace}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)
 				if err != nil {
@@ -288,23 +278,42 @@ func (b *breakerFlags) bind(f *pflag.FlagSet) {
 	f.IntVar(&b.halfOpen, "half-open-attempts", d.HalfOpenSuccesses, "successes in a row, one at a time, that close a half-open circuit")
 }
 
-// override is the breaker settings the flags given change; ok is false if none was given.
-// The endpoint workflow checks the settings they make; zero would mean "keep", so it is
-// refused before (refuseZero).
-func (b *breakerFlags) override(f *pflag.FlagSet) (o policy.BreakerOverride, ok bool) {
-	for name, set := range map[string]func(){
-		"breaker-consecutive":   func() { o.ConsecutiveFailures = b.consecutive },
-		"breaker-window":        func() { o.ConsecutiveWindow = b.window },
-		"breaker-volume":        func() { o.VolumeFailures = b.volume },
-		"breaker-volume-window": func() { o.VolumeWindow = b.volumeWindow },
-		"probe-delay":           func() { o.ProbeDelay = b.probe },
-		"max-probe-delay":       func() { o.MaxProbeDelay = b.maxProbe },
-		"half-open-attempts":    func() { o.HalfOpenSuccesses = &b.halfOpen },
-	} {
-		if f.Changed(name) {
-			set()
-			ok = true
-		}
+// change is the breaker settings the flags given change; nil if none was given. The
+// endpoint workflow checks the breaker they make once merged with the stored settings;
+// zero would be refused anyway, and is refused before (refuseZero).
+func (b *breakerFlags) change(f *pflag.FlagSet) *herald.BreakerChange {
+	var c herald.BreakerChange
+	setInt(f, "breaker-consecutive", &c.ConsecutiveFailures, b.consecutive)
+	setDuration(f, "breaker-window", &c.ConsecutiveWindow, b.window)
+	setInt(f, "breaker-volume", &c.VolumeFailures, b.volume)
+	setDuration(f, "breaker-volume-window", &c.VolumeWindow, b.volumeWindow)
+	setDuration(f, "probe-delay", &c.ProbeDelay, b.probe)
+	setDuration(f, "max-probe-delay", &c.MaxProbeDelay, b.maxProbe)
+	setInt(f, "half-open-attempts", &c.HalfOpenSuccesses, b.halfOpen)
+	if c == (herald.BreakerChange{}) {
+		return nil
 	}
-	return o, ok
+	return &c
+}
+
+// setInt sets *dst to v when flag name was given.
+func setInt(f *pflag.FlagSet, name string, dst **int, v int) {
+	if f.Changed(name) {
+		*dst = &v
+	}
+}
+
+// setFloat sets *dst to v when flag name was given.
+func setFloat(f *pflag.FlagSet, name string, dst **float64, v float64) {
+	if f.Changed(name) {
+		*dst = &v
+	}
+}
+
+// setDuration sets *dst to v when flag name was given.
+func setDuration(f *pflag.FlagSet, name string, dst **herald.Duration, v time.Duration) {
+	if f.Changed(name) {
+		d := herald.Duration(v)
+		*dst = &d
+	}
 }

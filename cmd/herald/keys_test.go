@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // TestKeygenWithKeyFileEnv: HERALD_CODEC_KEY_FILE naming the file keygen is about to create
@@ -51,10 +50,10 @@ func TestKeygenWithKeyFileEnv(t *testing.T) {
 
 // TestStatusSaysWaitingForKey: herald status prints why an undecryptable event waits.
 func TestStatusSaysWaitingForKey(t *testing.T) {
-	st := workflows.Status{
-		Event:   workflows.EventSummary{ID: "evt_1", EndpointID: "acme", Type: "t"},
-		State:   workflows.StateWaitingKey,
-		Waiting: &workflows.Waiting{Hold: activities.Hold{Reason: codec.WaitingForKey("k2")}},
+	st := herald.Status{
+		Event:   herald.EventSummary{ID: "evt_1", EndpointID: "acme", Type: "t"},
+		State:   herald.StateWaitingKey,
+		Waiting: &herald.Waiting{Hold: herald.Hold{Reason: codec.WaitingForKey("k2")}},
 	}
 	var out bytes.Buffer
 	printStatus(&out, st)

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -25,7 +25,7 @@ func fmtTime(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func printStatus(w io.Writer, st workflows.Status) {
+func printStatus(w io.Writer, st herald.Status) {
 	fmt.Fprintf(w, "Event      %s (%s → %s)\n", st.Event.ID, st.Event.Type, st.Event.EndpointID)
 	fmt.Fprintf(w, "State      %s\n", st.State)
 	if st.Round > 0 {
@@ -40,9 +40,9 @@ func printStatus(w io.Writer, st workflows.Status) {
 		fmt.Fprintln(w)
 	case !st.NextAttemptAt.IsZero():
 		fmt.Fprintf(w, "Next       attempt at %s\n", fmtTime(st.NextAttemptAt))
-	case !st.DeliveredAt.IsZero() && st.State == workflows.StateDelivered:
+	case !st.DeliveredAt.IsZero() && st.State == herald.StateDelivered:
 		fmt.Fprintf(w, "Delivered  %s\n", fmtTime(st.DeliveredAt))
-	case st.State == workflows.StateDeadLetter:
+	case st.State == herald.StateDeadLetter:
 		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (herald replay %s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), st.Event.ID)
 	}
 	if st.Dropped > 0 {
@@ -75,7 +75,7 @@ func printStatus(w io.Writer, st workflows.Status) {
 }
 
 // circuitBanner is the one-line warning shown whenever a circuit is not closed, or "".
-func circuitBanner(st workflows.EndpointState) string {
+func circuitBanner(st herald.EndpointState) string {
 	c := st.Circuit
 	switch c.State {
 	case "open":
@@ -97,7 +97,7 @@ func clock(t time.Time) string {
 	return t.Local().Format("15:04:05")
 }
 
-func printEndpoint(w io.Writer, st workflows.EndpointState) {
+func printEndpoint(w io.Writer, st herald.EndpointState) {
 	if b := circuitBanner(st); b != "" {
 		fmt.Fprintf(w, "!! %s\n\n", b)
 	}

@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // errUsage marks errors in how a command was called.
@@ -62,7 +62,7 @@ Start here:
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
 	pf.StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
+	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", herald.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
 	pf.StringVarP(&g.output, "output", "o", "text", "output format: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log more (Temporal client and worker details)")
 	pf.StringVar(&g.keyFile, "codec-key-file", envOr("HERALD_CODEC_KEY_FILE", defaultKeyFile), "payload encryption keys (env HERALD_CODEC_KEY_FILE; HERALD_CODEC_KEYS holds keys inline and wins)")

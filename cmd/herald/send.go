@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func newSendCmd(g *globals) *cobra.Command {
@@ -47,7 +47,7 @@ most once compacted). The receiver gets the data exactly as given, compacted, ne
 					return printJSON(cmd.OutOrStdout(), res)
 				}
 				follow := res.EventID
-				if tenant, _, _ := workflows.ParseDeliveryID(res.WorkflowID); tenant != workflows.DefaultTenant {
+				if tenant, _, _ := herald.ParseDeliveryID(res.WorkflowID); tenant != herald.DefaultTenant {
 					follow += " --tenant " + tenant
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, follow)
@@ -83,7 +83,7 @@ func readData(arg string, stdin io.Reader) ([]byte, error) {
 	}
 	// The limit counts the data compacted (starter.ValidateEvent checks it); this only
 	// bounds what is read, leaving room for whitespace.
-	const most = 4 * workflows.MaxDataBytes
+	const most = 4 * herald.MaxDataBytes
 	b, err := io.ReadAll(io.LimitReader(r, most+1))
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: %w", arg, err)

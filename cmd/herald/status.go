@@ -7,14 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
 )
 
 // tenantFlag adds --tenant: event ids are scoped to the tenant of their endpoint.
 func tenantFlag(cmd *cobra.Command, tenant *string) {
-	cmd.Flags().StringVar(tenant, "tenant", workflows.DefaultTenant, "the tenant of the event's endpoint (event ids are scoped to the tenant)")
+	cmd.Flags().StringVar(tenant, "tenant", herald.DefaultTenant, "the tenant of the event's endpoint (event ids are scoped to the tenant)")
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -24,7 +24,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Show where a delivery stands and every attempt so far",
 		Args:  exactArgs(1, "give the event id that send printed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := workflows.ValidateTenant(tenant); err != nil {
+			if err := herald.ValidateTenant(tenant); err != nil {
 				return fmt.Errorf("%w: --tenant: %v", errUsage, err)
 			}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
@@ -69,7 +69,7 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				if since != "" || until != "" || at != "" {
 					return fmt.Errorf("%w: --since, --until and --at go with --endpoint", errUsage)
 				}
-				if err := workflows.ValidateTenant(tenant); err != nil {
+				if err := herald.ValidateTenant(tenant); err != nil {
 					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
 				}
 				return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
@@ -92,7 +92,7 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				return fmt.Errorf("%w: give either event ids or --endpoint, not both", errUsage)
 			}
 			now := time.Now()
-			in := workflows.BulkReplayInput{Filter: activities.DeadLetterFilter{EndpointID: endpoint}}
+			in := workflows.BulkReplayInput{Filter: herald.DeadLetterFilter{EndpointID: endpoint}}
 			var err error
 			if in.Filter.Since, err = parseWhen(since, now, -1); err != nil {
 				return fmt.Errorf("%w: --since: %v", errUsage, err)
@@ -155,7 +155,7 @@ func newDLQCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
-			f := activities.DeadLetterFilter{EndpointID: endpoint}
+			f := herald.DeadLetterFilter{EndpointID: endpoint}
 			var err error
 			if f.Since, err = parseWhen(since, now, -1); err != nil {
 				return fmt.Errorf("%w: --since: %v", errUsage, err)

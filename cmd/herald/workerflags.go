@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/worker"
@@ -27,7 +27,7 @@ type workerFlags struct {
 }
 
 func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
-	d := activities.DefaultDefaults()
+	d := herald.DefaultSettings()
 	allow := allowDefault
 	if env := os.Getenv("HERALD_ALLOW_CIDRS"); env != "" {
 		allow = strings.Split(env, ",")
@@ -53,7 +53,7 @@ func (f *workerFlags) options(taskQueue string) (worker.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("%w: --schedule: %v", errUsage, err)
 	}
-	d := activities.DefaultDefaults()
+	d := herald.DefaultSettings()
 	d.Ladder = policy.Ladder{Delays: delays, Attempts: f.attempts, Jitter: f.jitter}
 	if err := d.Ladder.Validate(); err != nil {
 		return o, fmt.Errorf("%w: --schedule/--attempts/--jitter: %v", errUsage, err)

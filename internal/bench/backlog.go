@@ -12,10 +12,9 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // The backlog scenario's bounds: every wait ends by itself.
@@ -194,7 +193,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 			delivered[id] = time.Now()
 		}
 		dmu.Unlock()
-	}, &activities.Overrides{MaxInFlight: cfg.BacklogCap, Breaker: &policy.BreakerOverride{
+	}, &herald.Overrides{MaxInFlight: cfg.BacklogCap, Breaker: &policy.BreakerOverride{
 		ConsecutiveFailures: 1, ProbeDelay: backlogProbeDelay, MaxProbeDelay: backlogProbeDelay,
 	}}); err != nil {
 		return nil, err
@@ -246,7 +245,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
 		defer cancel()
 		st, err := e.starter.GetEndpoint(qctx, bq)
-		return err == nil && st.Circuit.State == string(policy.CircuitOpen)
+		return err == nil && st.Circuit.State == policy.CircuitOpen
 	}) {
 		return res, fmt.Errorf("the circuit of %s did not open within %s of its first failure", bq, openTimeout)
 	}
@@ -296,8 +295,8 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		})
 		e.progress("backlog: endpoint get %s: %s", bq, res.Get)
 		res.Put = timed(ctx, func(ctx context.Context) error {
-			_, err := e.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: bq,
-				Overrides: &activities.Overrides{MaxInFlight: cfg.BacklogCap}})
+			_, err := e.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: bq,
+				Overrides: &herald.Overrides{MaxInFlight: cfg.BacklogCap}})
 			return err
 		})
 		e.progress("backlog: endpoint put %s --max-in-flight %d: %s", bq, cfg.BacklogCap, res.Put)
@@ -397,7 +396,7 @@ func (e *env) backlogAttempts(ctx context.Context, ids []string, res *BacklogRes
 					if used > 0 {
 						res.WithAttempts++
 					}
-					res.States[st.State]++
+					res.States[string(st.State)]++
 				}
 				mu.Unlock()
 			}
@@ -413,6 +412,6 @@ func (e *env) terminateAll(ctx context.Context, ids []string) {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	drive(tctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
-		return e.client.TerminateWorkflow(ctx, workflows.DeliveryID(ids[i]), "", "bench scenario over")
+		return e.client.TerminateWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, ids[i]), "", "bench scenario over")
 	})
 }

@@ -20,14 +20,13 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // Scenario names, in the order Run runs them.
@@ -373,12 +372,12 @@ func (e *env) stop() {
 func (e *env) endpointID(name string) string { return "bench-" + e.tag + "-" + name }
 
 // putEndpoint registers endpoint id at the receiver with answer a.
-func (e *env) putEndpoint(ctx context.Context, id string, a answer, o *activities.Overrides) error {
+func (e *env) putEndpoint(ctx context.Context, id string, a answer, o *herald.Overrides) error {
 	sec, err := signature.GenerateSecret()
 	if err != nil {
 		return err
 	}
-	_, err = e.starter.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: id, URL: e.rcv.url(id, a), Secret: sec, Overrides: o})
+	_, err = e.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, URL: e.rcv.url(id, a), Secret: sec, Overrides: o})
 	return err
 }
 
@@ -473,6 +472,6 @@ func newIDs(n int) []string {
 // leftovers), so they do not disturb the next scenario.
 func (e *env) terminate(ctx context.Context, ids []string) {
 	for _, id := range ids {
-		_ = e.client.TerminateWorkflow(ctx, workflows.DeliveryID(id), "", "bench scenario over")
+		_ = e.client.TerminateWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, id), "", "bench scenario over")
 	}
 }

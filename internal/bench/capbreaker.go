@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -26,7 +26,7 @@ func (e *env) capScenario(ctx context.Context) (*CapResult, error) {
 	if err := e.putEndpoint(ctx, ep, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		time.Sleep(delay)
 		w.WriteHeader(http.StatusNoContent)
-	}, &activities.Overrides{MaxInFlight: cfg.CapLimit}); err != nil {
+	}, &herald.Overrides{MaxInFlight: cfg.CapLimit}); err != nil {
 		return nil, err
 	}
 	ids := newIDs(cfg.CapEvents)
@@ -83,7 +83,7 @@ func (e *env) breaker(ctx context.Context) (*BreakerResult, error) {
 	b.ProbeTimeout = max(10*time.Second, 2*cfg.ProbeDelay)
 	jitter := 0.2
 	bo := b.Override()
-	o := &activities.Overrides{
+	o := &herald.Overrides{
 		Breaker: &bo,
 		Ladder:  &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 4, Jitter: &jitter},
 	}
@@ -102,8 +102,8 @@ func (e *env) breaker(ctx context.Context) (*BreakerResult, error) {
 			if err == nil && st.Circuit.State != "" {
 				res.Reported = true
 				c := st.Circuit
-				if k := len(res.Timeline); k == 0 || res.Timeline[k-1].State != c.State || !res.Timeline[k-1].Since.Equal(c.Since) {
-					res.Timeline = append(res.Timeline, CircuitChange{State: c.State, Since: c.Since, Seen: time.Now()})
+				if k := len(res.Timeline); k == 0 || res.Timeline[k-1].State != string(c.State) || !res.Timeline[k-1].Since.Equal(c.Since) {
+					res.Timeline = append(res.Timeline, CircuitChange{State: string(c.State), Since: c.Since, Seen: time.Now()})
 				}
 			}
 			select {

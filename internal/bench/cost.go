@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // CostResult is the history cost of a first-try delivery.
@@ -61,11 +61,11 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 		return nil, err
 	}
 	// Every workflow a delivery may cost events to: the endpoints' and the stats shards'.
-	side := make([]string, 0, m+activities.StatsShards)
+	side := make([]string, 0, m+herald.StatsShards)
 	for _, ep := range eps {
-		side = append(side, workflows.EndpointWorkflowID(ep))
+		side = append(side, herald.EndpointWorkflowID(ep))
 	}
-	for i := range activities.StatsShards {
+	for i := range herald.StatsShards {
 		side = append(side, fmt.Sprintf("endpoint-stats:%d", i))
 	}
 	// Let earlier scenarios' counts settle first.
@@ -81,8 +81,8 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 	res := &CostResult{Deliveries: n, Endpoints: m, DeliveryEventsMin: -1}
 	total, bytes := 0, 0
 	for _, id := range ids {
-		run := e.client.GetWorkflow(ctx, workflows.DeliveryID(id), "")
-		var st workflows.Status
+		run := e.client.GetWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, id), "")
+		var st herald.Status
 		wctx, cancel := context.WithTimeout(ctx, arrivalTimeout(n))
 		err := run.Get(wctx, &st)
 		cancel()
@@ -92,7 +92,7 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 		if len(st.Attempts) != 1 {
 			return nil, fmt.Errorf("delivery %s took %d attempts; the cost scenario needs first-try deliveries", id, len(st.Attempts))
 		}
-		k, size, err := e.history(ctx, workflows.DeliveryID(id))
+		k, size, err := e.history(ctx, herald.DeliveryID(herald.DefaultTenant, id))
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 	}
 	if m == 1 && !res.EndpointContinuedAsNew {
 		res.EndpointEventTypes = map[string]int{}
-		id := workflows.EndpointWorkflowID(eps[0])
+		id := herald.EndpointWorkflowID(eps[0])
 		it := e.client.GetWorkflowHistory(ctx, id, after[id].run, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -30,7 +30,7 @@ func (e *env) isolation(ctx context.Context) (*IsolationResult, error) {
 	cfg := e.cfg
 	res := &IsolationResult{Healthy: healthy, Rate: cfg.IsolationRate, For: cfg.IsolationFor, HangTimeout: cfg.HangTimeout}
 	ok := func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusNoContent) }
-	one := &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: 1}}
+	one := &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 1}}
 	var eps []string
 	for i := range healthy {
 		id := e.endpointID(fmt.Sprintf("iso-%d", i))
@@ -42,7 +42,7 @@ func (e *env) isolation(ctx context.Context) (*IsolationResult, error) {
 	done := make(chan struct{})
 	defer close(done)
 	hang := e.endpointID("iso-hang")
-	hangO := &activities.Overrides{Ladder: &policy.LadderOverride{Attempts: 1}, Timeout: cfg.HangTimeout}
+	hangO := &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 1}, Timeout: cfg.HangTimeout}
 	if err := e.putEndpoint(ctx, hang, func(w http.ResponseWriter, r *http.Request, _ int) {
 		select {
 		case <-r.Context().Done():

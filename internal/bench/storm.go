@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -77,7 +77,7 @@ func (e *env) storm(ctx context.Context) (*StormResult, error) {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
-	o := &activities.Overrides{
+	o := &herald.Overrides{
 		Ladder:      &policy.LadderOverride{Delays: []time.Duration{rung}, Attempts: 3, Jitter: &jitter},
 		MaxInFlight: policy.MaxMaxInFlight,
 		Breaker:     stormBreaker(),

@@ -17,10 +17,12 @@ import (
 	tallyprom "github.com/uber-go/tally/v4/prometheus"
 	"go.temporal.io/sdk/client"
 	sdktally "go.temporal.io/sdk/contrib/tally"
+
+	"github.com/heraldhq/herald/policy"
 )
 
 // Circuit states as the herald_endpoint_circuit gauge labels them.
-var circuitStates = []string{"closed", "open", "half_open"}
+var circuitStates = []string{string(policy.CircuitClosed), string(policy.CircuitOpen), string(policy.CircuitHalfOpen)}
 
 // latencyBuckets are the attempt latency histogram's upper bounds, in seconds: from a
 // loopback answer to the longest attempt timeout (2m).
@@ -179,7 +181,7 @@ func (r *Recorder) Close() error {
 	return r.closer.Close()
 }
 
-// Attempt records one HTTP attempt to endpoint: its outcome class (activities.Outcome as a
+// Attempt records one HTTP attempt to endpoint: its outcome class (herald.Outcome as a
 // string, e.g. "delivered" or "timeout") and how long it took.
 func (r *Recorder) Attempt(endpoint, outcomeClass string, latency time.Duration) {
 	if r == nil {
@@ -222,7 +224,7 @@ func (r *Recorder) Endpoint(endpoint, circuit string, inFlight, cap, leases, que
 		return
 	}
 	if circuit == "" {
-		circuit = "closed"
+		circuit = string(policy.CircuitClosed)
 	}
 	for _, s := range circuitStates {
 		v := 0.0

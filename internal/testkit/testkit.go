@@ -13,12 +13,12 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // Quiet is a logger that drops everything.
@@ -56,7 +56,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if o.Server.Logger == nil {
 		o.Server.Logger = Quiet
 	}
-	o.Server.SearchAttributes = workflows.SearchAttributeTypes()
+	o.Server.SearchAttributes = herald.SearchAttributeTypes()
 	srv, err := devserver.Start(ctx, o.Server)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,156 @@
+package herald
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/policy"
+)
+
+// EndpointChange is a change of an endpoint's settings as people give it: the HTTP API's
+// JSON body (PUT /v1/endpoints/{id}, see server/openapi.json) and the flags of herald
+// endpoint put both fill one in, and Overrides translates it. A nil field keeps what is
+// stored; a field given is used as given, so 0 is refused where the range starts above 0,
+// never read as "keep" or "the default". Settings merge per field: a breaker change names
+// only the breaker settings it changes.
+type EndpointChange struct {
+	MaxInFlight *int           `json:"max_in_flight,omitempty"`
+	Schedule    []Duration     `json:"schedule,omitempty"`
+	Attempts    *int           `json:"attempts,omitempty"`
+	Jitter      *float64       `json:"jitter,omitempty"`
+	Timeout     *Duration      `json:"timeout,omitempty"`
+	Retention   *Duration      `json:"retention,omitempty"`
+	Breaker     *BreakerChange `json:"breaker,omitempty"`
+}
+
+// BreakerChange changes some of an endpoint's circuit breaker settings; nil fields keep
+// what is stored.
+type BreakerChange struct {
+	ConsecutiveFailures *int      `json:"consecutive_failures,omitempty"`
+	ConsecutiveWindow   *Duration `json:"consecutive_window,omitempty"`
+	VolumeFailures      *int      `json:"volume_failures,omitempty"`
+	VolumeWindow        *Duration `json:"volume_window,omitempty"`
+	ProbeDelay          *Duration `json:"probe_delay,omitempty"`
+	MaxProbeDelay       *Duration `json:"max_probe_delay,omitempty"`
+	HalfOpenSuccesses   *int      `json:"half_open_successes,omitempty"`
+	ProbeTimeout        *Duration `json:"probe_timeout,omitempty"`
+}
+
+// Overrides translates the change into the overrides it sets (nil when it sets none) and
+// checks each value given (Overrides.ValidateChange). Errors name JSON fields.
+func (c EndpointChange) Overrides() (*Overrides, error) {
+	var o Overrides
+	set := false
+	if c.Attempts != nil && *c.Attempts < 1 {
+		return nil, fmt.Errorf("attempts %d: give 1 to %d, or leave attempts out to keep it", *c.Attempts, policy.MaxAttempts)
+	}
+	if c.MaxInFlight != nil && *c.MaxInFlight == 0 {
+		return nil, fmt.Errorf("max_in_flight 0 is outside %d..%d", policy.MinMaxInFlight, policy.MaxMaxInFlight)
+	}
+	for _, f := range []struct {
+		name string
+		d    *Duration
+	}{{"timeout", c.Timeout}, {"retention", c.Retention}} {
+		if f.d != nil && *f.d <= 0 {
+			return nil, fmt.Errorf("%s %s: give a positive duration, or leave %s out to keep it", f.name, time.Duration(*f.d), f.name)
+		}
+	}
+	if c.Schedule != nil || c.Attempts != nil || c.Jitter != nil {
+		lo := policy.LadderOverride{Jitter: c.Jitter}
+		if c.Attempts != nil {
+			lo.Attempts = *c.Attempts
+		}
+		if c.Schedule != nil {
+			lo.Delays = make([]time.Duration, len(c.Schedule))
+			for i, d := range c.Schedule {
+				lo.Delays[i] = time.Duration(d)
+			}
+		}
+		o.Ladder, set = &lo, true
+	}
+	if c.MaxInFlight != nil {
+		o.MaxInFlight, set = *c.MaxInFlight, true
+	}
+	if c.Timeout != nil {
+		o.Timeout, set = time.Duration(*c.Timeout), true
+	}
+	if c.Retention != nil {
+		o.Retention, set = time.Duration(*c.Retention), true
+	}
+	if c.Breaker != nil {
+		b, err := c.Breaker.override()
+		if err != nil {
+			return nil, err
+		}
+		o.Breaker, set = &b, true
+	}
+	if !set {
+		return nil, nil
+	}
+	if err := o.ValidateChange(); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// override is the breaker override of the fields given, each value checked on its own
+// (on Herald's default breaker); the endpoint workflow checks the breaker the merge makes.
+func (b BreakerChange) override() (policy.BreakerOverride, error) {
+	c := policy.DefaultBreakerConfig()
+	var o policy.BreakerOverride
+	setInt := func(dst, odst *int, v *int) {
+		if v != nil {
+			*dst, *odst = *v, *v
+		}
+	}
+	setDur := func(dst, odst *time.Duration, v *Duration) {
+		if v != nil {
+			*dst, *odst = time.Duration(*v), time.Duration(*v)
+		}
+	}
+	setInt(&c.ConsecutiveFailures, &o.ConsecutiveFailures, b.ConsecutiveFailures)
+	setDur(&c.ConsecutiveWindow, &o.ConsecutiveWindow, b.ConsecutiveWindow)
+	setInt(&c.VolumeFailures, &o.VolumeFailures, b.VolumeFailures)
+	setDur(&c.VolumeWindow, &o.VolumeWindow, b.VolumeWindow)
+	setDur(&c.ProbeDelay, &o.ProbeDelay, b.ProbeDelay)
+	setDur(&c.MaxProbeDelay, &o.MaxProbeDelay, b.MaxProbeDelay)
+	// The longest probe delay must not be below the probe delay: a change naming one of
+	// them is checked against the other as stored, once merged, not against the default.
+	switch {
+	case b.MaxProbeDelay == nil && c.MaxProbeDelay < c.ProbeDelay:
+		c.MaxProbeDelay = c.ProbeDelay
+	case b.ProbeDelay == nil && c.ProbeDelay > c.MaxProbeDelay:
+		c.ProbeDelay = max(c.MaxProbeDelay, policy.MinDelay)
+	}
+	if b.HalfOpenSuccesses != nil {
+		h := *b.HalfOpenSuccesses
+		c.HalfOpenSuccesses, o.HalfOpenSuccesses = h, &h
+	}
+	setDur(&c.ProbeTimeout, &o.ProbeTimeout, b.ProbeTimeout)
+	if err := c.Validate(); err != nil {
+		return o, fmt.Errorf("breaker: %v", err)
+	}
+	return o, nil
+}
+
+// Duration is a JSON duration written as a Go duration string ("30s", "1h30m").
+type Duration time.Duration
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`durations are strings like "30s" or "2m"`)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: use a form like \"30s\", \"2m\" or \"1h30m\"", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

@@ -1,0 +1,288 @@
+package herald
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
+)
+
+// Endpoint is a registered receiver: where to send, how to sign, and its policy overrides.
+// The endpoint workflow is its source of truth.
+type Endpoint struct {
+	ID string `json:"id"`
+	// Tenant is the customer the endpoint belongs to (for the dashboard and tenant tokens).
+	Tenant string           `json:"tenant"`
+	URL    string           `json:"url"`
+	Secret signature.Secret `json:"secret"`
+	// PreviousSecret still signs, next to Secret, until PreviousUntil (secret rotation).
+	PreviousSecret signature.Secret `json:"previous_secret,omitempty"`
+	PreviousUntil  time.Time        `json:"previous_until,omitempty"`
+	Overrides      Overrides        `json:"overrides"`
+	Version        int              `json:"version"`
+	CreatedAt      time.Time        `json:"created_at"`
+	UpdatedAt      time.Time        `json:"updated_at"`
+}
+
+// Secrets returns the secrets that sign an attempt made at t: the current one first,
+// then the previous one while its grace period lasts.
+func (e Endpoint) Secrets(t time.Time) []signature.Secret {
+	s := []signature.Secret{e.Secret}
+	if e.PreviousSecret != "" && t.Before(e.PreviousUntil) {
+		s = append(s, e.PreviousSecret)
+	}
+	return s
+}
+
+// ErrNoEndpoint means the endpoint is not registered.
+var ErrNoEndpoint = errors.New("endpoint is not registered")
+
+// Overrides are an endpoint's departures from the worker's defaults; zero values keep the
+// default. Overrides merge per field (Merge) wherever they are changed: CLI, API and
+// endpoint workflow alike.
+type Overrides struct {
+	Ladder     *policy.LadderOverride  `json:"ladder,omitempty"`
+	RetryAfter *policy.RetryAfterRules `json:"retry_after,omitempty"`
+	Retention  time.Duration           `json:"retention,omitempty"`
+	Timeout    time.Duration           `json:"timeout,omitempty"`
+	// MaxInFlight is the endpoint's concurrency cap (policy.MinMaxInFlight..MaxMaxInFlight;
+	// default policy.DefaultMaxInFlight).
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// Breaker changes some of the circuit breaker's settings.
+	Breaker *policy.BreakerOverride `json:"breaker,omitempty"`
+	// Capacity replaces the adaptive cap's settings (MaxInFlight, when set, still wins).
+	Capacity *policy.CapacityConfig `json:"capacity,omitempty"`
+}
+
+// Merge sets the fields n sets, keeping the others; the ladder and the breaker merge
+// field by field too.
+func (o *Overrides) Merge(n Overrides) {
+	if n.Ladder != nil {
+		l := policy.LadderOverride{}
+		if o.Ladder != nil {
+			l = *o.Ladder
+		}
+		if n.Ladder.Delays != nil {
+			l.Delays = n.Ladder.Delays
+		}
+		if n.Ladder.Attempts != 0 {
+			l.Attempts = n.Ladder.Attempts
+		}
+		if n.Ladder.Jitter != nil {
+			l.Jitter = n.Ladder.Jitter
+		}
+		o.Ladder = &l
+	}
+	if n.RetryAfter != nil {
+		o.RetryAfter = n.RetryAfter
+	}
+	if n.Retention != 0 {
+		o.Retention = n.Retention
+	}
+	if n.Timeout != 0 {
+		o.Timeout = n.Timeout
+	}
+	if n.MaxInFlight != 0 {
+		o.MaxInFlight = n.MaxInFlight
+	}
+	if n.Breaker != nil {
+		b := policy.BreakerOverride{}
+		if o.Breaker != nil {
+			b = *o.Breaker
+		}
+		b.Merge(*n.Breaker)
+		o.Breaker = &b
+	}
+	if n.Capacity != nil {
+		o.Capacity = n.Capacity
+	}
+}
+
+// Guard is the configuration of the guard (breaker, cap, leases, queue) of an endpoint
+// with overrides o.
+func (o Overrides) Guard() policy.GuardConfig {
+	c := policy.DefaultGuardConfig()
+	if o.Breaker != nil {
+		c.Breaker = c.Breaker.Apply(*o.Breaker)
+	}
+	if o.Capacity != nil {
+		c.Capacity = *o.Capacity
+	}
+	if o.MaxInFlight != 0 {
+		c.Capacity.MaxInFlight = o.MaxInFlight
+	}
+	return c
+}
+
+// Validate checks o as the whole of an endpoint's overrides: every setting in range, and
+// the breaker and cap they make together. It is pure: the endpoint workflow runs it on the
+// overrides a put would leave, and the starter on a put's own overrides before anything
+// is started (ValidateChange).
+func (o Overrides) Validate() error {
+	if err := o.ValidateChange(); err != nil {
+		return err
+	}
+	if o.Breaker != nil || o.Capacity != nil || o.MaxInFlight != 0 {
+		if err := o.Guard().Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateChange checks the settings o gives, each on its own: what a put may be refused
+// for before the endpoint's stored overrides are known. The breaker and the cap, whose
+// settings depend on each other, are checked once merged (Validate).
+func (o Overrides) ValidateChange() error {
+	if o.Ladder != nil {
+		if err := policy.DefaultLadder().Apply(*o.Ladder).Validate(); err != nil {
+			return fmt.Errorf("ladder: %w", err)
+		}
+	}
+	if o.RetryAfter != nil {
+		if err := o.RetryAfter.Validate(); err != nil {
+			return fmt.Errorf("retry-after: %w", err)
+		}
+	}
+	if o.Timeout != 0 && (o.Timeout < time.Second || o.Timeout > MaxAttemptTimeout) {
+		return fmt.Errorf("timeout %s is outside 1s..%s", o.Timeout, MaxAttemptTimeout)
+	}
+	if o.Retention != 0 {
+		if err := policy.ValidateRetention(o.Retention); err != nil {
+			return err
+		}
+	}
+	if o.Capacity != nil {
+		if err := o.Capacity.Validate(); err != nil {
+			return fmt.Errorf("capacity: %w", err)
+		}
+	}
+	if o.MaxInFlight != 0 {
+		c := policy.DefaultCapacityConfig()
+		c.MaxInFlight = o.MaxInFlight
+		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settings are the policy values an attempt runs with: the worker's defaults, or those
+// with an endpoint's overrides applied (Apply). An attempt's Result carries them, so that
+// the delivery workflow decides from recorded values.
+type Settings struct {
+	Ladder     policy.Ladder          `json:"ladder"`
+	RetryAfter policy.RetryAfterRules `json:"retry_after"`
+	// Retention is how long a dead letter waits for a replay before it expires.
+	Retention time.Duration `json:"retention"`
+	// Timeout bounds one attempt: connect, send, and read the response.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// DefaultSettings are Herald's built-in defaults: the 8-attempt ladder with ±20% jitter,
+// Retry-After honoured under 4h and capped up to 24h, 30 days of dead-letter retention and a
+// 30 s attempt timeout.
+func DefaultSettings() Settings {
+	return Settings{
+		Ladder:     policy.DefaultLadder(),
+		RetryAfter: policy.DefaultRetryAfterRules(),
+		Retention:  30 * 24 * time.Hour,
+		Timeout:    30 * time.Second,
+	}
+}
+
+// Apply returns the settings in force for an endpoint with overrides o, s being the
+// worker's defaults.
+func (s Settings) Apply(o Overrides) Settings {
+	e := s
+	if o.Ladder != nil {
+		e.Ladder = s.Ladder.Apply(*o.Ladder)
+	}
+	if o.RetryAfter != nil {
+		e.RetryAfter = *o.RetryAfter
+	}
+	if o.Retention > 0 {
+		e.Retention = o.Retention
+	}
+	if o.Timeout > 0 {
+		e.Timeout = o.Timeout
+	}
+	return e
+}
+
+// PutEndpointRequest registers an endpoint or changes it; empty fields keep what is stored.
+type PutEndpointRequest struct {
+	ID string `json:"id"`
+	// URL is required when registering.
+	URL string `json:"url,omitempty"`
+	// Tenant sets the customer the endpoint belongs to; empty keeps it ("default" for a new endpoint).
+	Tenant string `json:"tenant,omitempty"`
+	// Secret replaces the signing secret at once, with no grace period.
+	Secret signature.Secret `json:"secret,omitempty"`
+	// DefaultSecret is used only when the endpoint has no secret yet (a new endpoint).
+	DefaultSecret signature.Secret `json:"default_secret,omitempty"`
+	// RotateTo makes a new secret current; the old one keeps signing until RotateGrace has passed.
+	RotateTo    signature.Secret `json:"rotate_to,omitempty"`
+	RotateGrace time.Duration    `json:"rotate_grace,omitempty"`
+	// Overrides sets the policy overrides it gives, keeping the others (Overrides.Merge).
+	Overrides *Overrides `json:"overrides,omitempty"`
+	// ClearOverrides drops every override first, so the worker's defaults apply.
+	ClearOverrides bool `json:"clear_overrides,omitempty"`
+}
+
+// Validate makes the structural checks of a put: everything but the URL's address, which
+// the worker checks with its SSRF policy. registered says whether the endpoint exists
+// already. Errors name JSON fields, never command-line flags.
+func (req PutEndpointRequest) Validate(registered bool) error {
+	if err := ValidateEndpointID(req.ID); err != nil {
+		return err
+	}
+	if req.Tenant != "" {
+		if err := ValidateTenant(req.Tenant); err != nil {
+			return err
+		}
+	}
+	if req.URL == "" && !registered {
+		return fmt.Errorf("endpoint %s is not registered yet: give its URL", req.ID)
+	}
+	if len(req.URL) > MaxURLBytes {
+		return fmt.Errorf("endpoint %s: the URL is %d bytes long; the limit is %d", req.ID, len(req.URL), MaxURLBytes)
+	}
+	for _, s := range []signature.Secret{req.Secret, req.DefaultSecret, req.RotateTo} {
+		if s == "" {
+			continue
+		}
+		if _, err := signature.ParseSecret(string(s)); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	if req.Secret == "" && req.DefaultSecret == "" && req.RotateTo == "" && !registered {
+		return fmt.Errorf("endpoint %s: a new endpoint needs a signing secret", req.ID)
+	}
+	if req.Secret != "" && req.RotateTo != "" {
+		return errors.New("give either a new secret or a secret to rotate to, not both")
+	}
+	if req.RotateTo != "" && !registered {
+		return fmt.Errorf("endpoint %s is not registered yet: there is no secret to rotate", req.ID)
+	}
+	if err := policy.ValidateGrace(req.RotateGrace); err != nil {
+		return fmt.Errorf("endpoint %s: %w", req.ID, err)
+	}
+	if o := req.Overrides; o != nil {
+		if err := o.ValidateChange(); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	return nil
+}
+
+// PutEndpointResult answers a put.
+type PutEndpointResult struct {
+	Endpoint Endpoint `json:"endpoint"`
+	// Created is true when this put registered the endpoint.
+	Created bool `json:"created"`
+	// SecretGenerated is true when DefaultSecret became the signing secret.
+	SecretGenerated bool `json:"secret_generated"`
+}

@@ -1,0 +1,116 @@
+// Package herald is Herald's contract: the words every other package shares. It holds the
+// event and the endpoint with its settings, the ids of workflows and their inverses, the
+// delivery states, the names of workflows, signals, updates, queries, memo fields and task
+// queues, the search attributes and a builder for visibility queries, and the messages that
+// cross between a worker's gate, the delivery workflows and the endpoint workflows.
+//
+// Everything here is on the wire or in recorded histories: names, JSON field names and id
+// formats must never change. The package imports only the pure leaves policy and
+// signature, so that workflows, activities, the starter, the server and the CLI can all
+// import it.
+package herald
+
+import (
+	"strings"
+	"time"
+)
+
+// Workflow types, as they appear in the Temporal UI.
+const (
+	// DeliveryWorkflow is the workflow type of a delivery (one per event).
+	DeliveryWorkflow = "Delivery"
+	// EndpointWorkflow is the workflow type of an endpoint (one per endpoint).
+	EndpointWorkflow = "Endpoint"
+	// BulkReplayWorkflow is the workflow type of a bulk replay of dead letters.
+	BulkReplayWorkflow = "BulkReplay"
+	// StatsWorkflow is the workflow type of a shard of endpoint attempt counts.
+	StatsWorkflow = "EndpointStats"
+)
+
+// Messages of the delivery workflow.
+const (
+	// SignalReplay asks a dead-lettered delivery to run its ladder again with the same
+	// event id (ReplayRequest).
+	SignalReplay = "replay"
+	// SignalPermit, sent by an endpoint workflow to a waiting delivery, hands it a permit (Permit).
+	SignalPermit = "permit"
+	// QueryStatus returns a delivery's Status.
+	QueryStatus = "status"
+	// QueryEvent returns a delivery's Event, payload included.
+	QueryEvent = "event"
+)
+
+// Messages of the endpoint workflow.
+const (
+	// UpdatePutEndpoint registers or changes an endpoint (PutEndpointRequest → PutEndpointResult).
+	UpdatePutEndpoint = "put"
+	// UpdateReset closes an endpoint's circuit by hand (→ EndpointState).
+	UpdateReset = "reset"
+	// UpdateLease asks an endpoint workflow for permits (LeaseRequest → LeaseReply).
+	UpdateLease = "lease"
+	// QueryEndpointConfig returns the endpoint's Endpoint, secrets included (for the worker).
+	QueryEndpointConfig = "config"
+	// QueryEndpointState returns the endpoint's EndpointState (no secrets).
+	QueryEndpointState = "state"
+	// QueryAdmission returns what a gate needs to admit attempts on its own (AdmissionView),
+	// for an endpoint workflow that does not publish it in its memo yet.
+	QueryAdmission = "admission"
+	// MemoAdmission is the memo field where an endpoint workflow publishes its
+	// AdmissionView (with a coarse snapshot, policy.Snapshot.Coarse) whenever it changes;
+	// a gate reads it with a describe, which involves no worker and adds no event.
+	MemoAdmission = "admission"
+	// SignalEndpointReport carries a Report to an endpoint workflow (from workers of the
+	// version before the gate).
+	SignalEndpointReport = "report"
+	// SignalDone returns a delivery's own permit with its outcome (Done).
+	SignalDone = "done"
+	// SignalDones returns several deliveries' own permits at once ([]Done).
+	SignalDones = "dones"
+	// SignalWait puts a delivery the gate could not admit in the endpoint's queue (WaitRequest).
+	SignalWait = "wait"
+	// SignalOutcomes reports the outcomes of attempts a gate admitted without a lease (OutcomeReport).
+	SignalOutcomes = "outcomes"
+)
+
+// Messages of the stats workflows.
+const (
+	// SignalStats adds counts to a stats shard ([]EndpointCounts).
+	SignalStats = "counts"
+	// QueryStats returns the counts of the endpoints asked for ([]string → []EndpointCounts).
+	QueryStats = "counts"
+	// StatsShards is how many stats workflows share the endpoints (fixed: it decides ids).
+	StatsShards = 8
+)
+
+// Task queues and tenants.
+const (
+	// DefaultTaskQueue is the task queue Herald's workers poll unless told otherwise. The
+	// endpoint workflows run on a queue of their own next to it (EndpointTaskQueue).
+	DefaultTaskQueue = "herald"
+	// DefaultTenant owns endpoints registered without a tenant.
+	DefaultTenant = "default"
+)
+
+// EndpointTaskQueue is the task queue of the endpoint workflows of Herald's task queue q:
+// q + "-endpoints". Endpoint workflows have their own queue, and every worker polls it
+// with slots of its own, so that they always get a workflow task promptly, however many
+// deliveries wait.
+func EndpointTaskQueue(q string) string {
+	if strings.HasSuffix(q, endpointQueueSuffix) {
+		return q
+	}
+	return q + endpointQueueSuffix
+}
+
+const endpointQueueSuffix = "-endpoints"
+
+// Limits of what producers and operators hand Herald.
+const (
+	// MaxDataBytes is the largest event payload Herald accepts, counted compacted (as it
+	// goes on the wire).
+	MaxDataBytes = 256 << 10
+	// MaxURLBytes is the longest endpoint URL Herald accepts.
+	MaxURLBytes = 2048
+	// MaxAttemptTimeout is the longest HTTP timeout an endpoint may set.
+	MaxAttemptTimeout = 2 * time.Minute
+)

@@ -1,0 +1,180 @@
+package herald
+
+import (
+	"time"
+
+	"github.com/heraldhq/herald/policy"
+)
+
+// AdmissionView answers QueryAdmission (and is published in the memo, MemoAdmission): the
+// endpoint's configuration and its guard's snapshot.
+type AdmissionView struct {
+	Endpoint Endpoint        `json:"endpoint"`
+	Snapshot policy.Snapshot `json:"snapshot"`
+}
+
+// WaitRequest asks an endpoint workflow for a permit for each of Waiters (deliveries'
+// workflow ids, in the order they came): now if one may go, else when its turn in the
+// queue comes.
+type WaitRequest struct {
+	Waiters []string `json:"waiters"`
+}
+
+// OutcomeReport carries the outcomes of attempts a gate admitted without a lease (their
+// counts go to the stats shards).
+type OutcomeReport struct {
+	Holder   string           `json:"holder"`
+	Outcomes []policy.Outcome `json:"outcomes"`
+}
+
+// LeaseRequest is what a worker's gate sends to an endpoint workflow: the permits it wants
+// and the outcomes since its last request.
+type LeaseRequest struct {
+	policy.LeaseRequest
+	// Report counts the outcomes for the endpoint's own counters: sent by gates of the
+	// version before the stats shards, during a rolling upgrade.
+	Report Report `json:"report"`
+}
+
+// LeaseReply is the endpoint workflow's answer: the holder's lease, what became of its
+// waiters, and the endpoint's current configuration.
+type LeaseReply struct {
+	policy.LeaseReply
+	Endpoint Endpoint `json:"endpoint"`
+	// Threshold is how many consecutive failures make the gate stop admitting at once,
+	// before the endpoint workflow has heard of them. Gates read it from Snapshot now; it
+	// stays for gates of the version before, during a rolling upgrade.
+	Threshold int `json:"threshold"`
+	// Snapshot is the endpoint after this renewal (zero from workflows of an older version).
+	Snapshot policy.Snapshot `json:"snapshot,omitzero"`
+}
+
+// Permit is a permit of its own handed to one delivery (SignalPermit): for a probe, a
+// half-open attempt, or a queued attempt whose turn has come.
+type Permit struct {
+	Ticket policy.Ticket `json:"ticket"`
+	Until  time.Time     `json:"until"`
+}
+
+// Done returns a delivery's own permit to the endpoint workflow, with the outcome of the
+// attempt it made (nil if it made none).
+type Done struct {
+	Waiter  string          `json:"waiter"`
+	Outcome *policy.Outcome `json:"outcome,omitempty"`
+	// Report is sent by gates of the version before the stats shards only.
+	Report Report `json:"report"`
+}
+
+// Hold says why an attempt did not go: the endpoint's gate or breaker held it back. A held
+// attempt is not a failed attempt and uses none of the ladder.
+type Hold struct {
+	Reason string `json:"reason"`
+	// Queued is true when the delivery waits in the endpoint's queue, at Position, for a
+	// Permit signal; otherwise it asks again at RetryAt.
+	Queued   bool      `json:"queued,omitempty"`
+	Position int       `json:"position,omitempty"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
+	// Brief marks a short wait that changes nothing the delivery shows (this worker's lease
+	// is growing): no search attribute is written for it.
+	Brief bool `json:"brief,omitempty"`
+	// Recheck is how long the delivery waits before it asks again if no permit reaches it
+	// (zero in results recorded before it existed: see policy.HoldRecheck).
+	Recheck time.Duration `json:"recheck,omitempty"`
+}
+
+// ReplayRequest is the payload of a replay signal (none, or a zero one, replays at once).
+type ReplayRequest struct {
+	// DeadBefore, when set, replays the delivery only if it became a dead letter at or
+	// before this time: a bulk replay sets it to when it was asked to run, so a dead letter
+	// that another replay already replayed, and that parked again since, is not replayed twice.
+	DeadBefore time.Time `json:"dead_before,omitempty"`
+}
+
+// Stale reports whether r asks to replay an earlier dead letter than the one parked at deadAt.
+func (r ReplayRequest) Stale(deadAt time.Time) bool {
+	return !r.DeadBefore.IsZero() && deadAt.After(r.DeadBefore)
+}
+
+// DeadLetterFilter selects dead letters: by endpoint (empty for all) and by when the event
+// was sent (zero times are open ends).
+type DeadLetterFilter struct {
+	EndpointID string    `json:"endpoint_id,omitempty"`
+	Since      time.Time `json:"since,omitempty"`
+	Until      time.Time `json:"until,omitempty"`
+	// DeadBefore, set by a bulk replay to when it was asked to run, keeps only dead letters
+	// parked by then: checked by each delivery as it receives the replay (see ReplayRequest),
+	// not by the visibility query.
+	DeadBefore time.Time `json:"dead_before,omitempty"`
+}
+
+// Query is the visibility query for the dead letters f selects.
+func (f DeadLetterFilter) Query() string {
+	q := Workflows(DeliveryWorkflow).Running().Is(AttrStatus, string(StateDeadLetter))
+	if f.EndpointID != "" {
+		q = q.Is(AttrEndpoint, f.EndpointID)
+	}
+	return q.StartedSince(f.Since).StartedUntil(f.Until).String()
+}
+
+// Report counts attempt outcomes for one endpoint: a worker's gate adds up what it saw,
+// and the stats shards (and, before them, the endpoint workflow) add it to its counters.
+type Report struct {
+	Attempts  int `json:"attempts"`
+	Successes int `json:"successes"`
+	Failures  int `json:"failures"`
+	// Retry-After decisions on failed responses.
+	RetryAfterHonoured int `json:"retry_after_honoured"`
+	RetryAfterCapped   int `json:"retry_after_capped"`
+	RetryAfterIgnored  int `json:"retry_after_ignored"`
+	// RetryAfterBackpressure counts Retry-After values of a backpressure-aware receiver
+	// (policy.RetryAfter.Backpressure).
+	RetryAfterBackpressure int       `json:"retry_after_backpressure"`
+	LastAttemptAt          time.Time `json:"last_attempt_at,omitempty"`
+	LastOutcome            string    `json:"last_outcome,omitempty"`
+}
+
+// Add counts one attempt's result.
+func (r *Report) Add(res Result) {
+	r.Attempts++
+	if res.Delivered() {
+		r.Successes++
+	} else {
+		r.Failures++
+		ra := res.RetryAfter()
+		switch ra.Action {
+		case policy.RetryAfterHonoured:
+			r.RetryAfterHonoured++
+		case policy.RetryAfterCapped:
+			r.RetryAfterCapped++
+		case policy.RetryAfterIgnored:
+			r.RetryAfterIgnored++
+		}
+		if ra.Backpressure() {
+			r.RetryAfterBackpressure++
+		}
+	}
+	if res.StartedAt.After(r.LastAttemptAt) {
+		r.LastAttemptAt = res.StartedAt
+		r.LastOutcome = res.Summary()
+	}
+}
+
+// Merge adds another report's counts.
+func (r *Report) Merge(o Report) {
+	r.Attempts += o.Attempts
+	r.Successes += o.Successes
+	r.Failures += o.Failures
+	r.RetryAfterHonoured += o.RetryAfterHonoured
+	r.RetryAfterCapped += o.RetryAfterCapped
+	r.RetryAfterIgnored += o.RetryAfterIgnored
+	r.RetryAfterBackpressure += o.RetryAfterBackpressure
+	if o.LastAttemptAt.After(r.LastAttemptAt) {
+		r.LastAttemptAt, r.LastOutcome = o.LastAttemptAt, o.LastOutcome
+	}
+}
+
+// EndpointCounts are one endpoint's attempt counts, as the stats shards keep them.
+type EndpointCounts struct {
+	Endpoint string `json:"endpoint"`
+	Counts   Report `json:"counts"`
+}

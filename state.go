@@ -1,0 +1,27 @@
+package herald
+
+// State is where a delivery stands, as the status query and the HeraldStatus search
+// attribute report it.
+type State string
+
+// Delivery states.
+const (
+	// StateScheduled: the delivery has started and made no attempt yet.
+	StateScheduled State = "scheduled"
+	// StateAttempting: an attempt is being made.
+	StateAttempting State = "attempting"
+	// StateWaitingRetry: an attempt failed; the next waits on the ladder's timer.
+	StateWaitingRetry State = "waiting_retry"
+	// StateWaitingEndpoint: the endpoint's concurrency cap or open circuit holds the
+	// attempt back; it waits in the endpoint's queue and uses no attempt.
+	StateWaitingEndpoint State = "waiting_endpoint"
+	// StateDelivered: an attempt got a 2xx.
+	StateDelivered State = "delivered"
+	// StateDeadLetter: the ladder is exhausted; the delivery waits for a replay.
+	StateDeadLetter State = "dead_letter"
+	// StateExpired: a dead letter waited its retention out without a replay.
+	StateExpired State = "expired"
+	// StateWaitingKey: no worker so far could decrypt the delivery's payload; it waits
+	// for a worker holding the key (reported by the starter, never by the workflow).
+	StateWaitingKey State = "waiting_key"
+)

@@ -1,0 +1,43 @@
+package herald
+
+import "time"
+
+// Status is the answer of the status query (QueryStatus): where a delivery stands and
+// every attempt so far.
+type Status struct {
+	Event         EventSummary    `json:"event"`
+	State         State           `json:"state"`
+	Round         int             `json:"round"`
+	Attempts      []AttemptRecord `json:"attempts"`
+	Dropped       int             `json:"dropped_attempts,omitempty"`
+	NextAttemptAt time.Time       `json:"next_attempt_at,omitempty"`
+	DeliveredAt   time.Time       `json:"delivered_at,omitempty"`
+	DeadAt        time.Time       `json:"dead_lettered_at,omitempty"`
+	ExpiresAt     time.Time       `json:"expires_at,omitempty"`
+	// Waiting says why the next attempt is held back, while it is.
+	Waiting *Waiting `json:"waiting,omitempty"`
+}
+
+// AttemptRecord is one attempt as the status query shows it.
+type AttemptRecord struct {
+	Round  int       `json:"round"`
+	Number int       `json:"number"`
+	Result Result    `json:"result"`
+	Next   *NextStep `json:"next,omitempty"`
+}
+
+// NextStep is what the ladder decided after a failed attempt (policy.NextAttempt), and
+// when the retry goes.
+type NextStep struct {
+	Retry     bool          `json:"retry"`
+	At        time.Time     `json:"at,omitempty"`
+	Delay     time.Duration `json:"delay,omitempty"`
+	BaseDelay time.Duration `json:"base_delay,omitempty"`
+	Source    string        `json:"source,omitempty"`
+}
+
+// Waiting is a hold on a delivery by its endpoint's gate or breaker, since when it holds.
+type Waiting struct {
+	Hold
+	Since time.Time `json:"since"`
+}
