@@ -72,4 +72,3 @@ func (r Result) Summary() string {
 		return fmt.Sprintf("%s: %s", r.Outcome, r.Error)
 	}
 }
-

@@ -1,6 +1,10 @@
 package herald
 
-import "time"
+import (
+	"time"
+
+	"github.com/heraldhq/herald/policy"
+)
 
 // Status is the answer of the status query (QueryStatus): where a delivery stands and
 // every attempt so far.
@@ -26,14 +30,10 @@ type AttemptRecord struct {
 	Next   *NextStep `json:"next,omitempty"`
 }
 
-// NextStep is what the ladder decided after a failed attempt (policy.NextAttempt), and
-// when the retry goes.
+// NextStep is what the ladder decided after a failed attempt, and when the retry goes.
 type NextStep struct {
-	Retry     bool          `json:"retry"`
-	At        time.Time     `json:"at,omitempty"`
-	Delay     time.Duration `json:"delay,omitempty"`
-	BaseDelay time.Duration `json:"base_delay,omitempty"`
-	Source    string        `json:"source,omitempty"`
+	policy.NextAttempt
+	At time.Time `json:"at,omitempty"`
 }
 
 // Waiting is a hold on a delivery by its endpoint's gate or breaker, since when it holds.

@@ -238,10 +238,10 @@ func formatDuration(d time.Duration) string {
 
 // NextAttempt is the decision after a failed attempt.
 type NextAttempt struct {
-	Retry     bool          `json:"retry"`      // false: the ladder is exhausted → dead letter
-	Delay     time.Duration `json:"delay"`      // wait before the next attempt
-	BaseDelay time.Duration `json:"base_delay"` // the ladder's un-jittered delay
-	Source    string        `json:"source"`     // "ladder" or "retry_after"
+	Retry     bool          `json:"retry"`                // false: the ladder is exhausted → dead letter
+	Delay     time.Duration `json:"delay,omitempty"`      // wait before the next attempt
+	BaseDelay time.Duration `json:"base_delay,omitempty"` // the ladder's un-jittered delay
+	Source    string        `json:"source,omitempty"`     // "ladder" or "retry_after"
 }
 
 // Next decides what follows failed attempt number failed (1-based), given the Retry-After decision and a jitter key.

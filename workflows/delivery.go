@@ -23,7 +23,7 @@ type DeliveryInput struct {
 	Round int `json:"round,omitempty"`
 	// Attempts are the records carried over from earlier runs (the newest MaxKeptAttempts).
 	Attempts []herald.AttemptRecord `json:"attempts,omitempty"`
-	Dropped  int             `json:"dropped,omitempty"`
+	Dropped  int                    `json:"dropped,omitempty"`
 }
 
 // Change ids of the delivery workflow's versioned changes (workflow.GetVersion). Each can
@@ -174,7 +174,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			// The gate placed this failure among the endpoint's others: retry evenly spread.
 			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
 		}
-		step := &herald.NextStep{Retry: next.Retry, Delay: next.Delay, BaseDelay: next.BaseDelay, Source: next.Source}
+		step := &herald.NextStep{NextAttempt: next}
 		rec.Next = step
 		if !next.Retry {
 			d.record(rec)

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,7 +219,6 @@ func checkInput(t *testing.T, got activities.AttemptInput, round, number int) {
 			got, ev.ID, ev.EndpointID, ev.Type, round, number, ev.Data)
 	}
 }
-
 
 func TestDeliveryFirstTrySuccess(t *testing.T) {
 	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {

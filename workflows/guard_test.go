@@ -32,7 +32,9 @@ const testHolder = "worker:a"
 func at(d time.Duration) time.Time { return testStart.Add(d) }
 
 // waiterID is the workflow id of the i-th waiting delivery of a test.
-func waiterID(i int) string { return herald.DeliveryID(herald.DefaultTenant, fmt.Sprintf("evt_w%d", i)) }
+func waiterID(i int) string {
+	return herald.DeliveryID(herald.DefaultTenant, fmt.Sprintf("evt_w%d", i))
+}
 
 func waiterIDs(from, to int) []string {
 	var ws []string

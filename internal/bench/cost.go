@@ -196,7 +196,7 @@ func (e *env) runsOf(ctx context.Context, id string, before map[string]runs) (ru
 	var token []byte
 	for {
 		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:    fmt.Sprintf("WorkflowId = '%s' AND ExecutionStatus != 'Running'", id),
+			Query:    herald.WorkflowID(id).Closed().String(),
 			PageSize: 1000, NextPageToken: token,
 		})
 		if err != nil {
