@@ -212,6 +212,23 @@ func (s Settings) Apply(o Overrides) Settings {
 	return e
 }
 
+// Validate checks s as a worker's defaults.
+func (s Settings) Validate() error {
+	if err := s.Ladder.Validate(); err != nil {
+		return fmt.Errorf("default ladder: %w", err)
+	}
+	if err := s.RetryAfter.Validate(); err != nil {
+		return fmt.Errorf("default retry-after rules: %w", err)
+	}
+	if s.Timeout <= 0 || s.Timeout > MaxAttemptTimeout {
+		return fmt.Errorf("attempt timeout %s is outside 1s..%s", s.Timeout, MaxAttemptTimeout)
+	}
+	if s.Retention <= 0 {
+		return fmt.Errorf("dead-letter retention %s must be positive", s.Retention)
+	}
+	return nil
+}
+
 // PutEndpointRequest registers an endpoint or changes it; empty fields keep what is stored.
 type PutEndpointRequest struct {
 	ID string `json:"id"`

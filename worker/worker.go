@@ -4,7 +4,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -70,17 +69,8 @@ type Worker struct {
 // defaults and returns a clear error for bad ones.
 func New(c client.Client, o Options) (*Worker, error) {
 	o.setDefaults()
-	if err := o.Defaults.Ladder.Validate(); err != nil {
-		return nil, fmt.Errorf("default ladder: %w", err)
-	}
-	if err := o.Defaults.RetryAfter.Validate(); err != nil {
-		return nil, fmt.Errorf("default retry-after rules: %w", err)
-	}
-	if o.Defaults.Timeout <= 0 || o.Defaults.Timeout > herald.MaxAttemptTimeout {
-		return nil, fmt.Errorf("attempt timeout %s is outside 1s..%s", o.Defaults.Timeout, herald.MaxAttemptTimeout)
-	}
-	if o.Defaults.Retention <= 0 {
-		return nil, fmt.Errorf("dead-letter retention %s must be positive", o.Defaults.Retention)
+	if err := o.Defaults.Validate(); err != nil {
+		return nil, err
 	}
 	var wo sdkworker.Options
 	if o.DeliverySlots > 0 {
