@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"math/rand"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -400,7 +399,7 @@ func TestBreakerProperties(t *testing.T) {
 			switch op := rng.Intn(10); {
 			case op < 4:
 				a, a2 := b.Admit(now), twin.Admit(now)
-				if !reflect.DeepEqual(a.Ticket, a2.Ticket) || a.OK != a2.OK || a.Probe != a2.Probe || !a.RetryAt.Equal(a2.RetryAt) || a.Reason != a2.Reason {
+				if a.Ticket != a2.Ticket || a.OK != a2.OK || a.Probe != a2.Probe || !a.RetryAt.Equal(a2.RetryAt) || a.Reason != a2.Reason {
 					t.Fatalf("%s: twin admitted %+v, original %+v", where, a2, a)
 				}
 				if a.OK {
