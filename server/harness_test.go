@@ -24,6 +24,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/internal/testkit/check"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
 )
@@ -213,15 +214,7 @@ func callRaw(t *testing.T, method, path, token string, body any) (int, []byte) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, raw := check.Do(t, nil, req)
 	record(method, path, resp.StatusCode)
 	return resp.StatusCode, raw
 }
@@ -310,17 +303,7 @@ func send(t *testing.T, token, endpoint, id string) string {
 }
 
 // eventually polls cond until it holds or a minute passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
+var eventually = check.Eventually
 
 // waitState waits until the API shows acme's event id in state (the tests' endpoints are
 // acme's: event ids are scoped to the tenant).
@@ -371,11 +354,10 @@ func signIn(t *testing.T, c *http.Client, token string) {
 // get fetches a dashboard page with c.
 func get(t *testing.T, c *http.Client, path string) (int, string) {
 	t.Helper()
-	resp, err := c.Get(shared.http.URL + path)
+	req, err := http.NewRequest(http.MethodGet, shared.http.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := check.Do(t, c, req)
 	return resp.StatusCode, string(b)
 }

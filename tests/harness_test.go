@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/internal/testkit/check"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -147,18 +148,8 @@ func waitState(t *testing.T, eventID, state string) workflows.Status {
 	return waitFor(t, shared.starter, eventID, state)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
+// eventually polls cond until it holds or a minute passes.
+var eventually = check.Eventually
 
 // secondWorker starts another Herald worker, with its own Temporal connection and gate,
 // renewing its leases every renew, until the test ends.

@@ -25,6 +25,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/internal/testkit/check"
 )
 
 const (
@@ -441,14 +443,8 @@ func TestAddSearchAttributeAliases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, changed, err := addSearchAttributeAliases(tc.aliases, tc.attrs)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
+			if check.Err(t, "addSearchAttributeAliases", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if changed != tc.wantChanged {
 				t.Errorf("changed = %v, want %v", changed, tc.wantChanged)
