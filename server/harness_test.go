@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -313,6 +314,28 @@ func waitState(t *testing.T, id, state string) {
 	eventually(t, "event "+id+" to be "+state, func() bool {
 		_, last = call(t, "GET", "/v1/events/"+id+"?tenant=acme", shared.operator, nil)
 		return last["state"] == state
+	})
+}
+
+// deadLetter registers an acme endpoint (named from prefix) whose receiver answers 500, with
+// a ladder of attempts, and sends it an event (named from evtPrefix) as acme; it returns
+// the receiver, the endpoint and the event once the event is a dead letter.
+func deadLetter(t *testing.T, prefix, evtPrefix string, attempts int) (*receiver, string, string) {
+	t.Helper()
+	rcv := newReceiver(t, http.StatusInternalServerError)
+	ep := uniq(prefix)
+	putEndpoint(t, ep, "acme", rcv.URL, attempts, nil)
+	ev := send(t, shared.acme, ep, uniq(evtPrefix))
+	waitState(t, ev, "dead_letter")
+	return rcv, ep, ev
+}
+
+// waitListed waits until acme's dead-letter list at path (with its query) shows ev.
+func waitListed(t *testing.T, path, ev string) {
+	t.Helper()
+	eventually(t, "the dead letter to be listed", func() bool {
+		_, dl := call(t, "GET", path, shared.acme, nil)
+		return slices.Contains(deadLetterIDs(dl), ev)
 	})
 }
 
