@@ -118,6 +118,25 @@ func status(code int) func(int, http.ResponseWriter) {
 	return func(_ int, w http.ResponseWriter) { w.WriteHeader(code) }
 }
 
+// firstThenOK answers the first request with first, and every later one with 200.
+func firstThenOK(first func(w http.ResponseWriter)) func(int, http.ResponseWriter) {
+	return func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			first(w)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// retryAfter answers with code and the Retry-After header value.
+func retryAfter(code int, value string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", value)
+		w.WriteHeader(code)
+	}
+}
+
 // putEndpoint registers endpoint id at url with a fast ladder, returning its secret.
 func putEndpoint(t *testing.T, id, url string, o *activities.Overrides) signature.Secret {
 	t.Helper()
