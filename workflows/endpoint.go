@@ -202,7 +202,7 @@ func (e *endpointRun) validate(ctx workflow.Context, req herald.PutEndpointReque
 	return nil
 }
 
-// ValidatePut checks a put request: its structure (PutEndpointRequest.Validate), then its
+// ValidatePut checks a put request: its structure (herald.PutEndpointRequest.Validate), then its
 // URL against the address policy net. registered says whether the endpoint exists already.
 func ValidatePut(req herald.PutEndpointRequest, registered bool, net netguard.Policy) error {
 	if err := req.Validate(registered); err != nil {

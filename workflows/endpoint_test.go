@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -46,26 +45,12 @@ func put(env *testsuite.TestWorkflowEnvironment, req herald.PutEndpointRequest) 
 }
 
 func queryConfig(env *testsuite.TestWorkflowEnvironment) (herald.Endpoint, error) {
-	v, err := env.QueryWorkflow(herald.QueryEndpointConfig)
-	if err != nil {
-		return herald.Endpoint{}, err
-	}
-	var ep herald.Endpoint
-	err = v.Get(&ep)
-	return ep, err
+	return queryAs[herald.Endpoint](env, herald.QueryEndpointConfig)
 }
 
 func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.EndpointState {
 	t.Helper()
-	v, err := env.QueryWorkflow(herald.QueryEndpointState)
-	if err != nil {
-		t.Fatalf("query %s: %v", herald.QueryEndpointState, err)
-	}
-	var s herald.EndpointState
-	if err := v.Get(&s); err != nil {
-		t.Fatalf("decode state: %v", err)
-	}
-	return s
+	return mustQuery[herald.EndpointState](t, env, herald.QueryEndpointState)
 }
 
 // runEndpoint runs an endpoint workflow for testEndpointID until end, when it is cancelled
@@ -443,16 +428,9 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID, Counters: carried, Since: since})
 
-	var can *workflow.ContinueAsNewError
-	if err := env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("workflow error = %v, want a continue-as-new", err)
-	}
+	can, next := continuedAsNew(t, env)
 	if can.WorkflowType == nil || can.WorkflowType.Name != herald.EndpointWorkflow {
 		t.Errorf("continues as %+v, want %s", can.WorkflowType, herald.EndpointWorkflow)
-	}
-	var next EndpointInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
 	}
 	if next.ID != testEndpointID || next.Endpoint == nil || next.Endpoint.URL != testURL || next.Endpoint.Secret != secret || next.Endpoint.Version != 1 {
 		t.Fatalf("continues with %+v, want the registered endpoint", next)

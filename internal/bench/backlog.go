@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
@@ -57,6 +58,10 @@ type BacklogResult struct {
 	Sent        int     `json:"sent"`
 	SendSeconds Seconds `json:"send_seconds"`
 	SendError   string  `json:"send_error,omitempty"`
+	// Parked says whether every sent backlog delivery showed waiting_endpoint within
+	// parkTimeout; ParkSeconds is how long after the last send that took.
+	Parked      bool    `json:"parked"`
+	ParkSeconds Seconds `json:"park_seconds"`
 
 	// Without is the healthy endpoints' steady load before the backlog exists; With the
 	// same load while it waits. Events that did not arrive within the wait count in the
@@ -270,7 +275,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	res.SendSeconds = secs(time.Since(began))
 	stop()
 	cancel()
-	res.Sent = len(ids) - failed
+	res.Sent = int(sent.Load())
 	if ferr != nil {
 		res.SendError = fmt.Sprintf("%d sends failed, first: %v", failed, ferr)
 		e.progress("backlog: %s", res.SendError)
@@ -279,6 +284,21 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		return res, ctx.Err()
 	}
 	opened := len(e.rcv.arrivalsOf(bq))
+
+	// Queued behind the circuit: every backlog delivery has parked (its state shows
+	// waiting_endpoint in the server's visibility store) before the healthy load runs again.
+	e.progress("backlog: waiting until the %d deliveries are parked", res.Sent)
+	parkStart := time.Now()
+	parkQuery := herald.Workflows(herald.DeliveryWorkflow).Is(herald.AttrEndpoint, bq).
+		Is(herald.AttrStatus, string(herald.StateWaitingEndpoint)).String()
+	res.Parked = waitUntil(ctx, parkTimeout(res.Sent), func() bool {
+		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		defer cancel()
+		c, err := e.client.CountWorkflow(qctx, &workflowservice.CountWorkflowExecutionsRequest{Query: parkQuery})
+		return err == nil && c.GetCount() >= int64(res.Sent)
+	})
+	res.ParkSeconds = secs(time.Since(parkStart))
+	e.progress("backlog: parked after %.1fs: %v", float64(res.ParkSeconds), res.Parked)
 
 	// The same healthy load while the backlog waits; meanwhile, the operator commands.
 	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, %d events waiting on %s; endpoint get and put on it",
@@ -415,3 +435,6 @@ func (e *env) terminateAll(ctx context.Context, ids []string) {
 		return e.client.TerminateWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, ids[i]), "", "bench scenario over")
 	})
 }
+
+// parkTimeout bounds the wait for n backlog deliveries to park.
+func parkTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*20*time.Millisecond }
