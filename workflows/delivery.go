@@ -25,14 +25,6 @@ type DeliveryInput struct {
 	Dropped  int             `json:"dropped,omitempty"`
 }
 
-// Change ids of the delivery workflow's versioned changes (workflow.GetVersion). Each can
-// go, with the branch for DefaultVersion, once no run started before it is open (the
-// longest a delivery lives is its ladder plus its dead-letter retention).
-const (
-	// versionNoAttemptWithoutRequest: an attempt that never ran uses no attempt (2026-11).
-	versionNoAttemptWithoutRequest = "no-attempt-without-request"
-)
-
 // Limits that keep a delivery's history bounded however often it is replayed.
 const (
 	// MaxKeptAttempts is how many attempt records survive a continue-as-new.
@@ -101,7 +93,7 @@ func (d *delivery) run(ctx workflow.Context) (Status, error) {
 		if !workflow.IsReplaying(ctx) {
 			d.metrics.Replay(d.in.Event.EndpointID)
 		}
-		if workflow.GetVersion(ctx, "replay-marks-attempting", workflow.DefaultVersion, 1) == 1 {
+		if workflow.GetVersion(ctx, versionReplayMarksAttempting, workflow.DefaultVersion, 1) == 1 {
 			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
 			d.setState(ctx, StateAttempting, true)
 		}
@@ -164,7 +156,7 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 			d.status.DeliveredAt = res.StartedAt.Add(res.Duration)
 			// A first-try success stays on the fast path: no search attribute update.
 			upsert := n > 1 || round > 0
-			if !upsert && d.held && workflow.GetVersion(ctx, "held-delivered-upsert", workflow.DefaultVersion, 1) == 1 {
+			if !upsert && d.held && workflow.GetVersion(ctx, versionHeldDeliveredUpsert, workflow.DefaultVersion, 1) == 1 {
 				upsert = true // waiting_endpoint was written: overwrite it
 			}
 			d.setState(ctx, StateDelivered, upsert)
@@ -172,7 +164,7 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 		}
 		ra := res.RetryAfter()
 		next := policy.Next(res.Policy.Ladder, n, ra, policy.JitterKey(ev.ID, round, n))
-		if res.Spread != nil && workflow.GetVersion(ctx, "gate-spread", workflow.DefaultVersion, 1) == 1 {
+		if res.Spread != nil && workflow.GetVersion(ctx, versionGateSpread, workflow.DefaultVersion, 1) == 1 {
 			// The gate placed this failure among the endpoint's others: retry evenly spread.
 			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
 		}
@@ -197,8 +189,6 @@ func (d *delivery) ladder(ctx workflow.Context) (activities.Effective, bool, err
 // wait waits for the endpoint workflow to hand this delivery a permit, or until it is time
 // to ask again.
 func (d *delivery) wait(ctx workflow.Context, h *activities.Hold) {
-	// Waiting on the endpoint came with the gate; histories from before never reach here.
-	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
 	now := workflow.Now(ctx)
 	d.status.Waiting = &Waiting{Hold: *h, Since: now}
 	if !h.Brief {
@@ -317,6 +307,12 @@ func waitSummary(h *activities.Hold) string {
 	return s
 }
 
+// lastPolicy is the policy an attempt that did not complete counted under in the old
+// branch of versionNoAttemptWithoutRequest, which only the replay of a run from before that
+// change takes: the last recorded attempt's policy, else Herald's built-in defaults. It must
+// answer as it did when those runs were recorded: its ladder decides between a retry timer
+// and a dead letter, so any other answer (the worker's flags, the endpoint's overrides)
+// would break their replay. It goes with that change.
 func lastPolicy(recs []AttemptRecord) activities.Effective {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {

@@ -154,7 +154,7 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 		return err
 	}
 	reports := workflow.GetSignalChannel(ctx, SignalEndpointReport)
-	if workflow.GetVersion(ctx, "endpoint-guard", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if workflow.GetVersion(ctx, versionEndpointGuard, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return e.runCounters(ctx, reports)
 	}
 	return e.runGuard(ctx, reports)
@@ -206,18 +206,6 @@ type endpointRun struct {
 	// published is the admission view last written to the memo, encoded.
 	published []byte
 }
-
-// Change ids of the endpoint workflow's versioned changes (workflow.GetVersion). Each can
-// go, with its DefaultVersion branch, once no run started before it is open (endpoint runs
-// continue as new every few thousand events, so within days of an upgrade).
-const (
-	// versionAdmissionMemo: the run publishes its admission view in its memo (2026-11).
-	versionAdmissionMemo = "admission-memo"
-	// versionOwnQueue: a run continues as new on the endpoints' own task queue (2026-11).
-	versionOwnQueue = "endpoint-own-queue"
-	// versionPutSettles: a change returns once every worker's gate uses it (2026-11).
-	versionPutSettles = "put-settles"
-)
 
 // admission answers a gate's snapshot query: the configuration, and what the guard
 // allows (everything, for a run of the version before the guard).
