@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -298,7 +297,7 @@ func (d *delivery) setState(ctx workflow.Context, state string, upsert bool) {
 // after 5 consecutive failures, probe at 12:08:00Z".
 func waitSummary(h *activities.Hold) string {
 	s := "waiting: " + h.Reason
-	if !h.RetryAt.IsZero() && strings.HasPrefix(h.Reason, "circuit open") {
+	if !h.RetryAt.IsZero() && h.Circuit == policy.CircuitOpen {
 		s += ", probe at " + h.RetryAt.UTC().Format("15:04:05Z")
 	}
 	if h.Queued && h.Position > 1 {
@@ -323,7 +322,7 @@ func lastPolicy(recs []AttemptRecord) activities.Effective {
 }
 
 func retryReason(next policy.NextAttempt, ra policy.RetryAfter, l policy.Ladder) string {
-	if next.Source == "retry_after" {
+	if next.Source == policy.SourceRetryAfter {
 		return fmt.Sprintf("Retry-After %s %s", ra.Raw, ra.Action)
 	}
 	return fmt.Sprintf("ladder %s ±%.0f%%", next.BaseDelay, l.Jitter*100)
