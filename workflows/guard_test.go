@@ -611,8 +611,8 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 		t.Errorf("continues with circuit %s (%q) tripped %s, probe %s; want open (5 consecutive failures), %s, %s",
 			b.State(), b.TripReason(), b.TrippedAt, b.NextProbeAt(), tripped, probeAt)
 	}
-	if !slices.Equal(g.Permits.Queue(), waiterIDs(1, 3)) {
-		t.Errorf("continues with the queue %v, want %v", g.Permits.Queue(), waiterIDs(1, 3))
+	if !slices.Equal(g.Permits.Waiting, waiterIDs(1, 3)) {
+		t.Errorf("continues with the queue %v, want %v", g.Permits.Waiting, waiterIDs(1, 3))
 	}
 	if l, ok := g.Permits.Lease(testHolder); !ok || l.Permits != 2 || !l.Expires.Equal(at(trip+40*time.Second)) {
 		t.Errorf("continues with worker:a's lease %+v (found %v), want its 2 running permits until %s", l, ok, at(trip+40*time.Second))
