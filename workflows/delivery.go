@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald/activities"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -39,14 +38,12 @@ const (
 
 // DeliveryWorkflow is the workflow of one event: it runs the retry ladder with durable
 // timers, parks as a dead letter when the ladder is exhausted, and runs again on a replay
-// signal. Metrics, if set, counts dead letters and replays (never while replaying history).
-type DeliveryWorkflow struct {
-	Metrics *metrics.Recorder
-}
+// signal. It counts dead letters and replays in MetricDeadLetters and MetricReplays.
+type DeliveryWorkflow struct{}
 
 // Run is the delivery workflow's function.
 func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (Status, error) {
-	d := &delivery{metrics: w.Metrics, in: in, status: Status{
+	d := &delivery{in: in, status: Status{
 		Event:    summarize(in.Event),
 		State:    StateScheduled,
 		Round:    in.Round,
@@ -65,7 +62,6 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (Status, 
 }
 
 type delivery struct {
-	metrics *metrics.Recorder
 	in      DeliveryInput
 	status  Status
 	replays workflow.ReceiveChannel
@@ -89,9 +85,7 @@ func (d *delivery) run(ctx workflow.Context) (Status, error) {
 		}
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
-		if !workflow.IsReplaying(ctx) {
-			d.metrics.Replay(d.in.Event.EndpointID)
-		}
+		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)
 		if workflow.GetVersion(ctx, versionReplayMarksAttempting, workflow.DefaultVersion, 1) == 1 {
 			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
 			d.setState(ctx, StateAttempting, true)
@@ -219,9 +213,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p activities.Effective) bool
 	d.status.DeadAt = now
 	d.status.ExpiresAt = now.Add(p.Retention)
 	d.setState(ctx, StateDeadLetter, true)
-	if !workflow.IsReplaying(ctx) {
-		d.metrics.DeadLetter(d.in.Event.EndpointID)
-	}
+	endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricDeadLetters).Inc(1)
 	workflow.GetLogger(ctx).Info("dead letter: ladder exhausted", "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
 	d.drainReplays()
 

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald/activities"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -126,13 +125,11 @@ const (
 // host is a literal forbidden address at registration.
 type EndpointWorkflow struct {
 	Net netguard.Policy
-	// Metrics, if set, gets the endpoint's gauges (circuit, in-flight, cap, leases, queue).
-	Metrics *metrics.Recorder
 }
 
 // Run is the endpoint workflow's function.
 func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
-	e := &endpointRun{net: w.Net, metrics: w.Metrics, in: in}
+	e := &endpointRun{net: w.Net, in: in}
 	if e.in.Since.IsZero() {
 		e.in.Since = workflow.Now(ctx)
 	}
@@ -196,9 +193,8 @@ func (e *endpointRun) runCounters(ctx workflow.Context, reports workflow.Receive
 }
 
 type endpointRun struct {
-	net     netguard.Policy
-	metrics *metrics.Recorder
-	in      EndpointInput
+	net netguard.Policy
+	in  EndpointInput
 	// dirty is set by every message that may let a waiter go.
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged.
