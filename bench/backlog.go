@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
@@ -58,6 +59,10 @@ type BacklogResult struct {
 	Sent        int     `json:"sent"`
 	SendSeconds Seconds `json:"send_seconds"`
 	SendError   string  `json:"send_error,omitempty"`
+	// Parked says whether every sent backlog delivery showed waiting_endpoint within
+	// parkTimeout; ParkSeconds is how long after the last send that took.
+	Parked      bool    `json:"parked"`
+	ParkSeconds Seconds `json:"park_seconds"`
 
 	// Without is the healthy endpoints' steady load before the backlog exists; With the
 	// same load while it waits. Events that did not arrive within the wait count in the
@@ -281,6 +286,21 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	}
 	opened := len(e.rcv.arrivalsOf(bq))
 
+	// Queued behind the circuit: every backlog delivery has parked (its state shows
+	// waiting_endpoint in the server's visibility store) before the healthy load runs again.
+	e.progress("backlog: waiting until the %d deliveries are parked", res.Sent)
+	parkStart := time.Now()
+	parkQuery := fmt.Sprintf("WorkflowType = '%s' AND %s = '%s' AND %s = '%s'", workflows.DeliveryWorkflowName,
+		workflows.AttrEndpoint.GetName(), bq, workflows.AttrStatus.GetName(), workflows.StateWaitingEndpoint)
+	res.Parked = waitUntil(ctx, parkTimeout(res.Sent), func() bool {
+		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		defer cancel()
+		c, err := e.client.CountWorkflow(qctx, &workflowservice.CountWorkflowExecutionsRequest{Query: parkQuery})
+		return err == nil && c.GetCount() >= int64(res.Sent)
+	})
+	res.ParkSeconds = secs(time.Since(parkStart))
+	e.progress("backlog: parked after %.1fs: %v", float64(res.ParkSeconds), res.Parked)
+
 	// The same healthy load while the backlog waits; meanwhile, the operator commands.
 	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, %d events waiting on %s; endpoint get and put on it",
 		backlogHealthy, cfg.BacklogRate, cfg.BacklogFor, res.Sent, bq)
@@ -416,3 +436,6 @@ func (e *env) terminateAll(ctx context.Context, ids []string) {
 		return e.client.TerminateWorkflow(ctx, workflows.DeliveryID(ids[i]), "", "bench scenario over")
 	})
 }
+
+// parkTimeout bounds the wait for n backlog deliveries to park.
+func parkTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*20*time.Millisecond }

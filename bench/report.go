@@ -154,6 +154,10 @@ func backlogRows(b *BacklogResult) []Row {
 	if b.SendError != "" {
 		sent += "; " + b.SendError
 	}
+	parked := fmt.Sprintf("all %d showed waiting_endpoint %.1fs after the last send", b.Sent, float64(b.ParkSeconds))
+	if !b.Parked {
+		parked = fmt.Sprintf("not all %d showed waiting_endpoint within %.1fs: the healthy load ran while they were still arriving", b.Sent, float64(b.ParkSeconds))
+	}
 	used := fmt.Sprintf("%d attempts on %d deliveries; %d requests reached the receiver; status read for %d/%d (%s)",
 		b.Attempts, b.WithAttempts, b.Requests, b.StatusRead, b.Events, states(b.States))
 	if b.StatusRead < b.StatusAsked {
@@ -176,6 +180,7 @@ func backlogRows(b *BacklogResult) []Row {
 	}
 	return []Row{
 		{s, "backlog sent behind one open circuit", sent, "", ""},
+		{s, "backlog parked (visibility shows every one waiting)", parked, "", ""},
 		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s, no backlog", b.Healthy, b.Rate), healthy(b.Without, b.WithoutMissing), "", ""},
 		{s, fmt.Sprintf("same, %d events waiting on the open circuit", b.Sent), healthy(b.With, b.WithMissing), "", ""},
 		{s, "healthy p99 with ÷ without", fmt.Sprintf("%.2f×", b.P99Ratio), "≤ 1.5×", verdict(b.P99Ratio > 0 && b.P99Ratio <= 1.5 && b.WithMissing == 0)},
