@@ -326,16 +326,18 @@ func (g *Gate) pass(ctx context.Context) {
 		entries = append(entries, e)
 	}
 	g.mu.Unlock()
-	sort.Slice(entries, func(i, j int) bool { return entries[i].id < entries[j].id })
 	stopping := g.stopping.Load()
 	now := time.Now()
-	sem := make(chan struct{}, renewParallel)
-	var wg sync.WaitGroup
+	type task struct {
+		e   *gateEntry
+		act policy.Action
+	}
+	var tasks []task
 	for _, e := range entries {
 		e.mu.Lock()
 		act := policy.Wait
 		if e.call == nil {
-			act = e.h.Background(e.outcomes, time.Until(e.until) < 2*g.every, stopping, policy.Stale(e.outcomes, now, latencyWindow))
+			act = e.h.Background(e.outcomes, e.until.Sub(now) < 2*g.every, stopping, policy.Stale(e.outcomes, now, latencyWindow))
 		}
 		e.mu.Unlock()
 		switch act {
@@ -345,10 +347,17 @@ func (g *Gate) pass(ctx context.Context) {
 				delete(g.eps, e.id)
 			}
 			g.mu.Unlock()
-			continue
-		case policy.Wait:
-			continue
+		case policy.Renew, policy.Report:
+			tasks = append(tasks, task{e, act})
 		}
+	}
+	// In the order of the endpoints' ids: only those with something to tell (a few, where
+	// thousands of quiet ones wait for their outcomes to go stale).
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].e.id < tasks[j].e.id })
+	sem := make(chan struct{}, renewParallel)
+	var wg sync.WaitGroup
+	for _, t := range tasks {
+		e, act := t.e, t.act
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
