@@ -276,7 +276,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	res.SendSeconds = secs(time.Since(began))
 	stop()
 	cancel()
-	res.Sent = len(ids) - failed
+	res.Sent = int(sent.Load())
 	if ferr != nil {
 		res.SendError = fmt.Sprintf("%d sends failed, first: %v", failed, ferr)
 		e.progress("backlog: %s", res.SendError)

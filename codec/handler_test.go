@@ -3,11 +3,12 @@ package codec
 import (
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/testkit/check"
 )
 
 const uiOrigin = "http://localhost:8233"
@@ -44,15 +45,7 @@ func post(t *testing.T, url, origin, body string) (*http.Response, string) {
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := check.Do(t, nil, req)
 	return resp, string(b)
 }
 

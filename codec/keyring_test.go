@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/testkit/check"
 )
 
 // keyLine returns "id:base64(n bytes of b)".
@@ -44,17 +46,11 @@ func TestParseKeyring(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			k, err := ParseKeyring(tt.text)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseKeyring error = %v, want containing %q", err, tt.wantErr)
-				}
+			if check.Err(t, "ParseKeyring", err, tt.wantErr) {
 				if k != nil {
 					t.Errorf("ParseKeyring returned a keyring with an error")
 				}
 				return
-			}
-			if err != nil {
-				t.Fatalf("ParseKeyring: %v", err)
 			}
 			if got := k.KeyIDs(); !slices.Equal(got, tt.wantIDs) {
 				t.Errorf("KeyIDs = %v, want %v", got, tt.wantIDs)

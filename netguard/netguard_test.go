@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/testkit/check"
 )
 
 func TestCheckDefaultPolicy(t *testing.T) {
@@ -218,14 +220,8 @@ func TestParseCIDRs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseCIDRs(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseCIDRs error = %v, want one containing %q", err, tt.wantErr)
-				}
+			if check.Err(t, "ParseCIDRs", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(got) != len(tt.want) {
 				t.Fatalf("ParseCIDRs = %v, want %v", got, tt.want)

@@ -1,10 +1,9 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand"
-	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,14 +127,6 @@ func failOK(start, gap time.Duration, n int) []bStep {
 	return out
 }
 
-func cat(parts ...[]bStep) []bStep {
-	var out []bStep
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
 // tripped returns steps that open a default breaker at start with 5 quick failures.
 func tripped(start time.Duration) []bStep {
 	s := fails(start, time.Second, 5)
@@ -151,45 +142,45 @@ func TestBreakerTransitions(t *testing.T) {
 		name  string
 		steps []bStep
 	}{
-		{"5 consecutive failures within 60s open", cat(
+		{"5 consecutive failures within 60s open", slices.Concat(
 			fails(0, 10*sec, 4),
 			[]bStep{{At: 40 * sec, State: CircuitClosed, Op: "ok", Admit: "yes"}},
 			fails(50*sec, 10*sec, 4),
 			[]bStep{{At: 89 * sec, Op: "fail", State: CircuitOpen, Reason: "5 consecutive failures", ProbeAt: 89*sec + 5*m}},
 		)},
-		{"4 failures are not enough", cat(fails(0, sec, 4), []bStep{{At: 5 * sec, Op: "ok", State: CircuitClosed, Reason: "-"}})},
-		{"success resets the consecutive count", cat(
+		{"4 failures are not enough", slices.Concat(fails(0, sec, 4), []bStep{{At: 5 * sec, Op: "ok", State: CircuitClosed, Reason: "-"}})},
+		{"success resets the consecutive count", slices.Concat(
 			fails(0, sec, 4), []bStep{{At: 5 * sec, Op: "ok"}}, fails(6*sec, sec, 4),
 			[]bStep{{At: 10 * sec, Op: "ok", State: CircuitClosed}},
 		)},
-		{"consecutive failures older than 60s do not count", cat(
+		{"consecutive failures older than 60s do not count", slices.Concat(
 			fails(0, 20*sec, 5), // at 80s only 40s, 60s and 80s are within 60s
 			[]bStep{{At: 81 * sec, Op: "ok", State: CircuitClosed}},
 		)},
-		{"failure exactly 60s old has left the window", cat(
+		{"failure exactly 60s old has left the window", slices.Concat(
 			fails(0, 15*sec, 5), // at 60s the failure at 0s is 60s old
 			[]bStep{{At: 61 * sec, Op: "ok", State: CircuitClosed}},
 		)},
-		{"20 failures within 5m open despite successes", cat(
+		{"20 failures within 5m open despite successes", slices.Concat(
 			failOK(0, 14*sec, 19),
 			[]bStep{{At: 19 * 14 * sec, Op: "fail", State: CircuitOpen, Reason: "20 failures in 5m0s", ProbeAt: 19*14*sec + 5*m}},
 		)},
-		{"20 failures over more than 5m do not open", cat(
+		{"20 failures over more than 5m do not open", slices.Concat(
 			failOK(0, 16*sec, 20), // the 20th failure is at 304s, the first has left
 			[]bStep{{At: 330 * sec, Op: "ok", State: CircuitClosed}},
 		)},
-		{"open rejects until the probe is due", cat(tripped(0), []bStep{
+		{"open rejects until the probe is due", slices.Concat(tripped(0), []bStep{
 			{At: tripAt, Op: "admit", Admit: "no", RetryAt: due},
 			{At: due - sec, Op: "admit", Admit: "no", RetryAt: due, State: CircuitOpen},
 			{At: due, Op: "admit", Tk: "p", Admit: "yes", Probe: "yes"},
 			{At: due, Op: "admit", Admit: "no", RetryAt: due + 2*m}, // only one probe; RetryAt is its timeout
 			{At: due + sec, Op: "admit", Admit: "no", State: CircuitOpen},
 		})},
-		{"the first attempt after the due time is the probe", cat(tripped(0), []bStep{
+		{"the first attempt after the due time is the probe", slices.Concat(tripped(0), []bStep{
 			{At: due + 17*m, Op: "admit", Tk: "p", Admit: "yes", Probe: "yes"},
 			{At: due + 17*m, Op: "rec-ok", Tk: "p", Counted: "yes", State: CircuitHalfOpen},
 		})},
-		{"probe success, five trickle successes one at a time, closed", cat(tripped(0), []bStep{
+		{"probe success, five trickle successes one at a time, closed", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "admit", Tk: "p", Admit: "yes", Probe: "yes"},
 			{At: due + sec, Op: "rec-ok", Tk: "p", Counted: "yes", State: CircuitHalfOpen, Reason: "5 consecutive failures"},
 			{At: due + 2*sec, Op: "admit", Tk: "t1", Admit: "yes", Probe: "no"},
@@ -202,12 +193,12 @@ func TestBreakerTransitions(t *testing.T) {
 			{At: due + 8*sec, Op: "admit", Admit: "yes", Probe: "no"},
 			{At: due + 8*sec, Op: "admit", Admit: "yes", Probe: "no"},
 		})},
-		{"probe failure reopens with the delay doubled", cat(tripped(0), []bStep{
+		{"probe failure reopens with the delay doubled", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "fail", Admit: "yes", Counted: "yes", State: CircuitOpen, Reason: "probe failed", ProbeAt: due + 10*m},
 			{At: due + 10*m - sec, Op: "admit", Admit: "no"},
 			{At: due + 10*m, Op: "fail", Admit: "yes", Counted: "yes", ProbeAt: due + 30*m},
 		})},
-		{"half-open failure reopens, doubling up to 1h", cat(tripped(0), []bStep{
+		{"half-open failure reopens, doubling up to 1h", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "ok", Counted: "yes", State: CircuitHalfOpen},
 			{At: due, Op: "ok", Counted: "yes"},
 			{At: due, Op: "fail", Counted: "yes", State: CircuitOpen, Reason: "half-open attempt failed", ProbeAt: due + 10*m},
@@ -218,7 +209,7 @@ func TestBreakerTransitions(t *testing.T) {
 			{At: due + 130*m, Op: "fail", Counted: "yes", ProbeAt: due + 190*m}, // capped at 1h
 			{At: due + 190*m, Op: "fail", Counted: "yes", ProbeAt: due + 250*m},
 		})},
-		{"closing resets the probe delay", cat(tripped(0), []bStep{
+		{"closing resets the probe delay", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "fail", ProbeAt: due + 10*m},
 			{At: due + 10*m, Op: "ok", State: CircuitHalfOpen},
 		}, []bStep{
@@ -227,21 +218,21 @@ func TestBreakerTransitions(t *testing.T) {
 		}, tripped(due + 20*m)[:4], []bStep{
 			{At: due + 20*m + 30*sec, Op: "fail", State: CircuitOpen, ProbeAt: due + 25*m + 30*sec},
 		})},
-		{"reset closes an open circuit and forgets", cat(tripped(0), []bStep{
+		{"reset closes an open circuit and forgets", slices.Concat(tripped(0), []bStep{
 			{At: m, Op: "reset", State: CircuitClosed, Reason: "-"},
 			{At: m, Op: "admit", Admit: "yes", Probe: "no"},
 		}, fails(2*m, sec, 4), []bStep{{At: 3 * m, Op: "ok", State: CircuitClosed}})},
-		{"reset of a half-open circuit", cat(tripped(0), []bStep{
+		{"reset of a half-open circuit", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "ok", State: CircuitHalfOpen},
 			{At: due, Op: "admit", Tk: "t", Admit: "yes"},
 			{At: due, Op: "reset", State: CircuitClosed},
 			{At: due, Op: "rec-fail", Tk: "t", Counted: "no", State: CircuitClosed},
 		})},
-		{"reset of a closed circuit forgets failures but keeps tickets", cat([]bStep{{Op: "ticket", Tk: "c"}}, fails(0, sec, 4), []bStep{
+		{"reset of a closed circuit forgets failures but keeps tickets", slices.Concat([]bStep{{Op: "ticket", Tk: "c"}}, fails(0, sec, 4), []bStep{
 			{At: 5 * sec, Op: "reset"},
 			{At: 6 * sec, Op: "rec-fail", Tk: "c", Counted: "yes", State: CircuitClosed},
 		}, fails(7*sec, sec, 3), []bStep{{At: 10 * sec, Op: "fail", State: CircuitOpen}})},
-		{"late failures of closed attempts neither extend nor re-trip", cat([]bStep{
+		{"late failures of closed attempts neither extend nor re-trip", slices.Concat([]bStep{
 			{Op: "admit", Tk: "a"}, {Op: "admit", Tk: "b"}, {Op: "ticket", Tk: "c"},
 		}, tripped(0), []bStep{
 			{At: m, Op: "rec-fail", Tk: "a", Counted: "no", State: CircuitOpen, ProbeAt: due},
@@ -250,7 +241,7 @@ func TestBreakerTransitions(t *testing.T) {
 			{At: due, Op: "rec-fail", Tk: "c", Counted: "no", State: CircuitOpen},
 			{At: due, Op: "rec-ok", Tk: "p", Counted: "yes", State: CircuitHalfOpen},
 		})},
-		{"outcomes from before an outage do not count after it closes", cat([]bStep{
+		{"outcomes from before an outage do not count after it closes", slices.Concat([]bStep{
 			{Op: "admit", Tk: "old", Admit: "yes"},
 		}, tripped(0), []bStep{
 			{At: due, Op: "ok", State: CircuitHalfOpen},
@@ -259,7 +250,7 @@ func TestBreakerTransitions(t *testing.T) {
 		}, fails(due+sec, sec, 4), []bStep{
 			{At: due + 5*sec, Op: "rec-fail", Tk: "old", Counted: "no", State: CircuitClosed},
 		})},
-		{"a late trickle outcome is not taken for the next one", cat(tripped(0), []bStep{
+		{"a late trickle outcome is not taken for the next one", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "ok", State: CircuitHalfOpen},
 			{At: due, Op: "admit", Tk: "t1", Admit: "yes"},
 			{At: due, Op: "rec-ok", Tk: "t1", Counted: "yes"},
@@ -267,28 +258,28 @@ func TestBreakerTransitions(t *testing.T) {
 			{At: due, Op: "rec-fail", Tk: "t1", Counted: "no", State: CircuitHalfOpen},
 			{At: due, Op: "rec-ok", Tk: "t2", Counted: "yes", State: CircuitHalfOpen},
 		})},
-		{"a released probe lets the next attempt probe", cat(tripped(0), []bStep{
+		{"a released probe lets the next attempt probe", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "admit", Tk: "p", Admit: "yes", Probe: "yes"},
 			{At: due + sec, Op: "release", Tk: "p", Counted: "yes", State: CircuitOpen, ProbeAt: due},
 			{At: due + sec, Op: "release", Tk: "p", Counted: "no"},
 			{At: due + sec, Op: "rec-fail", Tk: "p", Counted: "no", State: CircuitOpen, ProbeAt: due},
 			{At: due + 2*sec, Op: "admit", Tk: "q", Admit: "yes", Probe: "yes"},
 		})},
-		{"a released trickle frees the slot without counting", cat(tripped(0), []bStep{
+		{"a released trickle frees the slot without counting", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "ok", State: CircuitHalfOpen},
 			{At: due, Op: "admit", Tk: "t", Admit: "yes"},
 			{At: due, Op: "release", Tk: "t", Counted: "yes", State: CircuitHalfOpen},
 			{At: due, Op: "ok"}, {At: due, Op: "ok"}, {At: due, Op: "ok"}, {At: due, Op: "ok"},
 			{At: due, Op: "ok", State: CircuitClosed},
 		})},
-		{"a silent probe times out and a new one goes", cat(tripped(0), []bStep{
+		{"a silent probe times out and a new one goes", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "admit", Tk: "p", Admit: "yes", Probe: "yes"},
 			{At: due + 2*m - sec, Op: "admit", Admit: "no"},
 			{At: due + 2*m, Op: "admit", Tk: "q", Admit: "yes", Probe: "yes"},
 			{At: due + 2*m, Op: "rec-ok", Tk: "p", Counted: "no", State: CircuitOpen},
 			{At: due + 2*m, Op: "rec-fail", Tk: "q", Counted: "yes", Reason: "probe failed"},
 		})},
-		{"an outcome after the probe timeout does not count", cat(tripped(0), []bStep{
+		{"an outcome after the probe timeout does not count", slices.Concat(tripped(0), []bStep{
 			{At: due, Op: "admit", Tk: "p", Admit: "yes", Probe: "yes"},
 			{At: due + 2*m, Op: "rec-ok", Tk: "p", Counted: "no", State: CircuitOpen},
 		})},
@@ -332,14 +323,7 @@ func TestBreakerSinceAndProbeDelayConfig(t *testing.T) {
 }
 
 func TestBreakerConfigValidate(t *testing.T) {
-	if err := DefaultBreakerConfig().Validate(); err != nil {
-		t.Fatalf("defaults: %v", err)
-	}
-	cases := []struct {
-		name string
-		mod  func(*BreakerConfig)
-		want string
-	}{
+	testConfigValidate(t, DefaultBreakerConfig, []configCase[BreakerConfig]{
 		{"no consecutive failures", func(c *BreakerConfig) { c.ConsecutiveFailures = 0 }, "breaker consecutive failures 0 is out of range; use 1 to"},
 		{"zero consecutive window", func(c *BreakerConfig) { c.ConsecutiveWindow = 0 }, "breaker consecutive window 0s is not positive"},
 		{"huge volume", func(c *BreakerConfig) { c.VolumeFailures = 20000 }, "breaker volume failures 20000 is out of range"},
@@ -348,17 +332,7 @@ func TestBreakerConfigValidate(t *testing.T) {
 		{"max below delay", func(c *BreakerConfig) { c.MaxProbeDelay = time.Minute }, "breaker max probe delay 1m0s is below the probe delay 5m0s"},
 		{"negative half-open", func(c *BreakerConfig) { c.HalfOpenSuccesses = -1 }, "breaker half-open successes -1 is out of range; use 0 to"},
 		{"zero probe timeout", func(c *BreakerConfig) { c.ProbeTimeout = 0 }, "breaker probe timeout 0s is not positive"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultBreakerConfig()
-			tc.mod(&c)
-			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate() = %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	})
 	var zero BreakerConfig
 	if err := zero.Validate(); err == nil || strings.Count(err.Error(), "\n") != 5 {
 		t.Fatalf("zero config should report its six bad fields, got %v", err)
@@ -367,10 +341,7 @@ func TestBreakerConfigValidate(t *testing.T) {
 
 func TestBreakerReconfigure(t *testing.T) {
 	b := NewBreaker(DefaultBreakerConfig())
-	for i := range 5 {
-		now := breakerEpoch.Add(time.Duration(i) * time.Second)
-		b.Record(now, b.Admit(now).Ticket, false)
-	}
+	failBreaker(&b, 5)
 	c := DefaultBreakerConfig()
 	c.ProbeDelay, c.MaxProbeDelay = time.Minute, 2*time.Minute
 	if err := b.Reconfigure(c); err != nil {
@@ -388,10 +359,7 @@ func TestBreakerReconfigure(t *testing.T) {
 
 func TestBreakerCopiesAreIndependent(t *testing.T) {
 	b := NewBreaker(DefaultBreakerConfig())
-	for i := range 3 {
-		now := breakerEpoch.Add(time.Duration(i) * time.Second)
-		b.Record(now, b.Admit(now).Ticket, false)
-	}
+	failBreaker(&b, 3)
 	c := b
 	now := breakerEpoch.Add(3 * time.Second)
 	c.Record(now, c.Admit(now).Ticket, false)
@@ -423,14 +391,7 @@ func TestBreakerProperties(t *testing.T) {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			now = now.Add(time.Duration(rng.Intn(8000)) * time.Millisecond)
 			if rng.Intn(10) == 0 {
-				data, err := json.Marshal(twin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				twin = Breaker{}
-				if err := json.Unmarshal(data, &twin); err != nil {
-					t.Fatal(err)
-				}
+				jsonRoundTrip(t, &twin)
 			}
 			before := b.State()
 			beforeSince := b.Since()
@@ -438,7 +399,7 @@ func TestBreakerProperties(t *testing.T) {
 			switch op := rng.Intn(10); {
 			case op < 4:
 				a, a2 := b.Admit(now), twin.Admit(now)
-				if !reflect.DeepEqual(a.Ticket, a2.Ticket) || a.OK != a2.OK || a.Probe != a2.Probe || !a.RetryAt.Equal(a2.RetryAt) || a.Reason != a2.Reason {
+				if a.Ticket != a2.Ticket || a.OK != a2.OK || a.Probe != a2.Probe || !a.RetryAt.Equal(a2.RetryAt) || a.Reason != a2.Reason {
 					t.Fatalf("%s: twin admitted %+v, original %+v", where, a2, a)
 				}
 				if a.OK {

@@ -1,10 +1,8 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand"
-	"strings"
 	"testing"
 	"time"
 )
@@ -121,14 +119,7 @@ func TestCapacityPercentile(t *testing.T) {
 }
 
 func TestCapacityConfigValidate(t *testing.T) {
-	if err := DefaultCapacityConfig().Validate(); err != nil {
-		t.Fatalf("defaults: %v", err)
-	}
-	cases := []struct {
-		name string
-		mod  func(*CapacityConfig)
-		want string
-	}{
+	testConfigValidate(t, DefaultCapacityConfig, []configCase[CapacityConfig]{
 		{"above 500", func(c *CapacityConfig) { c.MaxInFlight = 600 }, "max in-flight 600 is above 500; ask for at most 500"},
 		{"zero", func(c *CapacityConfig) { c.MaxInFlight = 0 }, "max in-flight 0 is below 1"},
 		{"negative", func(c *CapacityConfig) { c.MaxInFlight = -4 }, "max in-flight -4 is below 1"},
@@ -138,17 +129,7 @@ func TestCapacityConfigValidate(t *testing.T) {
 		{"zero window", func(c *CapacityConfig) { c.Window = 0 }, "latency window 0s is not positive"},
 		{"negative interval", func(c *CapacityConfig) { c.MinChangeInterval = -time.Second }, "min change interval -1s is negative"},
 		{"min samples above window", func(c *CapacityConfig) { c.MinSamples = 101 }, "min samples 101 is out of range; use 1 to the window samples (100)"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultCapacityConfig()
-			tc.mod(&c)
-			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate() = %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	})
 	for _, n := range []int{1, 500} {
 		c := DefaultCapacityConfig()
 		c.MaxInFlight = n
@@ -216,14 +197,7 @@ func TestCapacityProperties(t *testing.T) {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			now = now.Add(time.Duration(rng.Intn(3000)) * time.Millisecond)
 			if rng.Intn(10) == 0 {
-				data, err := json.Marshal(twin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				twin = Capacity{}
-				if err := json.Unmarshal(data, &twin); err != nil {
-					t.Fatal(err)
-				}
+				jsonRoundTrip(t, &twin)
 			}
 			lat := time.Duration(rng.ExpFloat64() * float64(200*time.Millisecond))
 			before := c.Cap()

@@ -327,14 +327,6 @@ func gWaiters(prefix string, from, to int) []string {
 	return ws
 }
 
-func gCat(parts ...[]gStep) []gStep {
-	var out []gStep
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
 // gTrip has holder a lease the whole cap at start and report 5 failures 1 s apart ending at
 // start+5s, which opens the circuit at start+5s; its lease shrinks to what it still runs (2).
 func gTrip(start time.Duration) []gStep {
@@ -419,7 +411,7 @@ func guardScenarios() []struct {
 			{At: 5 * s, Op: "done", Waiter: "w3", Result: "none", Queue: "-"}, // a queued waiter gives up
 			{At: 5 * s, Op: "tick", Granted: "-", InUse2: gv(4)},
 		}},
-		{"5 consecutive failures within 60s open the circuit", nil, gCat(gTrip(0), []gStep{
+		{"5 consecutive failures within 60s open the circuit", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 6 * s, Op: "lease", Holder: "b", InUse: 0, Want: 4, Permits: gv(0), Circuit: CircuitOpen},
 			{At: 7 * s, Op: "lease", Holder: "a", InUse: 0, Want: 4, Outs: "SS", Permits: gv(0), InUse2: gv(0), Circuit: CircuitOpen},
 		})},
@@ -449,30 +441,30 @@ func guardScenarios() []struct {
 			{At: 10 * s, Op: "lease", Holder: "a", InUse: 4, Want: 4, Outs: "FSFFFF", OutAt: []time.Duration{9 * s, 4 * s, 5 * s, 6 * s, 7 * s, 8 * s},
 				Circuit: CircuitOpen, Reason: "5 consecutive", ProbeAt: gt(9*s + 5*m)},
 		}},
-		{"while open a holder with nothing leased gets nothing", nil, gCat(gTrip(0), []gStep{
+		{"while open a holder with nothing leased gets nothing", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 6 * s, Op: "lease", Holder: "c", InUse: 1, Want: 4, Permits: gv(0), InUse2: gv(2)},
 		})},
-		{"a probe that never reports is released when its permit expires", nil, gCat(gTrip(0), []gStep{
+		{"a probe that never reports is released when its permit expires", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 10 * s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, Queued: "w1:1,w2:2"},
 			{At: probe, Op: "tick", Granted: "w1", Kinds: "probe", Until: gt(probe + 40*s)},
 			{At: probe + 39*s, Op: "tick", Granted: "-"},
 			{At: probe + 40*s, Op: "tick", Granted: "w2", Kinds: "probe", Queue: "-", InUse2: gv(1)},
 			{At: probe + 41*s, Op: "done", Waiter: "w2", Result: "ok", Circuit: CircuitHalfOpen},
 		})},
-		{"waiters while open are queued with the probe time", nil, gCat(gTrip(0), []gStep{
+		{"waiters while open are queued with the probe time", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 10 * s, Op: "lease", Holder: "a", InUse: 2, Want: 4, Waiters: []string{"w1", "w2"}, Permits: gv(2), Queued: "w1:1,w2:2", Granted: "-"},
 			{At: 45 * s, Op: "tick", Granted: "-", InUse2: gv(2), Next: gt(50 * s)},
 			{At: 50 * s, Op: "tick", Granted: "-", InUse2: gv(0), Next: gt(probe)},
 			{At: 50 * s, Op: "lease", Holder: "b", Want: 4, Waiters: []string{"w3"}, Permits: gv(0), Queued: "w3:3", InUse2: gv(0)},
 		})},
-		{"the probe is woken from the queue when due", nil, gCat(gTrip(0), []gStep{
+		{"the probe is woken from the queue when due", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 10 * s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, Queued: "w1:1,w2:2", Next: gt(45 * s)},
 			{At: probe - s, Op: "tick", Granted: "-", Next: gt(probe)},
 			{At: probe, Op: "tick", Granted: "w1", Kinds: "probe", Queue: "w2", InUse2: gv(1), Circuit: CircuitOpen},
 			{At: probe + s, Op: "tick", Granted: "-", Queue: "w2"},
 			{At: probe + 2*s, Op: "lease", Holder: "b", Waiters: []string{"w3", "w1"}, Granted: "w1", Queued: "w3:2"},
 		})},
-		{"no waiter when the probe falls due: the next waiter is the probe at once", nil, gCat(gTrip(0), []gStep{
+		{"no waiter when the probe falls due: the next waiter is the probe at once", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 50 * s, Op: "lease", Holder: "a", Want: 4, Permits: gv(0), Next: gZero},
 			{At: 6 * m, Op: "tick", Granted: "-"},
 			{At: 7 * m, Op: "lease", Holder: "b", Want: 4, Waiters: []string{"w1", "w2"}, Permits: gv(0), Granted: "w1", Kinds: "probe", Queued: "w2:1", Circuit: CircuitOpen},
@@ -480,7 +472,7 @@ func guardScenarios() []struct {
 			// a released probe leaves the probe due: the queue head goes next.
 			{At: 7*m + s, Op: "tick", Granted: "w2", Kinds: "probe"},
 		})},
-		{"probe success, half-open trickle, closed, queue drained at the cap", nil, gCat(gTrip(0), []gStep{
+		{"probe success, half-open trickle, closed, queue drained at the cap", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 10 * s, Op: "lease", Holder: "b", Waiters: gWaiters("w", 1, 10), Queue: joinOr(gWaiters("w", 1, 10))},
 			{At: probe, Op: "tick", Granted: "w1", Kinds: "probe"},
 			{At: probe + s, Op: "done", Waiter: "w1", Result: "ok", Circuit: CircuitHalfOpen, InUse2: gv(0)},
@@ -505,7 +497,7 @@ func guardScenarios() []struct {
 			{At: probe + 10*s, Op: "done", Waiter: "x1", Result: "ok", InUse2: gv(2)},
 			{At: probe + 11*s, Op: "lease", Holder: "a", Want: 4, Permits: gv(2), Circuit: CircuitClosed},
 		})},
-		{"probe failures double the delay up to 1h", nil, gCat(gTrip(0), []gStep{
+		{"probe failures double the delay up to 1h", nil, slices.Concat(gTrip(0), []gStep{
 			{At: probe, Op: "lease", Holder: "b", Waiters: []string{"p1"}, Granted: "p1", Kinds: "probe"},
 			{At: probe + s, Op: "done", Waiter: "p1", Result: "fail", Circuit: CircuitOpen, Reason: "probe failed", ProbeAt: gt(probe + s + 10*m)},
 			{At: probe + 2*s, Op: "lease", Holder: "b", Waiters: []string{"p2"}, Queued: "p2:1", Next: gt(probe + s + 10*m)},
@@ -518,7 +510,7 @@ func guardScenarios() []struct {
 			{At: probe + 4*s + 130*m, Op: "lease", Holder: "b", Waiters: []string{"p5"}, Granted: "p5"},
 			{At: probe + 5*s + 130*m, Op: "done", Waiter: "p5", Result: "fail", ProbeAt: gt(probe + 5*s + 190*m)},
 		})},
-		{"a failed half-open attempt reopens with the delay doubled", nil, gCat(gTrip(0), []gStep{
+		{"a failed half-open attempt reopens with the delay doubled", nil, slices.Concat(gTrip(0), []gStep{
 			{At: probe, Op: "lease", Holder: "b", Waiters: []string{"p1", "t1"}, Granted: "p1", Queued: "t1:1"},
 			{At: probe + s, Op: "done", Waiter: "p1", Result: "ok", Circuit: CircuitHalfOpen},
 			{At: probe + s, Op: "tick", Granted: "t1", Kinds: "trickle"},
@@ -535,7 +527,7 @@ func guardScenarios() []struct {
 			{At: 80 * s, Op: "tick", InUse2: gv(2), Next: gt(81 * s)},
 			{At: 81 * s, Op: "tick", InUse2: gv(0), Next: gZero},
 		}},
-		{"Reset closes an open circuit and the queue flows at the cap", nil, gCat(gTrip(0), []gStep{
+		{"Reset closes an open circuit and the queue flows at the cap", nil, slices.Concat(gTrip(0), []gStep{
 			{At: 10 * s, Op: "lease", Holder: "b", Waiters: gWaiters("w", 1, 6), Queued: "w1:1,w2:2,w3:3,w4:4,w5:5,w6:6"},
 			{At: 11 * s, Op: "reset", Circuit: CircuitClosed, ProbeAt: gZero},
 			// a still holds 2 permits from before the trip.
@@ -549,7 +541,7 @@ func guardScenarios() []struct {
 			{At: 6 * s, Op: "lease", Holder: "a", InUse: 4, Want: 4, Outs: "F", Circuit: CircuitClosed},
 			{At: 10 * s, Op: "lease", Holder: "a", InUse: 4, Want: 4, Outs: "FFFF", Gap: s, Circuit: CircuitOpen},
 		}},
-		{"NextDeadline follows leases, singles, the due probe and a silent probe", nil, gCat([]gStep{
+		{"NextDeadline follows leases, singles, the due probe and a silent probe", nil, slices.Concat([]gStep{
 			{Op: "tick", Next: gZero},
 			{Op: "lease", Holder: "a", Want: 1, Permits: gv(1), Next: gt(40 * s)},
 			{At: 5 * s, Op: "lease", Holder: "b", Want: 1, Permits: gv(1), Next: gt(40 * s)},
@@ -593,7 +585,7 @@ func guardScenarios() []struct {
 			{At: s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, TTL: 20 * time.Second, Granted: "w1", Queued: "w2:1", Until: gt(21 * s)},
 			{At: 10 * s, Op: "tick", Granted: "w2", Until: gt(50 * s), InUse2: gv(2)},
 		}},
-		{"a repeated probe request renews the probe without a second one", nil, gCat(gTrip(0), []gStep{
+		{"a repeated probe request renews the probe without a second one", nil, slices.Concat(gTrip(0), []gStep{
 			{At: probe, Op: "lease", Holder: "b", Waiters: []string{"p1", "w2"}, Granted: "p1", Kinds: "probe", Queued: "w2:1"},
 			{At: probe + 30*s, Op: "lease", Holder: "b", Waiters: []string{"p1", "w2"}, Granted: "p1", Kinds: "probe", Queued: "w2:1", Until: gt(probe + 70*s)},
 			{At: probe + 31*s, Op: "tick", Granted: "-"},
@@ -659,7 +651,7 @@ func maps2[V any](m map[string]V) map[string]V {
 func TestGuardNextDeadlineProbeInFlight(t *testing.T) {
 	const s = time.Second
 	probe := 5*time.Minute + 5*s
-	newGuardRun(t, guardTestConfig(), false).run(gCat(gTrip(0), []gStep{
+	newGuardRun(t, guardTestConfig(), false).run(slices.Concat(gTrip(0), []gStep{
 		{At: 10 * s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, Queued: "w1:1,w2:2"},
 		{At: probe, Op: "tick", Granted: "w1", Kinds: "probe", Next: gt(probe + 40*s)},
 		{At: probe + 10*s, Op: "tick", Granted: "-", Next: gt(probe + 40*s)},
@@ -1184,7 +1176,7 @@ func TestGuardCoveredGrantedWaiter(t *testing.T) {
 func TestGuardProbeRenewedPastTimeout(t *testing.T) {
 	const s = time.Second
 	probe := 5*time.Minute + 5*s
-	newGuardRun(t, guardTestConfig(), false).run(gCat(gTrip(0), []gStep{
+	newGuardRun(t, guardTestConfig(), false).run(slices.Concat(gTrip(0), []gStep{
 		{At: 10 * s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, Queued: "w1:1,w2:2"},
 		{At: probe, Op: "tick", Granted: "w1", Kinds: "probe"},
 		{At: probe + 30*s, Op: "lease", Holder: "b", Waiters: []string{"w1"}, Granted: "w1"},

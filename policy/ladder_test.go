@@ -94,21 +94,7 @@ func TestLadderValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.ladder.Validate()
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want error containing %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %q, want it to contain %q", err, w)
-				}
-			}
+			wantErrContaining(t, "Validate()", tt.ladder.Validate(), tt.want)
 		})
 	}
 }

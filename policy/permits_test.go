@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -189,14 +188,7 @@ func TestPermitsProperties(t *testing.T) {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			now = now.Add(time.Duration(rng.Intn(4000)) * time.Millisecond)
 			if rng.Intn(10) == 0 {
-				data, err := json.Marshal(twin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				twin = Permits{}
-				if err := json.Unmarshal(data, &twin); err != nil {
-					t.Fatal(err)
-				}
+				jsonRoundTrip(t, &twin)
 			}
 			if rng.Intn(25) == 0 {
 				capNow = 1 + rng.Intn(20)

@@ -150,21 +150,7 @@ func TestRetryAfterRulesValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.rules.Validate()
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want error containing %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %q, want it to contain %q", err, w)
-				}
-			}
+			wantErrContaining(t, "Validate()", tt.rules.Validate(), tt.want)
 		})
 	}
 }

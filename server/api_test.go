@@ -78,11 +78,7 @@ func TestSendWithoutIDMakesOne(t *testing.T) {
 }
 
 func TestReplayOneAndBulk(t *testing.T) {
-	rcv := newReceiver(t, http.StatusInternalServerError)
-	ep := uniq("replay")
-	putEndpoint(t, ep, "acme", rcv.URL, 2, nil)
-	one := send(t, shared.acme, ep, uniq("evt_one"))
-	waitState(t, one, "dead_letter")
+	rcv, ep, one := deadLetter(t, "replay", "evt_one", 2)
 
 	code, out := call(t, "POST", "/v1/events/"+one+"/replay", shared.acme, nil)
 	// Still failing: the replay is accepted and the ladder runs again.
@@ -220,15 +216,8 @@ func TestResetClosesCircuit(t *testing.T) {
 }
 
 func TestTenantIsolation(t *testing.T) {
-	rcv := newReceiver(t, http.StatusInternalServerError)
-	ep := uniq("acme-only")
-	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	ev := send(t, shared.acme, ep, uniq("evt_acme"))
-	waitState(t, ev, "dead_letter")
-	eventually(t, "the dead letter to be listed", func() bool {
-		_, dl := call(t, "GET", "/v1/dead-letters", shared.acme, nil)
-		return slices.Contains(deadLetterIDs(dl), ev)
-	})
+	_, ep, ev := deadLetter(t, "acme-only", "evt_acme", 1)
+	waitListed(t, "/v1/dead-letters", ev)
 
 	missingEP, missingEv := "nobody-"+ep, "evt_nobody_"+ep
 	for _, c := range []struct {
@@ -281,23 +270,18 @@ func TestTenantIsolation(t *testing.T) {
 	}
 }
 
-func endpointIDs(list map[string]any) []string {
-	var ids []string
-	eps, _ := list["endpoints"].([]any)
-	for _, e := range eps {
-		ids = append(ids, e.(map[string]any)["id"].(string))
+// column returns field of every item of the list under key in an API answer.
+func column(answer map[string]any, key, field string) []string {
+	var out []string
+	items, _ := answer[key].([]any)
+	for _, it := range items {
+		out = append(out, it.(map[string]any)[field].(string))
 	}
-	return ids
+	return out
 }
 
-func deadLetterIDs(list map[string]any) []string {
-	var ids []string
-	dls, _ := list["dead_letters"].([]any)
-	for _, d := range dls {
-		ids = append(ids, d.(map[string]any)["event_id"].(string))
-	}
-	return ids
-}
+func endpointIDs(list map[string]any) []string   { return column(list, "endpoints", "id") }
+func deadLetterIDs(list map[string]any) []string { return column(list, "dead_letters", "event_id") }
 
 // TestSendDataLimitIsOnCompactedBytes: the 256 KiB limit applies to the data as it goes on
 // the wire (compacted, never escaped), in the API as in starter.

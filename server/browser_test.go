@@ -68,20 +68,8 @@ func browserSignIn(t *testing.T, ctx context.Context, token string) {
 
 func TestBrowserSignInAndReplayDeadLetter(t *testing.T) {
 	ctx := browser(t)
-	rcv := newReceiver(t, http.StatusInternalServerError)
-	ep := uniq("browser-replay")
-	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	ev := send(t, shared.acme, ep, uniq("evt_browser"))
-	waitState(t, ev, "dead_letter")
-	eventually(t, "the dead letter to be listed", func() bool {
-		_, dl := call(t, "GET", "/v1/dead-letters?endpoint="+ep, shared.acme, nil)
-		for _, id := range deadLetterIDs(dl) {
-			if id == ev {
-				return true
-			}
-		}
-		return false
-	})
+	rcv, ep, ev := deadLetter(t, "browser-replay", "evt_browser", 1)
+	waitListed(t, "/v1/dead-letters?endpoint="+ep, ev)
 
 	browserSignIn(t, ctx, shared.acme)
 	who, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("header .who")))

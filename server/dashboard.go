@@ -481,15 +481,22 @@ type eventView struct {
 	CanReplay   bool
 }
 
+// pathEvent returns the tenant and status of the event the request's path names, if p may
+// see it.
+func (s *Server) pathEvent(ctx context.Context, r *http.Request, p principal) (string, workflows.Status, error) {
+	tenant, err := eventTenant(p, r)
+	if err != nil {
+		return "", workflows.Status{}, err
+	}
+	st, err := s.eventFor(ctx, p, tenant, r.PathValue("id"))
+	return tenant, st, err
+}
+
 func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) error {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	tenant, err := eventTenant(p, r)
-	if err != nil {
-		return err
-	}
-	st, err := s.eventFor(ctx, p, tenant, id)
+	tenant, st, err := s.pathEvent(ctx, r, p)
 	if err != nil {
 		return err
 	}
@@ -541,11 +548,8 @@ func (s *Server) replayForm(w http.ResponseWriter, r *http.Request, p principal)
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	tenant, err := eventTenant(p, r)
+	tenant, _, err := s.pathEvent(ctx, r, p)
 	if err != nil {
-		return err
-	}
-	if _, err := s.eventFor(ctx, p, tenant, id); err != nil {
 		return err
 	}
 	if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {

@@ -154,11 +154,7 @@ func signinFormFor(t *testing.T) signinForm {
 }
 
 func TestCSRFRefused(t *testing.T) {
-	rcv := newReceiver(t, http.StatusInternalServerError)
-	ep := uniq("csrf")
-	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	ev := send(t, shared.acme, ep, uniq("evt_csrf"))
-	waitState(t, ev, "dead_letter")
+	rcv, ep, ev := deadLetter(t, "csrf", "evt_csrf", 1)
 
 	c := browserClient(t)
 	signIn(t, c, shared.acme)

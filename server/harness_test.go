@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/internal/testkit/check"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
 )
@@ -213,15 +215,7 @@ func callRaw(t *testing.T, method, path, token string, body any) (int, []byte) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, raw := check.Do(t, nil, req)
 	record(method, path, resp.StatusCode)
 	return resp.StatusCode, raw
 }
@@ -310,17 +304,7 @@ func send(t *testing.T, token, endpoint, id string) string {
 }
 
 // eventually polls cond until it holds or a minute passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
+var eventually = check.Eventually
 
 // waitState waits until the API shows acme's event id in state (the tests' endpoints are
 // acme's: event ids are scoped to the tenant).
@@ -330,6 +314,28 @@ func waitState(t *testing.T, id, state string) {
 	eventually(t, "event "+id+" to be "+state, func() bool {
 		_, last = call(t, "GET", "/v1/events/"+id+"?tenant=acme", shared.operator, nil)
 		return last["state"] == state
+	})
+}
+
+// deadLetter registers an acme endpoint (named from prefix) whose receiver answers 500, with
+// a ladder of attempts, and sends it an event (named from evtPrefix) as acme; it returns
+// the receiver, the endpoint and the event once the event is a dead letter.
+func deadLetter(t *testing.T, prefix, evtPrefix string, attempts int) (*receiver, string, string) {
+	t.Helper()
+	rcv := newReceiver(t, http.StatusInternalServerError)
+	ep := uniq(prefix)
+	putEndpoint(t, ep, "acme", rcv.URL, attempts, nil)
+	ev := send(t, shared.acme, ep, uniq(evtPrefix))
+	waitState(t, ev, "dead_letter")
+	return rcv, ep, ev
+}
+
+// waitListed waits until acme's dead-letter list at path (with its query) shows ev.
+func waitListed(t *testing.T, path, ev string) {
+	t.Helper()
+	eventually(t, "the dead letter to be listed", func() bool {
+		_, dl := call(t, "GET", path, shared.acme, nil)
+		return slices.Contains(deadLetterIDs(dl), ev)
 	})
 }
 
@@ -371,11 +377,10 @@ func signIn(t *testing.T, c *http.Client, token string) {
 // get fetches a dashboard page with c.
 func get(t *testing.T, c *http.Client, path string) (int, string) {
 	t.Helper()
-	resp, err := c.Get(shared.http.URL + path)
+	req, err := http.NewRequest(http.MethodGet, shared.http.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := check.Do(t, c, req)
 	return resp.StatusCode, string(b)
 }

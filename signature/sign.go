@@ -3,11 +3,9 @@ package signature
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -68,7 +66,7 @@ func Sign(id string, ts time.Time, body []byte, secrets ...Secret) (string, erro
 	if ts.Unix() < 0 {
 		return "", fmt.Errorf("sign: timestamp %s is before the Unix epoch; pass the attempt time", ts.UTC().Format(time.RFC3339))
 	}
-	tsText := strconv.FormatInt(ts.Unix(), 10)
+	tsText := formatTimestamp(ts)
 	var b strings.Builder
 	for i, s := range secrets {
 		key, err := s.key()
@@ -78,9 +76,7 @@ func Sign(id string, ts time.Time, body []byte, secrets ...Secret) (string, erro
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(SignatureVersion)
-		b.WriteByte(',')
-		b.WriteString(base64.StdEncoding.EncodeToString(mac(key, id, tsText, body)))
+		b.WriteString(formatSignature(mac(key, id, tsText, body)))
 	}
 	return b.String(), nil
 }
@@ -93,7 +89,7 @@ func Headers(h http.Header, id string, ts time.Time, body []byte, secrets ...Sec
 		return err
 	}
 	h.Set(HeaderID, id)
-	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(HeaderTimestamp, formatTimestamp(ts))
 	h.Set(HeaderSignature, sig)
 	return nil
 }

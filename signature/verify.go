@@ -2,12 +2,9 @@ package signature
 
 import (
 	"crypto/hmac"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -30,9 +27,6 @@ var (
 	// ErrNoMatch means no v1 signature in webhook-signature matches any of the verifier's secrets.
 	ErrNoMatch = errors.New("no matching signature")
 )
-
-// maxTimestampDigits bounds webhook-timestamp: Unix seconds fit in 19 digits until long after we are gone.
-const maxTimestampDigits = 19
 
 // Verifier checks incoming webhooks, for receivers written in Go and for Herald's tests.
 // Its zero value rejects everything; build it with NewVerifier or set Secrets.
@@ -106,42 +100,4 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	}
 	return fmt.Errorf("verify: %w: %d v1 signature(s) in %s, none made by the %d configured secret(s) over this id, timestamp and body",
 		ErrNoMatch, len(given), HeaderSignature, len(v.Secrets))
-}
-
-// parseTimestamp reads a webhook-timestamp: decimal digits only, no sign.
-func parseTimestamp(s string) (time.Time, error) {
-	bad := func() error {
-		return fmt.Errorf("%w: %q is not Unix seconds (decimal digits only)", ErrInvalidTimestamp, s)
-	}
-	if len(s) > maxTimestampDigits {
-		return time.Time{}, bad()
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return time.Time{}, bad()
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, bad()
-	}
-	return time.Unix(n, 0), nil
-}
-
-// candidates returns the decoded v1 signatures in a webhook-signature value, skipping
-// other versions and entries that are not base64.
-func candidates(header string) [][]byte {
-	var out [][]byte
-	for _, entry := range strings.Fields(header) {
-		version, enc, ok := strings.Cut(entry, ",")
-		if !ok || version != SignatureVersion {
-			continue
-		}
-		b, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil {
-			continue
-		}
-		out = append(out, b)
-	}
-	return out
 }

@@ -214,8 +214,18 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 		if p := e.conc.peak.Load(); p > int64(bound) {
 			t.Errorf("%s saw %d concurrent requests: cap %d plus one spare permit per worker is %d", e.id, p, capN, bound)
 		}
-		if n := len(e.rcv.requests()); n != each {
-			t.Errorf("%s saw %d requests for %d events", e.id, n, each)
+		// Delivery is at least once: an attempt that outran its timeout on a starved
+		// machine is made again with the same webhook-id. Every event arrives, none twice
+		// more than the ladder allows.
+		reqs := e.rcv.requests()
+		ids := map[string]int{}
+		for _, r := range reqs {
+			ids[r.Header.Get("webhook-id")]++
+		}
+		if len(ids) != each || len(reqs) > each*3 {
+			t.Errorf("%s saw %d requests for %d distinct events; want %d events, at most 3 attempts each", e.id, len(reqs), len(ids), each)
+		} else if len(reqs) > each {
+			t.Logf("%s: %d requests for %d events (attempts made again after a timeout)", e.id, len(reqs), each)
 		}
 	}
 	// Each worker stops at its own trigger; attempts already running at either still land.

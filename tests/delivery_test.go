@@ -66,14 +66,7 @@ func TestDeliveredFirstTry(t *testing.T) {
 
 func TestRetryAfterThenSuccess(t *testing.T) {
 	t.Parallel()
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 1 {
-			w.Header().Set("Retry-After", "2")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rcv := newReceiver(t, firstThenOK(retryAfter(http.StatusServiceUnavailable, "2")))
 	// The ladder alone would wait 30 s; the receiver asks for 2 s.
 	putEndpoint(t, "retry-after", rcv.URL, fast(3, 30*time.Second))
 	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "retry-after", Data: json.RawMessage(`{}`)})

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/internal/testkit/check"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -117,6 +118,25 @@ func status(code int) func(int, http.ResponseWriter) {
 	return func(_ int, w http.ResponseWriter) { w.WriteHeader(code) }
 }
 
+// firstThenOK answers the first request with first, and every later one with 200.
+func firstThenOK(first func(w http.ResponseWriter)) func(int, http.ResponseWriter) {
+	return func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			first(w)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// retryAfter answers with code and the Retry-After header value.
+func retryAfter(code int, value string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", value)
+		w.WriteHeader(code)
+	}
+}
+
 // putEndpoint registers endpoint id at url with a fast ladder, returning its secret.
 func putEndpoint(t *testing.T, id, url string, o *activities.Overrides) signature.Secret {
 	t.Helper()
@@ -147,18 +167,8 @@ func waitState(t *testing.T, eventID, state string) workflows.Status {
 	return waitFor(t, shared.starter, eventID, state)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
+// eventually polls cond until it holds or a minute passes.
+var eventually = check.Eventually
 
 // secondWorker starts another Herald worker, with its own Temporal connection and gate,
 // renewing its leases every renew, until the test ends.

@@ -62,22 +62,9 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := newReceiver(t, status(http.StatusNoContent))
-	flaky := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 1 {
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	flaky := newReceiver(t, firstThenOK(retryAfter(http.StatusTooManyRequests, "1")))
 	down := newReceiver(t, status(http.StatusServiceUnavailable))
-	tripping := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 1 {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	tripping := newReceiver(t, firstThenOK(func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadGateway) }))
 	putEndpoint(t, "rec-ok", ok.URL, fast(3, time.Second))
 	brk := fast(3, time.Second)
 	full := policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: time.Minute, VolumeFailures: 20,

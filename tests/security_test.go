@@ -50,14 +50,10 @@ func TestNothingReadableInHistory(t *testing.T) {
 
 	const payloadMarker = "PAYLOAD-MARKER-5f1d2c"
 	const bodyMarker = "RECEIVER-BODY-MARKER-88a1"
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 1 {
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(bodyMarker))
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rcv := newReceiver(t, firstThenOK(func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(bodyMarker))
+	}))
 	secret, _ := signature.GenerateSecret()
 	zero := 0.0
 	if _, err := s.PutEndpoint(ctx, workflows.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,

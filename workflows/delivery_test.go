@@ -82,32 +82,26 @@ type attemptCall struct {
 	At time.Time
 }
 
-// recorder keeps what the workflow did: attempts, search attribute upserts, timers. The
-// attempt mock runs on its own goroutine, hence the mutex.
+// recorder keeps what the workflow did: attempts, search attribute upserts, timers.
 type recorder struct {
-	mu       sync.Mutex
-	attempts []attemptCall
-	upserts  []string
-	timers   []time.Duration
+	attempts tape[attemptCall]
+	upserts  tape[string]
+	timers   tape[time.Duration]
 }
 
-func (r *recorder) calls() []attemptCall {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]attemptCall(nil), r.attempts...)
+// wantCalls returns the attempts, failing the test unless there were n ("want" says which).
+func (r *recorder) wantCalls(t *testing.T, n int, want string) []attemptCall {
+	t.Helper()
+	calls := r.calls()
+	if len(calls) != n {
+		t.Fatalf("%d attempts, want %s", len(calls), want)
+	}
+	return calls
 }
 
-func (r *recorder) statuses() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.upserts...)
-}
-
-func (r *recorder) timerDurations() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.timers...)
-}
+func (r *recorder) calls() []attemptCall            { return r.attempts.all() }
+func (r *recorder) statuses() []string              { return r.upserts.all() }
+func (r *recorder) timerDurations() []time.Duration { return r.timers.all() }
 
 // script answers one attempt; now is the workflow clock when the attempt runs.
 type script func(in activities.AttemptInput, now time.Time) (activities.Result, error)
@@ -122,21 +116,11 @@ func newDeliveryEnv(t *testing.T, s script) (*testsuite.TestWorkflowEnvironment,
 	env.OnActivity((&activities.Activities{}).Attempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.AttemptInput) (activities.Result, error) {
 			now := env.Now()
-			rec.mu.Lock()
-			rec.attempts = append(rec.attempts, attemptCall{In: in, At: now})
-			rec.mu.Unlock()
+			rec.attempts.add(attemptCall{In: in, At: now})
 			return s(in, now)
 		})
-	onKeywordUpsert(env, AttrStatus, func(v string) {
-		rec.mu.Lock()
-		rec.upserts = append(rec.upserts, v)
-		rec.mu.Unlock()
-	})
-	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
-		rec.mu.Lock()
-		rec.timers = append(rec.timers, d)
-		rec.mu.Unlock()
-	})
+	onKeywordUpsert(env, AttrStatus, rec.upserts.add)
+	recordTimers(env, &rec.timers)
 	return env, rec
 }
 
@@ -181,15 +165,14 @@ func sum(ds []time.Duration) time.Duration {
 
 func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryStatus)
-	if err != nil {
-		t.Fatalf("query %s: %v", QueryStatus, err)
-	}
-	var st Status
-	if err := v.Get(&st); err != nil {
-		t.Fatalf("decode status: %v", err)
-	}
-	return st
+	return mustQuery[Status](t, env, QueryStatus)
+}
+
+// runDelivery runs the delivery workflow on testEvent to its end and returns its status.
+func runDelivery(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+	t.Helper()
+	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
+	return workflowStatus(t, env)
 }
 
 func workflowStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
@@ -252,10 +235,7 @@ func TestDeliveryFirstTrySuccess(t *testing.T) {
 	if !st.NextAttemptAt.IsZero() || !st.DeadAt.IsZero() {
 		t.Errorf("next attempt %s, dead at %s; want both zero", st.NextAttemptAt, st.DeadAt)
 	}
-	calls := rec.calls()
-	if len(calls) != 1 {
-		t.Fatalf("%d attempts, want 1", len(calls))
-	}
+	calls := rec.wantCalls(t, 1, "1")
 	checkInput(t, calls[0].In, 0, 1)
 	if tm := rec.timerDurations(); len(tm) != 0 {
 		t.Errorf("timers %v, want none", tm)
@@ -277,10 +257,7 @@ func TestDeliveryDefaultLadderTiming(t *testing.T) {
 	env.RegisterDelayedCallback(func() { parked = queryStatus(t, env) }, sum(want)+time.Hour)
 	env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
 
-	calls := rec.calls()
-	if len(calls) != 8 {
-		t.Fatalf("%d attempts, want 8", len(calls))
-	}
+	calls := rec.wantCalls(t, 8, "8")
 	bases := []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 8 * time.Hour}
 	if len(want) != len(bases) {
 		t.Fatalf("policy.Next gives %d retries, want %d", len(want), len(bases))
@@ -397,8 +374,7 @@ func TestDeliveryRetryAfter(t *testing.T) {
 				r.RetryAfterHeader, r.DateHeader = tc.retryAfter, tc.date
 				return r, nil
 			})
-			env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
-			st := workflowStatus(t, env)
+			st := runDelivery(t, env)
 
 			ra := p.RetryAfter.Decide(tc.retryAfter, tc.date, testStart)
 			if ra.Action != tc.action {
@@ -406,10 +382,7 @@ func TestDeliveryRetryAfter(t *testing.T) {
 			}
 			want := policy.Next(p.Ladder, 1, ra, jitterKey(testEventID, 0, 1)).Delay
 
-			calls := rec.calls()
-			if len(calls) != 2 {
-				t.Fatalf("%d attempts, want 2", len(calls))
-			}
+			calls := rec.wantCalls(t, 2, "2")
 			gap := calls[1].At.Sub(calls[0].At)
 			if gap < tc.min || gap > tc.max {
 				t.Errorf("second attempt after %s, want %s..%s", gap, tc.min, tc.max)
@@ -449,10 +422,7 @@ func TestDeliveryDeadLetterReplay(t *testing.T) {
 		t.Errorf("before the replay: state %q dead at %s, want %q dead at %s", parked.State, parked.DeadAt, StateDeadLetter, deadAt)
 	}
 	st := workflowStatus(t, env)
-	calls := rec.calls()
-	if len(calls) != 10 {
-		t.Fatalf("%d attempts, want 8 then 2 after the replay", len(calls))
-	}
+	calls := rec.wantCalls(t, 10, "8 then 2 after the replay")
 	for i, c := range calls[:8] {
 		checkInput(t, c.In, 0, i+1)
 	}
@@ -547,10 +517,7 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
 
 		st := workflowStatus(t, env)
-		calls := rec.calls()
-		if len(calls) != 9 {
-			t.Fatalf("%d attempts, want 8 then 1 after the second replay", len(calls))
-		}
+		calls := rec.wantCalls(t, 9, "8 then 1 after the second replay")
 		checkInput(t, calls[8].In, 1, 1)
 		if want := testStart.Add(deadAfter + 30*time.Minute); !calls[8].At.Equal(want) {
 			t.Errorf("replayed attempt at %s, want %s (the second replay), not at the dead letter (%s)",

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -46,26 +45,12 @@ func put(env *testsuite.TestWorkflowEnvironment, req PutEndpointRequest) *putOut
 }
 
 func queryConfig(env *testsuite.TestWorkflowEnvironment) (activities.Endpoint, error) {
-	v, err := env.QueryWorkflow(QueryEndpointConfig)
-	if err != nil {
-		return activities.Endpoint{}, err
-	}
-	var ep activities.Endpoint
-	err = v.Get(&ep)
-	return ep, err
+	return queryAs[activities.Endpoint](env, QueryEndpointConfig)
 }
 
 func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) EndpointState {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryEndpointState)
-	if err != nil {
-		t.Fatalf("query %s: %v", QueryEndpointState, err)
-	}
-	var s EndpointState
-	if err := v.Get(&s); err != nil {
-		t.Fatalf("decode state: %v", err)
-	}
-	return s
+	return mustQuery[EndpointState](t, env, QueryEndpointState)
 }
 
 // runEndpoint runs an endpoint workflow for testEndpointID until end, when it is cancelled
@@ -443,16 +428,9 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID, Counters: carried, Since: since})
 
-	var can *workflow.ContinueAsNewError
-	if err := env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("workflow error = %v, want a continue-as-new", err)
-	}
+	can, next := continuedAsNew(t, env)
 	if can.WorkflowType == nil || can.WorkflowType.Name != EndpointWorkflowName {
 		t.Errorf("continues as %+v, want %s", can.WorkflowType, EndpointWorkflowName)
-	}
-	var next EndpointInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
 	}
 	if next.ID != testEndpointID || next.Endpoint == nil || next.Endpoint.URL != testURL || next.Endpoint.Secret != secret || next.Endpoint.Version != 1 {
 		t.Fatalf("continues with %+v, want the registered endpoint", next)

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/netguard"
@@ -55,41 +52,26 @@ type circuitUpsert struct {
 }
 
 // guardRecorder keeps what the endpoint workflow sent out: permit signals, HeraldCircuit
-// upserts and timers. The signal mock runs on a goroutine of its own, hence the mutex.
+// upserts and timers.
 type guardRecorder struct {
-	mu       sync.Mutex
-	permits  []permitSignal
-	circuits []circuitUpsert
-	timers   []time.Duration
-	// gone are the waiters whose workflow no longer exists: signalling them fails.
+	permits  tape[permitSignal]
+	circuits tape[circuitUpsert]
+	timers   tape[time.Duration]
+	// gone are the waiters whose workflow no longer exists: signalling them fails. Tests set
+	// it before the workflow runs.
 	gone map[string]bool
 }
 
-func (r *guardRecorder) signals() []permitSignal {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.permits)
-}
-
-func (r *guardRecorder) upserts() []circuitUpsert {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.circuits)
-}
-
-func (r *guardRecorder) timerDurations() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.timers)
-}
+func (r *guardRecorder) signals() []permitSignal         { return r.permits.all() }
+func (r *guardRecorder) upserts() []circuitUpsert        { return r.circuits.all() }
+func (r *guardRecorder) timerDurations() []time.Duration { return r.timers.all() }
 
 // permitOf returns the last permit signalled to waiter.
 func (r *guardRecorder) permitOf(waiter string) (permitSignal, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.permits) - 1; i >= 0; i-- {
-		if r.permits[i].Waiter == waiter {
-			return r.permits[i], true
+	permits := r.permits.all()
+	for i := len(permits) - 1; i >= 0; i-- {
+		if permits[i].Waiter == waiter {
+			return permits[i], true
 		}
 	}
 	return permitSignal{}, false
@@ -107,79 +89,15 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 			if !ok {
 				t.Errorf("permit signal to %s carries %T, want activities.Permit", workflowID, arg)
 			}
-			rec.mu.Lock()
-			defer rec.mu.Unlock()
-			rec.permits = append(rec.permits, permitSignal{Waiter: workflowID, Permit: p, At: env.Now()})
+			rec.permits.add(permitSignal{Waiter: workflowID, Permit: p, At: env.Now()})
 			if rec.gone[workflowID] {
 				return errors.New("workflow not found")
 			}
 			return nil
 		})
-	onKeywordUpsert(env, AttrCircuit, func(v string) {
-		rec.mu.Lock()
-		rec.circuits = append(rec.circuits, circuitUpsert{State: v, At: env.Now()})
-		rec.mu.Unlock()
-	})
-	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
-		rec.mu.Lock()
-		rec.timers = append(rec.timers, d)
-		rec.mu.Unlock()
-	})
+	onKeywordUpsert(env, AttrCircuit, func(v string) { rec.circuits.add(circuitUpsert{State: v, At: env.Now()}) })
+	recordTimers(env, &rec.timers)
 	return env, rec
-}
-
-// updateOutcome is what became of one update of the endpoint workflow.
-type updateOutcome[T any] struct {
-	accepted  bool
-	rejected  error
-	completed bool
-	err       error
-	result    T
-	decodeErr error
-}
-
-func sendUpdate[T any](env *testsuite.TestWorkflowEnvironment, name string, args ...any) *updateOutcome[T] {
-	out := &updateOutcome[T]{}
-	env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
-		OnAccept: func() { out.accepted = true },
-		OnReject: func(err error) { out.rejected = err },
-		OnComplete: func(v any, err error) {
-			out.completed, out.err = true, err
-			switch v := v.(type) {
-			case T:
-				out.result = v
-			case converter.EncodedValue:
-				out.decodeErr = v.Get(&out.result)
-			case nil:
-			default:
-				out.decodeErr = fmt.Errorf("unexpected update result type %T", v)
-			}
-		},
-	}, args...)
-	return out
-}
-
-// check reports on t unless the update was accepted and completed without error.
-func (o *updateOutcome[T]) check(t *testing.T, what string) bool {
-	t.Helper()
-	if o == nil {
-		t.Errorf("%s: never sent", what)
-		return false
-	}
-	if !o.accepted || o.rejected != nil || !o.completed || o.err != nil || o.decodeErr != nil {
-		t.Errorf("%s: accepted %v, rejected %v, completed %v, error %v, decode %v",
-			what, o.accepted, o.rejected, o.completed, o.err, o.decodeErr)
-		return false
-	}
-	return true
-}
-
-// mustSucceed stops the test unless the update was accepted and completed without error.
-func (o *updateOutcome[T]) mustSucceed(t *testing.T, what string) {
-	t.Helper()
-	if !o.check(t, what) {
-		t.FailNow()
-	}
 }
 
 // lease sends a lease update as worker:a's gate would.
@@ -591,16 +509,9 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 	}, canAt)
 	env.ExecuteWorkflow(EndpointWorkflowName, EndpointInput{ID: testEndpointID})
 
-	var can *workflow.ContinueAsNewError
-	if err := env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("workflow error = %v, want a continue-as-new", err)
-	}
+	_, next := continuedAsNew(t, env)
 	if !env.Now().Equal(at(canAt)) {
 		t.Errorf("continued as new at %s, want %s", env.Now(), at(canAt))
-	}
-	var next EndpointInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
 	}
 	g := next.Guard
 	if g == nil {
@@ -719,8 +630,7 @@ func TestDeliveryHeldByGate(t *testing.T) {
 		var waiting Status
 		env.RegisterDelayedCallback(func() { waiting = queryStatus(t, env) }, time.Minute)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPermit, permit) }, 3*time.Minute)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
-		st := workflowStatus(t, env)
+		st := runDelivery(t, env)
 
 		if waiting.State != StateWaitingEndpoint || waiting.Waiting == nil || waiting.Waiting.Reason != reason ||
 			!waiting.Waiting.Queued || waiting.Waiting.Position != 3 || !waiting.Waiting.RetryAt.Equal(probe) || !waiting.Waiting.Since.Equal(testStart) {
@@ -729,10 +639,7 @@ func TestDeliveryHeldByGate(t *testing.T) {
 		if len(waiting.Attempts) != 0 {
 			t.Errorf("while held the status shows %d attempts, want none: a held attempt is not an attempt", len(waiting.Attempts))
 		}
-		calls := rec.calls()
-		if len(calls) != 2 {
-			t.Fatalf("%d attempts, want the held one and the one on the permit", len(calls))
-		}
+		calls := rec.wantCalls(t, 2, "the held one and the one on the permit")
 		checkInput(t, calls[0].In, 0, 1)
 		checkInput(t, calls[1].In, 0, 1) // the held attempt used none of the ladder
 		if calls[0].In.Permit != nil || calls[0].In.Waiter != DeliveryID(testEventID) {
@@ -765,8 +672,7 @@ func TestDeliveryHeldByGate(t *testing.T) {
 			return deliveredAttempt(now, p), nil
 		})
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPermit, permit) }, 3*time.Minute)
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
-		workflowStatus(t, env)
+		runDelivery(t, env)
 		if up := rec.statuses(); !equalStrings(up, []string{StateWaitingEndpoint, StateDelivered}) {
 			t.Errorf("HeraldStatus upserts %v, want [waiting_endpoint delivered]", up)
 		}
@@ -780,12 +686,8 @@ func TestDeliveryHeldByGate(t *testing.T) {
 			}
 			return deliveredAttempt(now, p), nil
 		})
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
-		st := workflowStatus(t, env)
-		calls := rec.calls()
-		if len(calls) != 2 {
-			t.Fatalf("%d attempts, want 2", len(calls))
-		}
+		st := runDelivery(t, env)
+		calls := rec.wantCalls(t, 2, "2")
 		checkInput(t, calls[1].In, 0, 1)
 		if calls[1].In.Permit != nil || !calls[1].At.Equal(probe.Add(time.Second)) {
 			t.Errorf("second attempt at %s with permit %+v, want at the probe + 1s without a permit", calls[1].At, calls[1].In.Permit)
@@ -807,12 +709,8 @@ func TestDeliveryHeldByGate(t *testing.T) {
 			return deliveredAttempt(now, p), nil
 		})
 		// Not queued: it asks again at RetryAt + 1s.
-		env.ExecuteWorkflow(DeliveryWorkflowName, DeliveryInput{Event: testEvent()})
-		st := workflowStatus(t, env)
-		calls := rec.calls()
-		if len(calls) != 3 {
-			t.Fatalf("%d attempts, want held, failed, delivered", len(calls))
-		}
+		st := runDelivery(t, env)
+		calls := rec.wantCalls(t, 3, "held, failed, delivered")
 		// Asked again without a permit, it is still attempt 1; it fails, and the retry is 2.
 		checkInput(t, calls[1].In, 0, 1)
 		checkInput(t, calls[2].In, 0, 2)

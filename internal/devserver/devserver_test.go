@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +23,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald/internal/testkit/check"
 )
 
 const (
@@ -194,15 +194,11 @@ func TestStartInMemoryRunsWorkflowAndServesUI(t *testing.T) {
 
 func get(t *testing.T, url string) (status int, contentType, body string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: read body: %v", url, err)
-	}
+	resp, b := check.Do(t, nil, req)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 
@@ -355,7 +351,7 @@ func TestStartRefusesTakenPort(t *testing.T) {
 			if !errors.Is(err, ErrPortInUse) {
 				t.Errorf("error %v does not wrap ErrPortInUse", err)
 			}
-			for _, want := range []string{tc.what, strconv.Itoa(taken), "choose another"} {
+			for _, want := range []string{tc.what, fmt.Sprint(taken), "choose another"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not mention %q", err, want)
 				}
@@ -441,14 +437,8 @@ func TestAddSearchAttributeAliases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, changed, err := addSearchAttributeAliases(tc.aliases, tc.attrs)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
+			if check.Err(t, "addSearchAttributeAliases", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if changed != tc.wantChanged {
 				t.Errorf("changed = %v, want %v", changed, tc.wantChanged)
@@ -472,7 +462,7 @@ func TestFreePortCanBeBound(t *testing.T) {
 			t.Fatalf("FreePort returned %d twice", port)
 		}
 		seen[port] = true
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			t.Fatalf("listen on free port %d: %v", port, err)
 		}
