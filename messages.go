@@ -80,6 +80,10 @@ type Hold struct {
 	// Recheck is how long the delivery waits before it asks again if no permit reaches it
 	// (zero in results recorded before it existed: see policy.HoldRecheck).
 	Recheck time.Duration `json:"recheck,omitempty"`
+	// Circuit is the endpoint's circuit state when the hold came from its breaker or cap
+	// (empty for a hold of the worker's own, and in results recorded before it existed).
+	// While it is open, RetryAt is when the probe is due.
+	Circuit policy.CircuitState `json:"circuit,omitempty"`
 }
 
 // ReplayRequest is the payload of a replay signal (none, or a zero one, replays at once).

@@ -166,7 +166,7 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 		g.kick(e)
 		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
 	case policy.HoldLater:
-		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt,
+		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt, Circuit: snap.Circuit,
 			Recheck: policy.QueueFullRecheck(snap.RetryAt, time.Now())}, nil
 	default:
 		return nil, g.wait(ctx, e, waiter, snap, reason), nil
@@ -183,7 +183,7 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 	if reason == "" {
 		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)
 	}
-	return &herald.Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt,
+	return &herald.Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt, Circuit: snap.Circuit,
 		Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
 }
 

@@ -264,11 +264,6 @@ func (b *Breaker) NextProbeAt() time.Time {
 	return b.ProbeDue
 }
 
-// InFlight reports whether a probe or half-open attempt is out at now.
-func (b *Breaker) InFlight(now time.Time) bool {
-	return b.SlotBusy && now.Sub(b.SlotAt) < b.Config.ProbeTimeout
-}
-
 // Admit says whether one attempt may go at now. Closed admits everything. Open admits one
 // probe once it is due and none is in flight. Half-open admits one attempt at a time. A yes
 // from an open or half-open circuit takes its single slot until Record or Release (or until

@@ -395,7 +395,7 @@ func TestBreakerProperties(t *testing.T) {
 			}
 			before := b.State()
 			beforeSince := b.Since()
-			busy := b.InFlight(now)
+			busy := b.SlotBusy && now.Sub(b.SlotAt) < b.Config.ProbeTimeout // a probe or half-open attempt is out
 			switch op := rng.Intn(10); {
 			case op < 4:
 				a, a2 := b.Admit(now), twin.Admit(now)

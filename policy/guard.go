@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -114,22 +115,75 @@ type LeaseReply struct {
 	Waiters []WaiterReply `json:"waiters,omitempty"`
 }
 
-// WaiterReply says what became of one waiter.
+// WaiterOutcome is what became of a waiter in a LeaseReply.
+type WaiterOutcome string
+
+// Waiter outcomes.
+const (
+	// WaiterCovered: the holder's renewed lease has room for it; admit it under the lease.
+	WaiterCovered WaiterOutcome = "covered"
+	// WaiterGranted: the waiter holds a permit of its own until Until and runs under Ticket.
+	WaiterGranted WaiterOutcome = "granted"
+	// WaiterQueued: the waiter waits in the queue at Position (1 = next) and is woken later.
+	WaiterQueued WaiterOutcome = "queued"
+	// WaiterRefused: the queue is full; ask again at RetryAt.
+	WaiterRefused WaiterOutcome = "refused"
+)
+
+// WaiterReply says what became of one waiter. Its JSON also carries the booleans
+// "covered", "granted" and "queued" that gates before the outcome field read, and a reply
+// that has only those decodes to the same outcome.
 type WaiterReply struct {
-	Waiter string `json:"waiter"`
-	// Covered: the holder's renewed lease has room for it; admit it under the lease.
-	Covered bool `json:"covered,omitempty"`
-	// Granted: the waiter holds a permit of its own until Until and runs under Ticket.
-	Granted bool      `json:"granted,omitempty"`
-	Ticket  Ticket    `json:"ticket,omitzero"`
-	Until   time.Time `json:"until,omitzero"`
-	// Queued: the waiter waits in the queue at Position (1 = next) and is woken later.
-	Queued   bool `json:"queued,omitempty"`
-	Position int  `json:"position,omitempty"`
+	Waiter  string        `json:"waiter"`
+	Outcome WaiterOutcome `json:"outcome"`
+	// Ticket and Until: the permit of a granted waiter.
+	Ticket Ticket    `json:"ticket,omitzero"`
+	Until  time.Time `json:"until,omitzero"`
+	// Position is a queued waiter's place in the queue (1 = next).
+	Position int `json:"position,omitempty"`
 	// Reason says why it was not granted; RetryAt is when that may change (for a full queue:
 	// when to ask again).
 	Reason  string    `json:"reason,omitempty"`
 	RetryAt time.Time `json:"retry_at,omitzero"`
+}
+
+// waiterReplyJSON is WaiterReply on the wire: the outcome, and the booleans it replaced.
+type waiterReplyJSON struct {
+	waiterReplyFields
+	Covered bool `json:"covered,omitempty"`
+	Granted bool `json:"granted,omitempty"`
+	Queued  bool `json:"queued,omitempty"`
+}
+
+// waiterReplyFields has WaiterReply's fields without its methods.
+type waiterReplyFields WaiterReply
+
+// MarshalJSON writes the outcome and, for gates of the version before it, its boolean.
+func (r WaiterReply) MarshalJSON() ([]byte, error) {
+	return json.Marshal(waiterReplyJSON{waiterReplyFields: waiterReplyFields(r),
+		Covered: r.Outcome == WaiterCovered, Granted: r.Outcome == WaiterGranted, Queued: r.Outcome == WaiterQueued})
+}
+
+// UnmarshalJSON reads the outcome, or derives it from the booleans of a reply without one.
+func (r *WaiterReply) UnmarshalJSON(b []byte) error {
+	var v waiterReplyJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = WaiterReply(v.waiterReplyFields)
+	if r.Outcome == "" {
+		switch {
+		case v.Covered:
+			r.Outcome = WaiterCovered
+		case v.Granted:
+			r.Outcome = WaiterGranted
+		case v.Queued:
+			r.Outcome = WaiterQueued
+		default:
+			r.Outcome = WaiterRefused
+		}
+	}
+	return nil
 }
 
 // Wake is a queued waiter given a permit of its own.
@@ -201,7 +255,7 @@ func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
 		if room > 0 && g.single(w) < 0 {
 			room--
 			g.Permits.Remove(w)
-			reply.Waiters = append(reply.Waiters, WaiterReply{Waiter: w, Covered: true})
+			reply.Waiters = append(reply.Waiters, WaiterReply{Waiter: w, Outcome: WaiterCovered})
 			continue
 		}
 		reply.Waiters = append(reply.Waiters, g.waiter(now, w, ttl))
@@ -220,7 +274,7 @@ func (g *Guard) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
 		if l.Permits > 0 {
 			g.Singles[i].Until = l.Expires
 			s := g.Singles[i]
-			return WaiterReply{Waiter: w, Granted: true, Ticket: s.Ticket, Until: s.Until}
+			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
 		}
 	}
 	if pos := slices.Index(g.Permits.Waiting, w); pos >= 0 {
@@ -228,11 +282,11 @@ func (g *Guard) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
 	}
 	if len(g.Permits.Waiting) == 0 {
 		if s, ok := g.admitOne(now, w, ttl); ok {
-			return WaiterReply{Waiter: w, Granted: true, Ticket: s.Ticket, Until: s.Until}
+			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
 		}
 	}
 	if len(g.Permits.Waiting) >= g.Config.MaxQueue {
-		return WaiterReply{Waiter: w, Reason: fmt.Sprintf("the queue is full (%d waiting)", len(g.Permits.Waiting)),
+		return WaiterReply{Waiter: w, Outcome: WaiterRefused, Reason: fmt.Sprintf("the queue is full (%d waiting)", len(g.Permits.Waiting)),
 			RetryAt: now.Add(time.Minute)}
 	}
 	g.Permits.Enqueue(w)
@@ -240,7 +294,7 @@ func (g *Guard) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
 }
 
 func (g *Guard) queued(now time.Time, w string, pos int) WaiterReply {
-	r := WaiterReply{Waiter: w, Queued: true, Position: pos}
+	r := WaiterReply{Waiter: w, Outcome: WaiterQueued, Position: pos}
 	r.Reason, r.RetryAt = g.holdReason(now)
 	return r
 }
@@ -511,7 +565,7 @@ func (s Snapshot) Coarse() Snapshot {
 func (g *Guard) Wait(now time.Time, waiter string) (w Wake, ok bool) {
 	g.expire(now)
 	r := g.waiter(now, waiter, g.Config.LeaseTTL)
-	if !r.Granted {
+	if r.Outcome != WaiterGranted {
 		return Wake{}, false
 	}
 	return Wake{Waiter: waiter, Ticket: r.Ticket, Until: r.Until}, true

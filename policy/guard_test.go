@@ -230,11 +230,11 @@ func (r *guardRun) run(steps []gStep) {
 					t.Errorf("%s: reply %d is for %s, want %s", where, j, w.Waiter, s.Waiters[j])
 				}
 				switch {
-				case w.Covered:
+				case w.Outcome == WaiterCovered:
 					covered = append(covered, w.Waiter)
-				case w.Granted:
+				case w.Outcome == WaiterGranted:
 					note(w.Waiter, w.Ticket, w.Until)
-				case w.Queued:
+				case w.Outcome == WaiterQueued:
 					queued = append(queued, w.Waiter+":"+strconv.Itoa(w.Position))
 				default:
 					full = append(full, w.Waiter)
@@ -877,7 +877,7 @@ func (p *guardProp) lease(h *gpHolder) {
 		}
 		m := p.ws[w]
 		switch {
-		case wr.Covered:
+		case wr.Outcome == WaiterCovered:
 			covered++
 			switch m.state {
 			case "queued", "granted":
@@ -891,12 +891,12 @@ func (p *guardProp) lease(h *gpHolder) {
 			m.state = "covered"
 			h.waiters = slices.DeleteFunc(h.waiters, func(q string) bool { return q == w })
 			h.running = append(h.running, p.attempt(rep.Ticket))
-		case wr.Granted:
+		case wr.Outcome == WaiterGranted:
 			if m.state == "queued" {
 				p.errorf("queued waiter %s granted by a lease request", w)
 			}
 			p.grant(w, wr.Ticket, wr.Until, ttl, state, g.Breaker.ProbeDue)
-		case wr.Queued:
+		case wr.Outcome == WaiterQueued:
 			switch m.state {
 			case "queued":
 				if want := slices.Index(p.queue, w) + 1; wr.Position != want {

@@ -100,23 +100,6 @@ func (l Ladder) BaseDelay(failed int) (time.Duration, bool) {
 	return l.Delays[i], true
 }
 
-// Total returns the sum of the base delays over the whole ladder: the time
-// from the first attempt to the last without jitter or Retry-After. It
-// saturates at the largest Duration instead of overflowing.
-func (l Ladder) Total() time.Duration {
-	var total time.Duration
-	for failed := 1; ; failed++ {
-		d, ok := l.BaseDelay(failed)
-		if !ok {
-			return total
-		}
-		if d > 0 && total > math.MaxInt64-d {
-			return math.MaxInt64
-		}
-		total += d
-	}
-}
-
 // LadderOverride changes some fields of a Ladder, for per-endpoint
 // configuration. A nil Delays, zero Attempts or nil Jitter keeps the base
 // ladder's value.
@@ -168,20 +151,6 @@ func scaleDuration(base time.Duration, f float64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(d)
-}
-
-// Jitter returns base scaled by a deterministic factor in [1-j, 1+j] derived from key.
-//
-// The factor is uniform over keys, so 1,000 events with different keys that
-// failed at the same second spread evenly over the window. A base at or
-// below zero, or j at or below zero (or NaN), returns base unchanged; j above
-// 1 counts as 1. The result saturates at the largest Duration.
-func Jitter(base time.Duration, j float64, key string) time.Duration {
-	if base <= 0 || !(j > 0) {
-		return base
-	}
-	j = min(j, 1)
-	return scaleDuration(base, 1-j+2*j*unitFraction(key))
 }
 
 // ParseDelays parses "30s,2m,10m" style schedules (for CLI flags) into delays, with clear errors.

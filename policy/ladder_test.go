@@ -18,8 +18,8 @@ func TestDefaultLadder(t *testing.T) {
 		t.Errorf("DefaultLadder() attempts %d jitter %v, want 8 and 0.2", l.Attempts, l.Jitter)
 	}
 	// 30s + 2m + 10m + 30m + 1h + 3h + 8h, the "~12h42m" of the issue.
-	if got, want := l.Total(), 12*time.Hour+42*time.Minute+30*time.Second; got != want {
-		t.Errorf("DefaultLadder().Total() = %s, want %s", got, want)
+	if got, want := totalDelay(l), 12*time.Hour+42*time.Minute+30*time.Second; got != want {
+		t.Errorf("DefaultLadder() waits %s in all, want %s", got, want)
 	}
 	want := []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 8 * time.Hour}
 	for i, w := range want {
@@ -69,29 +69,6 @@ func TestBaseDelay(t *testing.T) {
 	}
 }
 
-func TestTotal(t *testing.T) {
-	s, m := time.Second, time.Minute
-	tests := []struct {
-		name   string
-		ladder Ladder
-		want   time.Duration
-	}{
-		{"exact", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, s + m},
-		{"last repeats", Ladder{Delays: []time.Duration{s, m}, Attempts: 5}, s + 3*m},
-		{"cut", Ladder{Delays: []time.Duration{s, m, time.Hour}, Attempts: 2}, s},
-		{"one attempt", Ladder{Delays: []time.Duration{s}, Attempts: 1}, 0},
-		{"zero ladder", Ladder{}, 0},
-		{"saturates", Ladder{Delays: []time.Duration{math.MaxInt64 / 2}, Attempts: 4}, math.MaxInt64},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.ladder.Total(); got != tt.want {
-				t.Errorf("Total() = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestLadderValidate(t *testing.T) {
 	ok := DefaultLadder()
 	tests := []struct {
@@ -134,9 +111,9 @@ func TestJitterBounds(t *testing.T) {
 	minD, maxD := time.Duration(math.MaxInt64), time.Duration(0)
 	for i := range n {
 		key := JitterKey("evt_"+strconv.Itoa(i), 0, 1)
-		d := Jitter(base, j, key)
+		d := jitter(base, j, key)
 		if d < lo || d > hi {
-			t.Fatalf("Jitter(%s, %v, %q) = %s, outside [%s, %s]", base, j, key, d, lo, hi)
+			t.Fatalf("jitter(%s, %v, %q) = %s, outside [%s, %s]", base, j, key, d, lo, hi)
 		}
 		seen[d] = true
 		sum += float64(d)
@@ -159,7 +136,7 @@ func TestJitterBounds(t *testing.T) {
 // workflows would replay to different timers, so this test must fail.
 func TestJitterStable(t *testing.T) {
 	for _, key := range []string{"evt_123/0/1", "evt_123/0/2", "evt_123/1/1", ""} {
-		a, b := Jitter(30*time.Second, 0.2, key), Jitter(30*time.Second, 0.2, key)
+		a, b := jitter(30*time.Second, 0.2, key), jitter(30*time.Second, 0.2, key)
 		if a != b {
 			t.Errorf("Jitter with key %q gave %s then %s", key, a, b)
 		}
@@ -173,11 +150,11 @@ func TestJitterStable(t *testing.T) {
 		{"evt_123/1/1", 29444591218},
 	}
 	for _, g := range golden {
-		if got := Jitter(30*time.Second, 0.2, g.key); got != g.want {
-			t.Errorf("Jitter(30s, 0.2, %q) = %d, want %d (changing it breaks workflow replay)", g.key, got, g.want)
+		if got := jitter(30*time.Second, 0.2, g.key); got != g.want {
+			t.Errorf("jitter(30s, 0.2, %q) = %d, want %d (changing it breaks workflow replay)", g.key, got, g.want)
 		}
 	}
-	if Jitter(30*time.Second, 0.2, "evt_123/0/1") == Jitter(30*time.Second, 0.2, "evt_123/0/2") {
+	if jitter(30*time.Second, 0.2, "evt_123/0/1") == jitter(30*time.Second, 0.2, "evt_123/0/2") {
 		t.Error("attempts 1 and 2 of the same event got the same jitter")
 	}
 }
@@ -202,8 +179,8 @@ func TestJitterEdges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for i := range 200 {
 				key := JitterKey("e", 0, i)
-				if d := Jitter(tt.base, tt.j, key); d < tt.lo || d > tt.hi {
-					t.Fatalf("Jitter(%d, %v, %q) = %d, want in [%d, %d]", tt.base, tt.j, key, d, tt.lo, tt.hi)
+				if d := jitter(tt.base, tt.j, key); d < tt.lo || d > tt.hi {
+					t.Fatalf("jitter(%d, %v, %q) = %d, want in [%d, %d]", tt.base, tt.j, key, d, tt.lo, tt.hi)
 				}
 			}
 		})
@@ -400,5 +377,24 @@ func TestNextAtMatchesNext(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// jitter is the delay Next picks for a one-step ladder of base with jitter j, after the
+// failed attempt whose jitter key is key.
+func jitter(base time.Duration, j float64, key string) time.Duration {
+	return Next(Ladder{Delays: []time.Duration{base}, Attempts: 2, Jitter: j}, 1, RetryAfter{}, key).Delay
+}
+
+// totalDelay is the sum of l's base delays: from the first attempt to the last without
+// jitter or Retry-After.
+func totalDelay(l Ladder) time.Duration {
+	var total time.Duration
+	for failed := 1; ; failed++ {
+		d, ok := l.BaseDelay(failed)
+		if !ok {
+			return total
+		}
+		total += d
 	}
 }

@@ -126,15 +126,6 @@ func (p *Permits) Lease(holder string) (Lease, bool) {
 	return p.Held[i], true
 }
 
-// Leases returns a copy of the leases, sorted by holder, expired ones included until Expire;
-// nil if there are none.
-func (p *Permits) Leases() []Lease {
-	if len(p.Held) == 0 {
-		return nil
-	}
-	return slices.Clone(p.Held)
-}
-
 // Enqueue puts waiter at the back of the queue and reports true, or reports false and
 // changes nothing if it is already queued.
 func (p *Permits) Enqueue(waiter string) bool {
@@ -145,34 +136,6 @@ func (p *Permits) Enqueue(waiter string) bool {
 	return true
 }
 
-// Dequeue removes and returns up to n waiters from the front of the queue, first in line first.
-func (p *Permits) Dequeue(n int) []string {
-	n = min(max(n, 0), len(p.Waiting))
-	if n == 0 {
-		return nil
-	}
-	out := slices.Clone(p.Waiting[:n])
-	p.Waiting = slices.Clone(p.Waiting[n:])
-	return out
-}
-
-// Wake grants each waiter at the front of the queue a one-permit lease under its own id,
-// expiring at now+ttl, for as long as the cap leaves a permit free, and returns those
-// leases in queue order. It never takes the ledger above cap. Waiter ids share the holder
-// namespace: a waiter that already holds a lease gets one more permit in it.
-func (p *Permits) Wake(cap int, ttl time.Duration, now time.Time) []Lease {
-	if ttl <= 0 {
-		return nil
-	}
-	var woken []Lease
-	for len(p.Waiting) > 0 && p.Free(cap, now) > 0 {
-		w := p.Dequeue(1)[0]
-		l := p.Grant(w, p.heldBy(w, now)+1, cap, ttl, now)
-		woken = append(woken, Lease{Holder: w, Permits: 1, Expires: l.Expires})
-	}
-	return woken
-}
-
 // Remove takes waiter out of the queue and reports whether it was queued.
 func (p *Permits) Remove(waiter string) bool {
 	i := slices.Index(p.Waiting, waiter)
@@ -181,14 +144,6 @@ func (p *Permits) Remove(waiter string) bool {
 	}
 	p.Waiting = slices.Delete(slices.Clone(p.Waiting), i, i+1)
 	return true
-}
-
-// Queue returns a copy of the waiter ids, first in line first; nil if none wait.
-func (p *Permits) Queue() []string {
-	if len(p.Waiting) == 0 {
-		return nil
-	}
-	return slices.Clone(p.Waiting)
 }
 
 // heldBy returns the live permits of holder at now.

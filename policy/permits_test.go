@@ -47,7 +47,7 @@ func TestPermitsLedger(t *testing.T) {
 			{At: s, Op: "grant", Holder: "a", N: 8, Cap: 5, TTL: 30 * s, Want: 6, InUse: 10},
 			{At: s, Op: "grant", Holder: "c", N: 1, Cap: 5, TTL: 30 * s, Want: 0, InUse: 10},
 			{At: s, Op: "return", Holder: "b", N: 4, Want: 4, InUse: 6},
-			{At: s, Op: "wake", Cap: 5, TTL: 30 * s, Want: 0, InUse: 6},
+			{At: s, Op: "grant", Holder: "c", N: 1, Cap: 5, TTL: 30 * s, Want: 0, InUse: 6},
 			{At: s, Op: "return", Holder: "a", N: 2, Want: 2, InUse: 4},
 			{At: s, Op: "grant", Holder: "c", N: 3, Cap: 5, TTL: 30 * s, Want: 1, InUse: 5},
 		}},
@@ -98,8 +98,6 @@ func TestPermitsLedger(t *testing.T) {
 					}
 				case "return":
 					got = p.Return(st.Holder, st.N)
-				case "wake":
-					got = len(p.Wake(st.Cap, st.TTL, now))
 				case "expire":
 					var holders []string
 					for _, l := range p.Expire(now) {
@@ -115,7 +113,7 @@ func TestPermitsLedger(t *testing.T) {
 				if n := p.InUse(now); n != st.InUse {
 					t.Fatalf("step %d (%s %s): in use %d, want %d", i, st.Op, st.Holder, n, st.InUse)
 				}
-				checkLeasesSorted(t, fmt.Sprintf("step %d", i), p.Leases())
+				checkLeasesSorted(t, fmt.Sprintf("step %d", i), leases(p))
 			}
 		})
 	}
@@ -143,60 +141,14 @@ func TestPermitsQueue(t *testing.T) {
 	if p.Enqueue("d2") {
 		t.Fatal("Enqueue(d2) twice accepted")
 	}
-	if got := p.Dequeue(2); !slices.Equal(got, []string{"d1", "d2"}) {
-		t.Fatalf("Dequeue(2) = %v", got)
-	}
-	if !p.Enqueue("d1") {
-		t.Fatal("a dequeued waiter could not queue again")
+	if !p.Remove("d1") || !p.Enqueue("d1") {
+		t.Fatal("a removed waiter could not queue again")
 	}
 	if !p.Remove("d4") || p.Remove("d4") {
 		t.Fatal("Remove(d4) should succeed once")
 	}
-	if got := p.Queue(); !slices.Equal(got, []string{"d3", "d1"}) {
-		t.Fatalf("Queue() = %v, want [d3 d1]", got)
-	}
-	if got := p.Dequeue(-1); got != nil {
-		t.Fatalf("Dequeue(-1) = %v", got)
-	}
-	if got := p.Dequeue(10); !slices.Equal(got, []string{"d3", "d1"}) || len(p.Queue()) != 0 {
-		t.Fatalf("Dequeue(10) = %v, left %v", got, p.Queue())
-	}
-	q := p.Queue()
-	p.Enqueue("x")
-	if len(q) != 0 {
-		t.Fatal("Queue() shares storage with the ledger")
-	}
-}
-
-func TestPermitsWake(t *testing.T) {
-	now := permitsEpoch
-	p := NewPermits()
-	p.Grant("worker", 2, 3, time.Minute, now)
-	for i := range 150 {
-		p.Enqueue(fmt.Sprintf("d%03d", i))
-	}
-	woken := p.Wake(3, 10*time.Second, now)
-	if len(woken) != 1 || woken[0] != (Lease{Holder: "d000", Permits: 1, Expires: now.Add(10 * time.Second)}) {
-		t.Fatalf("woke %v, want d000 only", woken)
-	}
-	// The circuit closes and the cap rises to 100: exactly the free permits wake, in order.
-	p.Return("worker", 2)
-	woken = p.Wake(100, 10*time.Second, now)
-	if len(woken) != 99 || woken[0].Holder != "d001" || woken[98].Holder != "d099" || p.InUse(now) != 100 {
-		t.Fatalf("woke %d (%v...), in use %d", len(woken), woken[:1], p.InUse(now))
-	}
-	if q := p.Queue(); len(q) != 50 || q[0] != "d100" {
-		t.Fatalf("queue left %d from %v", len(q), q[:1])
-	}
-	if woken = p.Wake(100, 10*time.Second, now.Add(5*time.Second)); len(woken) != 0 {
-		t.Fatalf("woke %d above the cap", len(woken))
-	}
-	// Their leases expire: the next 50 wake and the queue empties.
-	if woken = p.Wake(100, 10*time.Second, now.Add(10*time.Second)); len(woken) != 50 || len(p.Queue()) != 0 {
-		t.Fatalf("woke %d after expiry, %d left", len(woken), len(p.Queue()))
-	}
-	if woken = p.Wake(100, 0, now.Add(30*time.Second)); woken != nil {
-		t.Fatalf("woke %v with no ttl", woken)
+	if got := p.Waiting; !slices.Equal(got, []string{"d2", "d3", "d1"}) {
+		t.Fatalf("queue %v, want [d2 d3 d1]", got)
 	}
 }
 
@@ -210,11 +162,11 @@ func TestPermitsCopiesAreIndependent(t *testing.T) {
 	p.Enqueue("c")
 	c.Grant("w2", 1, 10, time.Minute, now)
 	p.Grant("w3", 1, 10, time.Minute, now)
-	if !slices.Equal(c.Queue(), []string{"a", "b"}) || !slices.Equal(p.Queue(), []string{"a", "c"}) {
-		t.Fatalf("queues %v and %v", c.Queue(), p.Queue())
+	if !slices.Equal(c.Waiting, []string{"a", "b"}) || !slices.Equal(p.Waiting, []string{"a", "c"}) {
+		t.Fatalf("queues %v and %v", c.Waiting, p.Waiting)
 	}
-	if len(c.Leases()) != 2 || c.Leases()[1].Holder != "w2" || p.Leases()[1].Holder != "w3" {
-		t.Fatalf("leases %v and %v", c.Leases(), p.Leases())
+	if len(c.Held) != 2 || c.Held[1].Holder != "w2" || leases(p)[1].Holder != "w3" {
+		t.Fatalf("leases %v and %v", c.Held, leases(p))
 	}
 }
 
@@ -243,7 +195,7 @@ func TestPermitsProperties(t *testing.T) {
 			}
 			before := p.InUse(now)
 			grew := false
-			switch op := rng.Intn(9); op {
+			switch op := rng.Intn(7); op {
 			case 0, 1:
 				h := holders[rng.Intn(len(holders))]
 				want, ttl := rng.Intn(12), time.Duration(1+rng.Intn(30))*time.Second
@@ -311,14 +263,6 @@ func TestPermitsProperties(t *testing.T) {
 					queue = append(queue, w)
 				}
 			case 6:
-				n := rng.Intn(4)
-				got, got2 := p.Dequeue(n), twin.Dequeue(n)
-				k := min(n, len(queue))
-				if !slices.Equal(got, queue[:k]) || !slices.Equal(got, got2) {
-					t.Fatalf("%s: Dequeue(%d) = %v (twin %v), want %v", where, n, got, got2, queue[:k])
-				}
-				queue = slices.Clone(queue[k:])
-			case 7:
 				if len(queue) == 0 {
 					break
 				}
@@ -327,39 +271,32 @@ func TestPermitsProperties(t *testing.T) {
 					t.Fatalf("%s: Remove(%s) failed", where, w)
 				}
 				queue = slices.DeleteFunc(queue, func(s string) bool { return s == w })
-			case 8:
-				ttl := time.Duration(1+rng.Intn(10)) * time.Second
-				free := max(capNow-before, 0)
-				woken, woken2 := p.Wake(capNow, ttl, now), twin.Wake(capNow, ttl, now)
-				if !reflect.DeepEqual(woken, woken2) || len(woken) != min(free, len(queue)) {
-					t.Fatalf("%s: woke %v (twin %v), free %d, queued %d", where, woken, woken2, free, len(queue))
-				}
-				for i, l := range woken {
-					if l.Holder != queue[i] || l.Permits != 1 {
-						t.Fatalf("%s: woke %+v, want %s first", where, l, queue[i])
-					}
-					model[l.Holder] = Lease{Holder: l.Holder, Permits: 1, Expires: l.Expires}
-				}
-				queue = slices.Clone(queue[len(woken):])
-				grew = len(woken) > 0
 			}
 			after := p.InUse(now)
 			if grew && after > capNow || after > before && after > capNow {
 				t.Fatalf("%s: in use went %d to %d with cap %d", where, before, after, capNow)
 			}
-			if after != twin.InUse(now) || !reflect.DeepEqual(p.Leases(), twin.Leases()) {
-				t.Fatalf("%s: twin leases %v, original %v", where, twin.Leases(), p.Leases())
+			if after != twin.InUse(now) || !reflect.DeepEqual(leases(p), leases(twin)) {
+				t.Fatalf("%s: twin leases %v, original %v", where, leases(twin), leases(p))
 			}
 			want := modelLeases(model)
-			if got := p.Leases(); !reflect.DeepEqual(got, want) {
+			if got := leases(p); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: leases %v, model %v", where, got, want)
 			}
-			checkLeasesSorted(t, where, p.Leases())
-			if got := p.Queue(); !slices.Equal(got, queue) {
+			checkLeasesSorted(t, where, leases(p))
+			if got := p.Waiting; !slices.Equal(got, queue) {
 				t.Fatalf("%s: queue %v, model %v", where, got, queue)
 			}
 		}
 	}
+}
+
+// leases returns p's leases, nil if there are none.
+func leases(p Permits) []Lease {
+	if len(p.Held) == 0 {
+		return nil
+	}
+	return p.Held
 }
 
 // modelLeases returns the model's leases sorted by holder.

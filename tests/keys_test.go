@@ -253,7 +253,7 @@ func TestKeyRotationOrder(t *testing.T) {
 		t.Errorf("replay of a waiting event = %v; want a refusal that says it waits for the key", err)
 	}
 	eventually(t, "a log line and a metric", func() bool {
-		return strings.Contains(logs.String(), want) && metricValue(t, rec, codec.MetricMissingKey, "key", promLabel(newKey.ActiveKeyID())) > 0
+		return strings.Contains(logs.String(), want) && metricValue(t, rec, codec.MetricMissingKey, "key", newKey.ActiveKeyID()) > 0
 	})
 	if desc, err := stk.Client.DescribeWorkflowExecution(ctx, herald.DeliveryID(herald.DefaultTenant, ev.ID), ""); err != nil ||
 		desc.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -297,9 +297,6 @@ func TestKeyRotationOrder(t *testing.T) {
 	})
 	waitFor(t, producer(true), res.EventID, herald.StateDelivered)
 }
-
-// promLabel is a label value as the SDK's Prometheus naming writes it ('-' becomes '_').
-func promLabel(v string) string { return strings.ReplaceAll(v, "-", "_") }
 
 // metricValue returns the value of counter name with label=value in rec's registry.
 func metricValue(t *testing.T, rec *metrics.Recorder, name, label, value string) float64 {

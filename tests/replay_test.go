@@ -41,7 +41,7 @@ func TestReplayHistories(t *testing.T) {
 		t.Fatalf("no histories in %s: record them with go test ./tests -run TestRecordHistories -record", historyDir)
 	}
 	r := worker.NewWorkflowReplayer()
-	heraldworker.Register(r, loopback, nil)
+	heraldworker.Register(r, loopback)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {

@@ -31,7 +31,9 @@ type Options struct {
 	RenewInterval time.Duration
 	// Logger receives the worker's logs; default slog.Default().
 	Logger *slog.Logger
-	// Metrics, if set, receives Herald's own metrics (attempts, dead letters, endpoints).
+	// Metrics, if set, receives the attempts' metrics. The workflows' metrics (dead letters,
+	// replays, endpoint gauges) go to the client's MetricsHandler: give the client
+	// Metrics.SDKHandler() to have them in the same registry.
 	Metrics *metrics.Recorder
 	// DeliverySlots, if set, bounds the delivery worker's concurrent workflow tasks and
 	// local activities (attempts); default the SDK's (1,000 each). The endpoint workflows
@@ -80,12 +82,12 @@ func New(c client.Client, o Options) (*Worker, error) {
 	}
 	w := sdkworker.New(c, o.TaskQueue, wo)
 	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{})
-	RegisterEndpoints(ew, o.Net, o.Metrics)
+	RegisterEndpoints(ew, o.Net)
 	defaults := o.Defaults
 	gate := activities.NewGate(c, o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return defaults.Apply(ep.Overrides).Timeout
 	}, herald.EndpointTaskQueue(o.TaskQueue), o.Logger)
-	Register(w, o.Net, o.Metrics)
+	Register(w, o.Net)
 	w.RegisterActivity(&activities.Activities{
 		Gate:     gate,
 		HTTP:     activities.NewHTTPClient(o.Net),
@@ -97,15 +99,15 @@ func New(c client.Client, o Options) (*Worker, error) {
 }
 
 // Register registers Herald's workflows on r (a worker or a replayer). net is the SSRF
-// policy the endpoint workflow checks registered URLs against; m (nil for none) gets the
-// workflows' metrics. The endpoint workflow is registered here too, for the runs started
-// on the main task queue before endpoints had their own.
+// policy the endpoint workflow checks registered URLs against. The workflows record their
+// metrics through the client's MetricsHandler. The endpoint workflow is registered here
+// too, for the runs started on the main task queue before endpoints had their own.
 func Register(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
-}, net netguard.Policy, m *metrics.Recorder) {
-	dw := &workflows.DeliveryWorkflow{Metrics: m}
+}, net netguard.Policy) {
+	dw := &workflows.DeliveryWorkflow{}
 	r.RegisterWorkflowWithOptions(dw.Run, workflow.RegisterOptions{Name: herald.DeliveryWorkflow})
-	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
+	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
 }
@@ -114,8 +116,8 @@ func Register(r interface {
 // task queue.
 func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
-}, net netguard.Policy, m *metrics.Recorder) {
-	ew := &workflows.EndpointWorkflow{Net: net, Metrics: m}
+}, net netguard.Policy) {
+	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
 }

@@ -42,7 +42,7 @@ func BulkReplay(ctx workflow.Context, in BulkReplayInput) (BulkReplayResult, err
 		Summary:             "replay dead letters: " + in.Filter.Query(),
 	})
 	f := in.Filter
-	if workflow.GetVersion(ctx, "bulk-replay-dead-before", workflow.DefaultVersion, 1) == 1 {
+	if workflow.GetVersion(ctx, versionBulkReplayDeadBefore, workflow.DefaultVersion, 1) == 1 {
 		// Replay only what was a dead letter when the replay was asked for (at start, or
 		// at In.At): another bulk replay's replays that park again are not replayed twice.
 		f.DeadBefore = workflow.GetInfo(ctx).WorkflowStartTime

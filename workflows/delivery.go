@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -26,14 +24,6 @@ type DeliveryInput struct {
 	Dropped  int                    `json:"dropped,omitempty"`
 }
 
-// Change ids of the delivery workflow's versioned changes (workflow.GetVersion). Each can
-// go, with the branch for DefaultVersion, once no run started before it is open (the
-// longest a delivery lives is its ladder plus its dead-letter retention).
-const (
-	// versionNoAttemptWithoutRequest: an attempt that never ran uses no attempt (2026-11).
-	versionNoAttemptWithoutRequest = "no-attempt-without-request"
-)
-
 // Limits that keep a delivery's history bounded however often it is replayed.
 const (
 	// MaxKeptAttempts is how many attempt records survive a continue-as-new.
@@ -47,14 +37,12 @@ const (
 
 // DeliveryWorkflow is the workflow of one event: it runs the retry ladder with durable
 // timers, parks as a dead letter when the ladder is exhausted, and runs again on a replay
-// signal. Metrics, if set, counts dead letters and replays (never while replaying history).
-type DeliveryWorkflow struct {
-	Metrics *metrics.Recorder
-}
+// signal. It counts dead letters and replays in MetricDeadLetters and MetricReplays.
+type DeliveryWorkflow struct{}
 
 // Run is the delivery workflow's function.
 func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (herald.Status, error) {
-	d := &delivery{metrics: w.Metrics, in: in, status: herald.Status{
+	d := &delivery{in: in, status: herald.Status{
 		Event:    in.Event.Summary(),
 		State:    herald.StateScheduled,
 		Round:    in.Round,
@@ -73,7 +61,6 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (herald.S
 }
 
 type delivery struct {
-	metrics *metrics.Recorder
 	in      DeliveryInput
 	status  herald.Status
 	replays workflow.ReceiveChannel
@@ -97,10 +84,8 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		}
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
-		if !workflow.IsReplaying(ctx) {
-			d.metrics.Replay(d.in.Event.EndpointID)
-		}
-		if workflow.GetVersion(ctx, "replay-marks-attempting", workflow.DefaultVersion, 1) == 1 {
+		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)
+		if workflow.GetVersion(ctx, versionReplayMarksAttempting, workflow.DefaultVersion, 1) == 1 {
 			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
 			d.setState(ctx, herald.StateAttempting, true)
 		}
@@ -162,7 +147,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			d.status.DeliveredAt = res.StartedAt.Add(res.Duration)
 			// A first-try success stays on the fast path: no search attribute update.
 			upsert := n > 1 || round > 0
-			if !upsert && d.held && workflow.GetVersion(ctx, "held-delivered-upsert", workflow.DefaultVersion, 1) == 1 {
+			if !upsert && d.held && workflow.GetVersion(ctx, versionHeldDeliveredUpsert, workflow.DefaultVersion, 1) == 1 {
 				upsert = true // waiting_endpoint was written: overwrite it
 			}
 			d.setState(ctx, herald.StateDelivered, upsert)
@@ -170,7 +155,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		}
 		ra := res.RetryAfter()
 		next := policy.Next(res.Policy.Ladder, n, ra, policy.JitterKey(ev.ID, round, n))
-		if res.Spread != nil && workflow.GetVersion(ctx, "gate-spread", workflow.DefaultVersion, 1) == 1 {
+		if res.Spread != nil && workflow.GetVersion(ctx, versionGateSpread, workflow.DefaultVersion, 1) == 1 {
 			// The gate placed this failure among the endpoint's others: retry evenly spread.
 			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
 		}
@@ -195,8 +180,6 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 // wait waits for the endpoint workflow to hand this delivery a permit, or until it is time
 // to ask again.
 func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
-	// Waiting on the endpoint came with the gate; histories from before never reach here.
-	workflow.GetVersion(ctx, "endpoint-gate", workflow.DefaultVersion, 1)
 	now := workflow.Now(ctx)
 	d.status.Waiting = &herald.Waiting{Hold: *h, Since: now}
 	if !h.Brief {
@@ -228,9 +211,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	d.status.DeadAt = now
 	d.status.ExpiresAt = now.Add(p.Retention)
 	d.setState(ctx, herald.StateDeadLetter, true)
-	if !workflow.IsReplaying(ctx) {
-		d.metrics.DeadLetter(d.in.Event.EndpointID)
-	}
+	endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricDeadLetters).Inc(1)
 	workflow.GetLogger(ctx).Info("dead letter: ladder exhausted", "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
 	d.drainReplays()
 
@@ -306,7 +287,7 @@ func (d *delivery) setState(ctx workflow.Context, state herald.State, upsert boo
 // after 5 consecutive failures, probe at 12:08:00Z".
 func waitSummary(h *herald.Hold) string {
 	s := "waiting: " + h.Reason
-	if !h.RetryAt.IsZero() && strings.HasPrefix(h.Reason, "circuit open") {
+	if !h.RetryAt.IsZero() && h.Circuit == policy.CircuitOpen {
 		s += ", probe at " + h.RetryAt.UTC().Format("15:04:05Z")
 	}
 	if h.Queued && h.Position > 1 {
@@ -315,6 +296,12 @@ func waitSummary(h *herald.Hold) string {
 	return s
 }
 
+// lastPolicy is the policy an attempt that did not complete counted under in the old
+// branch of versionNoAttemptWithoutRequest, which only the replay of a run from before that
+// change takes: the last recorded attempt's policy, else Herald's built-in defaults. It must
+// answer as it did when those runs were recorded: its ladder decides between a retry timer
+// and a dead letter, so any other answer (the worker's flags, the endpoint's overrides)
+// would break their replay. It goes with that change.
 func lastPolicy(recs []herald.AttemptRecord) herald.Settings {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {
@@ -325,7 +312,7 @@ func lastPolicy(recs []herald.AttemptRecord) herald.Settings {
 }
 
 func retryReason(next policy.NextAttempt, ra policy.RetryAfter, l policy.Ladder) string {
-	if next.Source == "retry_after" {
+	if next.Source == policy.SourceRetryAfter {
 		return fmt.Sprintf("Retry-After %s %s", ra.Raw, ra.Action)
 	}
 	return fmt.Sprintf("ladder %s ±%.0f%%", next.BaseDelay, l.Jitter*100)

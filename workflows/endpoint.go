@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 )
@@ -39,13 +38,11 @@ const (
 // host is a literal forbidden address at registration.
 type EndpointWorkflow struct {
 	Net netguard.Policy
-	// Metrics, if set, gets the endpoint's gauges (circuit, in-flight, cap, leases, queue).
-	Metrics *metrics.Recorder
 }
 
 // Run is the endpoint workflow's function.
 func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
-	e := &endpointRun{net: w.Net, metrics: w.Metrics, in: in}
+	e := &endpointRun{net: w.Net, in: in}
 	if e.in.Since.IsZero() {
 		e.in.Since = workflow.Now(ctx)
 	}
@@ -67,7 +64,7 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 		return err
 	}
 	reports := workflow.GetSignalChannel(ctx, herald.SignalEndpointReport)
-	if workflow.GetVersion(ctx, "endpoint-guard", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if workflow.GetVersion(ctx, versionEndpointGuard, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return e.runCounters(ctx, reports)
 	}
 	return e.runGuard(ctx, reports)
@@ -109,9 +106,8 @@ func (e *endpointRun) runCounters(ctx workflow.Context, reports workflow.Receive
 }
 
 type endpointRun struct {
-	net     netguard.Policy
-	metrics *metrics.Recorder
-	in      EndpointInput
+	net netguard.Policy
+	in  EndpointInput
 	// dirty is set by every message that may let a waiter go.
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged.
@@ -119,18 +115,6 @@ type endpointRun struct {
 	// published is the admission view last written to the memo, encoded.
 	published []byte
 }
-
-// Change ids of the endpoint workflow's versioned changes (workflow.GetVersion). Each can
-// go, with its DefaultVersion branch, once no run started before it is open (endpoint runs
-// continue as new every few thousand events, so within days of an upgrade).
-const (
-	// versionAdmissionMemo: the run publishes its admission view in its memo (2026-11).
-	versionAdmissionMemo = "admission-memo"
-	// versionOwnQueue: a run continues as new on the endpoints' own task queue (2026-11).
-	versionOwnQueue = "endpoint-own-queue"
-	// versionPutSettles: a change returns once every worker's gate uses it (2026-11).
-	versionPutSettles = "put-settles"
-)
 
 // admission answers a gate's snapshot query: the configuration, and what the guard
 // allows (everything, for a run of the version before the guard).
@@ -202,7 +186,7 @@ func (e *endpointRun) validate(ctx workflow.Context, req herald.PutEndpointReque
 	return nil
 }
 
-// ValidatePut checks a put request: its structure (herald.PutEndpointRequest.Validate), then its
+// ValidatePut checks a put request: its structure (PutEndpointRequest.Validate), then its
 // URL against the address policy net. registered says whether the endpoint exists already.
 func ValidatePut(req herald.PutEndpointRequest, registered bool, net netguard.Policy) error {
 	if err := req.Validate(registered); err != nil {

@@ -40,6 +40,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 	}
 	e.ensureGuard()
 	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
+	gauges := newEndpointGauges(ctx, e.in.ID)
 
 	drain := func(ctx workflow.Context) {
 		// Outcomes first, so that the breaker has heard them before waiters are let go.
@@ -91,10 +92,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 		if publish {
 			e.publishAdmission(ctx, now)
 		}
-		if !workflow.IsReplaying(ctx) {
-			v := e.in.Guard.View(now)
-			e.metrics.Endpoint(e.in.ID, string(v.Circuit), v.InFlight, v.Cap, len(v.Leases), v.Queue)
-		}
+		gauges.set(e.in.Guard.View(now))
 
 		next := e.in.Guard.NextDeadline(now)
 		if ep := e.in.Endpoint; ep.PreviousSecret != "" && (next.IsZero() || ep.PreviousUntil.Before(next)) {

@@ -252,7 +252,7 @@ func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
 	if r := *second; r.check(t, "lease with the failures") {
 		if r.result.Circuit != policy.CircuitOpen || r.result.Permits != 0 || len(r.result.Waiters) != 10 {
 			t.Errorf("reply to the failures: circuit %s, %d permits, %d waiters; want open, 0, 10", r.result.Circuit, r.result.Permits, len(r.result.Waiters))
-		} else if w := r.result.Waiters[0]; !w.Queued || w.Position != 1 || w.Reason != "circuit open after 5 consecutive failures" || !w.RetryAt.Equal(probeAt) {
+		} else if w := r.result.Waiters[0]; w.Outcome != policy.WaiterQueued || w.Position != 1 || w.Reason != "circuit open after 5 consecutive failures" || !w.RetryAt.Equal(probeAt) {
 			t.Errorf("first waiter: %+v, want queued at 1, circuit open after 5 consecutive failures, retry at the probe %s", w, probeAt)
 		}
 	}
@@ -471,7 +471,7 @@ func TestGuardDeadHolderLeaseExpires(t *testing.T) {
 			t.Errorf("worker:b: %d permits, %d waiter replies; want 0 and 3", other.result.Permits, len(other.result.Waiters))
 		}
 		for i, w := range other.result.Waiters {
-			if !w.Queued || w.Position != i+1 || w.Reason != "endpoint at its concurrency cap of 2" {
+			if w.Outcome != policy.WaiterQueued || w.Position != i+1 || w.Reason != "endpoint at its concurrency cap of 2" {
 				t.Errorf("waiter %d: %+v, want queued at %d at the cap of 2", i+1, w, i+1)
 			}
 		}
@@ -525,8 +525,8 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 		t.Errorf("continues with circuit %s (%q) tripped %s, probe %s; want open (5 consecutive failures), %s, %s",
 			b.State(), b.TripReason(), b.TrippedAt, b.NextProbeAt(), tripped, probeAt)
 	}
-	if !slices.Equal(g.Permits.Queue(), waiterIDs(1, 3)) {
-		t.Errorf("continues with the queue %v, want %v", g.Permits.Queue(), waiterIDs(1, 3))
+	if !slices.Equal(g.Permits.Waiting, waiterIDs(1, 3)) {
+		t.Errorf("continues with the queue %v, want %v", g.Permits.Waiting, waiterIDs(1, 3))
 	}
 	if l, ok := g.Permits.Lease(testHolder); !ok || l.Permits != 2 || !l.Expires.Equal(at(trip+40*time.Second)) {
 		t.Errorf("continues with worker:a's lease %+v (found %v), want its 2 running permits until %s", l, ok, at(trip+40*time.Second))

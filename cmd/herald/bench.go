@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/bench"
 )
 
 func newBenchCmd(g *globals) *cobra.Command {

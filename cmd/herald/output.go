@@ -78,13 +78,13 @@ func printStatus(w io.Writer, st herald.Status) {
 func circuitBanner(st herald.EndpointState) string {
 	c := st.Circuit
 	switch c.State {
-	case "open":
+	case policy.CircuitOpen:
 		msg := fmt.Sprintf("endpoint %s is in circuit-open since %s after %s", st.ID, clock(c.TrippedAt), c.Reason)
 		if !c.NextProbeAt.IsZero() {
 			msg += fmt.Sprintf("; next probe at %s", clock(c.NextProbeAt))
 		}
 		return msg
-	case "half_open":
+	case policy.CircuitHalfOpen:
 		return fmt.Sprintf("endpoint %s is in circuit-half-open since %s: one attempt at a time until it proves healthy", st.ID, clock(c.Since))
 	}
 	return ""

@@ -1,5 +1,6 @@
-// Package metrics exposes Herald's Prometheus metrics: the Temporal SDK's own metrics
-// (through a client.MetricsHandler for client.Options) and Herald's delivery metrics,
+// Package metrics exposes Herald's Prometheus metrics: whatever goes through the
+// client.MetricsHandler it gives for client.Options — the Temporal SDK's own metrics and
+// those the workflows record (workflow.GetMetricsHandler) — and the attempts' metrics,
 // recorded through a Recorder. A nil *Recorder is valid and records nothing, so code that
 // runs without metrics needs no branches.
 package metrics
@@ -13,16 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"strings"
+	"unicode"
+
 	"github.com/uber-go/tally/v4"
 	tallyprom "github.com/uber-go/tally/v4/prometheus"
 	"go.temporal.io/sdk/client"
 	sdktally "go.temporal.io/sdk/contrib/tally"
-
-	"github.com/heraldhq/herald/policy"
 )
-
-// Circuit states as the herald_endpoint_circuit gauge labels them.
-var circuitStates = []string{string(policy.CircuitClosed), string(policy.CircuitOpen), string(policy.CircuitHalfOpen)}
 
 // latencyBuckets are the attempt latency histogram's upper bounds, in seconds: from a
 // loopback answer to the longest attempt timeout (2m).
@@ -42,18 +41,11 @@ type Options struct {
 type Recorder struct {
 	registry *prometheus.Registry
 	sdk      client.MetricsHandler
-	closer   io.Closer
+	closers  []io.Closer
 
-	attempts    *prometheus.CounterVec
-	latency     *prometheus.HistogramVec
-	retryAfter  *prometheus.CounterVec
-	deadLetters *prometheus.CounterVec
-	replays     *prometheus.CounterVec
-	circuit     *prometheus.GaugeVec
-	inFlight    *prometheus.GaugeVec
-	capacity    *prometheus.GaugeVec
-	leases      *prometheus.GaugeVec
-	queue       *prometheus.GaugeVec
+	attempts   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	retryAfter *prometheus.CounterVec
 }
 
 // New returns a Recorder with the default options.
@@ -80,37 +72,8 @@ func NewWithOptions(o Options) (*Recorder, error) {
 			Name: "herald_retry_after_total",
 			Help: "Retry-After headers on failed attempts, by endpoint and decision (honoured, capped, ignored).",
 		}, []string{"endpoint", "action"}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_dead_letters_total",
-			Help: "Deliveries that exhausted their ladder and parked as dead letters, by endpoint.",
-		}, []string{"endpoint"}),
-		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_replays_total",
-			Help: "Dead letters replayed, by endpoint.",
-		}, []string{"endpoint"}),
-		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_endpoint_circuit",
-			Help: "Circuit breaker state per endpoint: 1 for the current state (closed, open, half_open), 0 for the others.",
-		}, []string{"endpoint", "state"}),
-		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_endpoint_in_flight",
-			Help: "Permits out per endpoint: attempts running or leased to workers.",
-		}, []string{"endpoint"}),
-		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_endpoint_cap",
-			Help: "Current concurrency cap per endpoint (lower than the configured one while the endpoint is slow).",
-		}, []string{"endpoint"}),
-		leases: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_endpoint_leases",
-			Help: "Leases of permits held by workers and waiting deliveries, per endpoint.",
-		}, []string{"endpoint"}),
-		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_endpoint_queue",
-			Help: "Deliveries waiting for a permit or for the circuit to close, per endpoint.",
-		}, []string{"endpoint"}),
 	}
-	cs := []prometheus.Collector{r.attempts, r.latency, r.retryAfter, r.deadLetters, r.replays,
-		r.circuit, r.inFlight, r.capacity, r.leases, r.queue}
+	cs := []prometheus.Collector{r.attempts, r.latency, r.retryAfter}
 	if !o.NoProcessMetrics {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -127,21 +90,31 @@ func NewWithOptions(o Options) (*Recorder, error) {
 	if err := reg.Register(registerErrors); err != nil {
 		return nil, fmt.Errorf("metrics: register: %w", err)
 	}
-	reporter := tallyprom.NewReporter(tallyprom.Options{
-		Registerer:              reg,
-		DefaultTimerType:        tallyprom.HistogramTimerType,
-		DefaultHistogramBuckets: latencyBuckets,
-		// The SDK may emit one name with different label sets, which Prometheus refuses:
-		// count it and keep serving the others rather than crash the worker.
-		OnRegisterError: func(error) { registerErrors.Inc() },
-	})
-	scope, closer := tally.NewRootScope(tally.ScopeOptions{
-		CachedReporter:  reporter,
-		Separator:       tallyprom.DefaultSeparator,
-		SanitizeOptions: &sdktally.PrometheusSanitizeOptions,
-	}, o.SDKReportInterval)
-	r.sdk = sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope))
-	r.closer = closer
+	scope := func(sanitize tally.SanitizeOptions) tally.Scope {
+		reporter := tallyprom.NewReporter(tallyprom.Options{
+			Registerer:              reg,
+			DefaultTimerType:        tallyprom.HistogramTimerType,
+			DefaultHistogramBuckets: latencyBuckets,
+			// The SDK may emit one name with different label sets, which Prometheus refuses:
+			// count it and keep serving the others rather than crash the worker.
+			OnRegisterError: func(error) { registerErrors.Inc() },
+		})
+		s, closer := tally.NewRootScope(tally.ScopeOptions{
+			CachedReporter:  reporter,
+			Separator:       tallyprom.DefaultSeparator,
+			SanitizeOptions: &sanitize,
+		}, o.SDKReportInterval)
+		r.closers = append(r.closers, closer)
+		return sdktally.NewPrometheusNamingScope(s)
+	}
+	// Herald's metrics keep their label values as they are (an endpoint "acme-prod" stays
+	// acme-prod, as in herald_attempts_total); the SDK's are written its way ('-' as '_').
+	keepValues := sdktally.PrometheusSanitizeOptions
+	keepValues.ValueCharacters = tally.ValidCharacters{Ranges: []tally.SanitizeRange{{0, unicode.MaxRune}}}
+	r.sdk = split{
+		sdk:    sdktally.NewMetricsHandler(scope(sdktally.PrometheusSanitizeOptions)),
+		herald: sdktally.NewMetricsHandler(scope(keepValues)),
+	}
 	return r, nil
 }
 
@@ -164,8 +137,9 @@ func (r *Recorder) Registry() *prometheus.Registry {
 }
 
 // SDKHandler returns the handler to put in client.Options.MetricsHandler, so the Temporal
-// SDK's metrics (workflow and activity task latencies, poller counts, sticky cache, ...) land
-// in the same registry. On a nil Recorder it returns client.MetricsNopHandler.
+// SDK's metrics (workflow and activity task latencies, poller counts, sticky cache, ...) and
+// those the workflows record (dead letters, replays, endpoint gauges) land in the same
+// registry. On a nil Recorder it returns client.MetricsNopHandler.
 func (r *Recorder) SDKHandler() client.MetricsHandler {
 	if r == nil {
 		return client.MetricsNopHandler
@@ -178,7 +152,13 @@ func (r *Recorder) Close() error {
 	if r == nil {
 		return nil
 	}
-	return r.closer.Close()
+	var first error
+	for _, c := range r.closers {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Attempt records one HTTP attempt to endpoint: its outcome class (herald.Outcome as a
@@ -201,51 +181,29 @@ func (r *Recorder) RetryAfter(endpoint, action string) {
 	r.retryAfter.WithLabelValues(endpoint, action).Inc()
 }
 
-// DeadLetter records a delivery to endpoint that parked as a dead letter.
-func (r *Recorder) DeadLetter(endpoint string) {
-	if r == nil {
-		return
+// heraldPrefix starts the names of Herald's own metrics.
+const heraldPrefix = "herald_"
+
+// split sends Herald's metrics (named herald_*) to one handler and the SDK's to another.
+type split struct{ sdk, herald client.MetricsHandler }
+
+func (s split) pick(name string) client.MetricsHandler {
+	if strings.HasPrefix(name, heraldPrefix) {
+		return s.herald
 	}
-	r.deadLetters.WithLabelValues(endpoint).Inc()
+	return s.sdk
 }
 
-// Replay records a replayed dead letter of endpoint.
-func (r *Recorder) Replay(endpoint string) {
-	if r == nil {
-		return
-	}
-	r.replays.WithLabelValues(endpoint).Inc()
+// WithTags returns the handler with tags added to every metric.
+func (s split) WithTags(tags map[string]string) client.MetricsHandler {
+	return split{sdk: s.sdk.WithTags(tags), herald: s.herald.WithTags(tags)}
 }
 
-// Endpoint sets endpoint's gauges: its circuit state (closed, open or half_open; "" counts
-// as closed), the permits in flight, the current cap, the leases out and the queue length.
-func (r *Recorder) Endpoint(endpoint, circuit string, inFlight, cap, leases, queue int) {
-	if r == nil {
-		return
-	}
-	if circuit == "" {
-		circuit = string(policy.CircuitClosed)
-	}
-	for _, s := range circuitStates {
-		v := 0.0
-		if s == circuit {
-			v = 1
-		}
-		r.circuit.WithLabelValues(endpoint, s).Set(v)
-	}
-	r.inFlight.WithLabelValues(endpoint).Set(float64(inFlight))
-	r.capacity.WithLabelValues(endpoint).Set(float64(cap))
-	r.leases.WithLabelValues(endpoint).Set(float64(leases))
-	r.queue.WithLabelValues(endpoint).Set(float64(queue))
-}
+// Counter returns the counter name.
+func (s split) Counter(name string) client.MetricsCounter { return s.pick(name).Counter(name) }
 
-// ForgetEndpoint drops endpoint's gauges (when the endpoint is removed, or when this worker
-// stops hosting its workflow). Its counters stay, as Prometheus counters should.
-func (r *Recorder) ForgetEndpoint(endpoint string) {
-	if r == nil {
-		return
-	}
-	for _, g := range []*prometheus.GaugeVec{r.circuit, r.inFlight, r.capacity, r.leases, r.queue} {
-		g.DeletePartialMatch(prometheus.Labels{"endpoint": endpoint})
-	}
-}
+// Gauge returns the gauge name.
+func (s split) Gauge(name string) client.MetricsGauge { return s.pick(name).Gauge(name) }
+
+// Timer returns the timer name.
+func (s split) Timer(name string) client.MetricsTimer { return s.pick(name).Timer(name) }

@@ -1,0 +1,69 @@
+package workflows
+
+// Change ids of the workflows' versioned changes (workflow.GetVersion), all from 2026-11.
+//
+// "Replayed by" names the histories in tests/testdata/histories (replayed by
+// tests/replay_test.go) that take the old branch, the one for workflow.DefaultVersion.
+// "Marked in" names those that record the id's marker. A change can go, with its old branch
+// and the histories that take it, once no run started before the change is open:
+//   - a delivery run lives for its ladder plus its dead-letter retention (30 days by
+//     default), and again after each replay until it continues as new;
+//   - an endpoint run lives until it continues as new, which a busy endpoint does every few
+//     thousand events but a quiet one may never do: list the old runs with a visibility
+//     query on StartTime before retiring an endpoint change;
+//   - a bulk replay lives until its At plus one activity.
+//
+// Never reuse an id, retired ones included: old histories carry their markers.
+const (
+	// versionEndpointGuard: the endpoint run holds the circuit breaker, the cap and the
+	// queue (runGuard) instead of configuration and counters only (runCounters).
+	// Replayed by endpoint_put_and_reports_before_gate.json. Marked in endpoint_*.json.
+	versionEndpointGuard = "endpoint-guard"
+
+	// versionReplayMarksAttempting: a replayed dead letter is marked attempting at once.
+	// Replayed by delivery_dead_letter_replayed_before_gate.json. Marked in
+	// delivery_dead_letter_replayed.json and delivery_dead_letter_replayed_before_admission.json.
+	versionReplayMarksAttempting = "replay-marks-attempting"
+
+	// versionGateSpread: a failed attempt's retry takes its place in the jitter window from
+	// the gate (Result.Spread) rather than from a hash of the event. Replayed by
+	// delivery_*_before_gate.json (the old branch only changes a timer's length, which
+	// replay does not compare). Marked in delivery_retry_after*, delivery_dead_letter_replayed
+	// and delivery_held_by_breaker* (those without _before_gate).
+	versionGateSpread = "gate-spread"
+
+	// versionHeldDeliveredUpsert: a delivery that was held and then delivered at its first
+	// attempt overwrites the waiting_endpoint search attribute. No recorded history reaches it.
+	versionHeldDeliveredUpsert = "held-delivered-upsert"
+
+	// versionNoAttemptWithoutRequest: an attempt whose local activity failed (no slot in
+	// time, the worker stopping) never reached the receiver and uses no attempt; before,
+	// it counted as a failed attempt under lastPolicy. No recorded history reaches it.
+	versionNoAttemptWithoutRequest = "no-attempt-without-request"
+
+	// versionBulkReplayDeadBefore: a bulk replay replays only what was a dead letter when it
+	// was asked for. Replayed by bulk_replay_at_before_dead_before.json and
+	// bulk_replay_at_before_gate.json (the old branch only changes the activity's input).
+	// Marked in bulk_replay_at.json.
+	versionBulkReplayDeadBefore = "bulk-replay-dead-before"
+
+	// versionAdmissionMemo: the endpoint run publishes its admission view in its memo.
+	// Replayed by endpoint_breaker_probe_before_admission.json and
+	// endpoint_put_and_leases_before_admission.json. Marked in endpoint_breaker_probe.json
+	// and endpoint_put_and_leases.json.
+	versionAdmissionMemo = "admission-memo"
+
+	// versionOwnQueue: an endpoint run continues as new on the endpoints' own task queue.
+	// No recorded history reaches it (none continues as new).
+	versionOwnQueue = "endpoint-own-queue"
+
+	// versionPutSettles: a change to a registered endpoint returns once every worker's
+	// gate uses it (a policy.ConfigSettle timer). Marked in endpoint_put_and_leases.json;
+	// no recorded history takes the old branch.
+	versionPutSettles = "put-settles"
+
+	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
+	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
+	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK
+	// skips version markers no GetVersion call asks for.
+)
