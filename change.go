@@ -49,14 +49,6 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 	if c.MaxInFlight != nil && *c.MaxInFlight == 0 {
 		return nil, fmt.Errorf("max_in_flight 0 is outside %d..%d", policy.MinMaxInFlight, policy.MaxMaxInFlight)
 	}
-	for _, f := range []struct {
-		name string
-		d    *Duration
-	}{{"timeout", c.Timeout}, {"retention", c.Retention}} {
-		if f.d != nil && *f.d <= 0 {
-			return nil, fmt.Errorf("%s %s: give a positive duration, or leave %s out to keep it", f.name, time.Duration(*f.d), f.name)
-		}
-	}
 	if c.Schedule != nil || c.Attempts != nil || c.Jitter != nil {
 		lo := policy.LadderOverride{Jitter: c.Jitter}
 		if c.Attempts != nil {
@@ -70,14 +62,15 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 		}
 		o.Ladder, set = &lo, true
 	}
-	if c.MaxInFlight != nil {
-		o.MaxInFlight, set = *c.MaxInFlight, true
-	}
-	if c.Timeout != nil {
-		o.Timeout, set = time.Duration(*c.Timeout), true
-	}
-	if c.Retention != nil {
-		o.Retention, set = time.Duration(*c.Retention), true
+	// Settings whose 0 would read as "keep": a 0 given is refused.
+	for _, err := range []error{
+		setCount(&o.MaxInFlight, "max_in_flight", c.MaxInFlight, &set),
+		setPositive(&o.Timeout, "timeout", c.Timeout, &set),
+		setPositive(&o.Retention, "retention", c.Retention, &set),
+	} {
+		if err != nil {
+			return nil, err
+		}
 	}
 	if c.Breaker != nil {
 		b, err := c.Breaker.override()
@@ -93,6 +86,30 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 		return nil, err
 	}
 	return &o, nil
+}
+
+// setCount sets *dst to the count v given, if any; 0 is refused (it would read as "keep").
+func setCount(dst *int, name string, v *int, set *bool) error {
+	if v == nil {
+		return nil
+	}
+	if *v == 0 {
+		return fmt.Errorf("%s 0: give a count, or leave %s out to keep it", name, name)
+	}
+	*dst, *set = *v, true
+	return nil
+}
+
+// setPositive sets *dst to the duration v given, if any; it must be positive.
+func setPositive(dst *time.Duration, name string, v *Duration, set *bool) error {
+	if v == nil {
+		return nil
+	}
+	if *v <= 0 {
+		return fmt.Errorf("%s %s: give a positive duration, or leave %s out to keep it", name, time.Duration(*v), name)
+	}
+	*dst, *set = time.Duration(*v), true
+	return nil
 }
 
 // override is the breaker override of the fields given, each value checked on its own

@@ -124,12 +124,7 @@ func (o Overrides) Validate() error {
 	if err := o.ValidateChange(); err != nil {
 		return err
 	}
-	if o.Breaker != nil || o.Capacity != nil || o.MaxInFlight != 0 {
-		if err := o.Guard().Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.Guard().Validate()
 }
 
 // ValidateChange checks the settings o gives, each on its own: what a put may be refused
