@@ -57,9 +57,12 @@ type Config struct {
 
 	// Events (N) over Endpoints (M), sent by Senders (C) concurrent senders; the steady
 	// phase sends the same N at Rate per second.
-	Events    int     `json:"events"`
-	Endpoints int     `json:"endpoints"`
-	Senders   int     `json:"senders"`
+	Events    int `json:"events"`
+	Endpoints int `json:"endpoints"`
+	Senders   int `json:"senders"`
+	// SkipNaive leaves the naive baseline out of the throughput scenario (it takes
+	// minutes at thousands of events).
+	SkipNaive bool    `json:"skip_naive,omitempty"`
 	Rate      float64 `json:"rate"`
 	// CostEvents first-try deliveries, spread over CostEndpoints endpoints, are read back
 	// for the cost scenario.

@@ -55,7 +55,7 @@ func (r *Report) Rows() []Row {
 			phaseRow(s, "naive: 1 regular activity, no eager start", t.Naive),
 			phaseRow(s, "engine limit: eager start, 1 local activity", t.Engine),
 			phaseRow(s, fmt.Sprintf("Herald, steady %.0f/s", t.Rate), t.Steady),
-			Row{s, "Herald ÷ naive", fmt.Sprintf("%.2f×", t.VsNaive), "≥ 2.5×", verdict(t.VsNaive >= 2.5)},
+			Row{s, "Herald ÷ naive", fmt.Sprintf("%.2f×", t.VsNaive), "≥ 2.5×", naiveVerdict(t)},
 			Row{s, "Herald ÷ engine limit", fmt.Sprintf("%.2f×", t.VsEngine), "≥ 0.85×", verdict(t.VsEngine >= 0.85)},
 			Row{s, "steady p50 / p99 (peer: 1.4s / 2.9s)", lat(t.Steady.Latency), "< 1.4s / 2.9s",
 				verdict(t.Steady.Latency.Count > 0 && t.Steady.Latency.P50 < 1400*time.Millisecond && t.Steady.Latency.P99 < 2900*time.Millisecond)},
@@ -278,4 +278,12 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// naiveVerdict judges Herald against the naive baseline, or nothing when it was left out.
+func naiveVerdict(t *ThroughputResult) string {
+	if t.Naive.PerSecond == 0 {
+		return ""
+	}
+	return verdict(t.VsNaive >= 2.5)
 }

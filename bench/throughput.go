@@ -85,9 +85,11 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	if res.Herald, err = herald(0); err != nil {
 		return nil, err
 	}
-	e.progress("throughput: naive workflow (one regular activity), %d events", cfg.Events)
-	if res.Naive, err = e.baseline(ctx, naiveQueue, naiveWorkflow, naive, false); err != nil {
-		return nil, err
+	if !cfg.SkipNaive {
+		e.progress("throughput: naive workflow (one regular activity), %d events", cfg.Events)
+		if res.Naive, err = e.baseline(ctx, naiveQueue, naiveWorkflow, naive, false); err != nil {
+			return nil, err
+		}
 	}
 	e.progress("throughput: engine limit (eager start, one local activity), %d events", cfg.Events)
 	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true); err != nil {

@@ -127,6 +127,7 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.Events, "events", cfg.Events, "throughput: events per phase (N)")
 	f.IntVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "throughput: endpoints the events are spread over (M)")
 	f.IntVar(&cfg.Senders, "senders", cfg.Senders, "concurrent senders at full load (C)")
+	f.BoolVar(&cfg.SkipNaive, "skip-naive", false, "throughput: leave out the naive baseline (slow at thousands of events)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "throughput: events per second of the steady phase")
 	f.IntVar(&cfg.CostEvents, "cost-events", cfg.CostEvents, "cost: first-try deliveries to read back")
 	f.IntVar(&cfg.CostEndpoints, "cost-endpoints", 1, "cost: endpoints the deliveries are spread over (many cold endpoints: try 1000)")
