@@ -100,10 +100,10 @@ func (o *Overrides) Merge(n Overrides) {
 	}
 }
 
-// Guard is the configuration of the guard (breaker, cap, leases, queue) of an endpoint
+// Limiter is the configuration of the limiter (breaker, cap, leases, queue) of an endpoint
 // with overrides o.
-func (o Overrides) Guard() policy.GuardConfig {
-	c := policy.DefaultGuardConfig()
+func (o Overrides) Limiter() policy.LimiterConfig {
+	c := policy.DefaultLimiterConfig()
 	if o.Breaker != nil {
 		c.Breaker = c.Breaker.Apply(*o.Breaker)
 	}
@@ -124,7 +124,7 @@ func (o Overrides) Validate() error {
 	if err := o.ValidateChange(); err != nil {
 		return err
 	}
-	return o.Guard().Validate()
+	return o.Limiter().Validate()
 }
 
 // ValidateChange checks the settings o gives, each on its own: what a put may be refused

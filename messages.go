@@ -7,7 +7,7 @@ import (
 )
 
 // AdmissionView answers QueryAdmission (and is published in the memo, MemoAdmission): the
-// endpoint's configuration and its guard's snapshot.
+// endpoint's configuration and its limiter's snapshot.
 type AdmissionView struct {
 	Endpoint Endpoint        `json:"endpoint"`
 	Snapshot policy.Snapshot `json:"snapshot"`
@@ -47,13 +47,6 @@ type LeaseReply struct {
 	Threshold int `json:"threshold"`
 	// Snapshot is the endpoint after this renewal (zero from workflows of an older version).
 	Snapshot policy.Snapshot `json:"snapshot,omitzero"`
-}
-
-// Permit is a permit of its own handed to one delivery (SignalPermit): for a probe, a
-// half-open attempt, or a queued attempt whose turn has come.
-type Permit struct {
-	Ticket policy.Ticket `json:"ticket"`
-	Until  time.Time     `json:"until"`
 }
 
 // Done returns a delivery's own permit to the endpoint workflow, with the outcome of the

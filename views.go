@@ -41,15 +41,15 @@ type EndpointState struct {
 	Error string `json:"error,omitempty"`
 }
 
-// SetGuard fills in what the guard's view v shows: the circuit, the permits, the queue
+// SetLimiter fills in what the limiter's view v shows: the circuit, the permits, the queue
 // and the latencies.
-func (s *EndpointState) SetGuard(v policy.GuardView) {
+func (s *EndpointState) SetLimiter(v policy.LimiterView) {
 	s.Circuit = CircuitView{State: v.Circuit, Since: v.Since, Reason: v.Reason, TrippedAt: v.TrippedAt, NextProbeAt: v.NextProbeAt}
 	s.InFlight, s.Cap, s.MaxInFlight, s.Queue, s.P50, s.P99 = v.InFlight, v.Cap, v.MaxInFlight, v.Queue, v.P50, v.P99
 	s.Leases = v.Leases
 }
 
-// CircuitView is the circuit breaker as people see it (the circuit part of policy.GuardView).
+// CircuitView is the circuit breaker as people see it (the circuit part of policy.LimiterView).
 type CircuitView struct {
 	// State is closed, open or half_open.
 	State policy.CircuitState `json:"state"`

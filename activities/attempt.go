@@ -50,7 +50,7 @@ type AttemptInput struct {
 	// when the attempt has to wait.
 	Waiter string `json:"waiter,omitempty"`
 	// Permit is a permit of its own the endpoint workflow handed the delivery.
-	Permit *herald.Permit `json:"permit,omitempty"`
+	Permit *policy.Grant `json:"permit,omitempty"`
 }
 
 // Activities are Herald's activities. One value is shared by all attempts of a worker.

@@ -27,7 +27,7 @@ import (
 // — so a healthy endpoint under its cap costs no round trip per attempt and a cold one no
 // history event. It never waits for an endpoint workflow: an attempt it cannot admit is
 // handed back at once, queued in the endpoint's durable queue or told when to ask again,
-// and the delivery waits on a durable timer or signal, holding no worker slot. In the
+// and the delivery waits on a durable timer or signal, local lease no worker slot. In the
 // background it renews leases and reports the outcomes that can change a decision (a
 // failure, a slow attempt); it stops admitting to an endpoint at once when it sees the
 // breaker's trigger (consecutive failures), before the endpoint workflow has heard of them.
@@ -50,7 +50,7 @@ type Gate struct {
 	counts  map[string]*herald.Report
 }
 
-// gateEntry is the gate's view of one endpoint: the decisions (policy.Holding), and what
+// gateEntry is the gate's view of one endpoint: the decisions (policy.LocalLease), and what
 // only the gate has: the clock, the configuration and the outcomes not yet told.
 type gateEntry struct {
 	id       string
@@ -58,7 +58,7 @@ type gateEntry struct {
 	refs     int // attempts using the entry (guarded by Gate.mu): it is not dropped while used
 
 	mu       sync.Mutex
-	h        policy.Holding
+	h        policy.LocalLease
 	ep       herald.Endpoint
 	learned  time.Time // when the request behind the last answer (snapshot, configuration) was sent
 	until    time.Time // admit nothing new under the lease after this (local clock)
@@ -123,7 +123,7 @@ type Admission struct {
 // the delivery's workflow id, queued at the endpoint workflow when the attempt must wait
 // for a permit; permit is a permit of its own the delivery was handed, if any. The
 // attempt uses the endpoint's configuration as of at most one renewal interval ago.
-func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *herald.Permit) (*Admission, *herald.Hold, error) {
+func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *policy.Grant) (*Admission, *herald.Hold, error) {
 	e := g.entry(id)
 	a, h, err := g.acquire(ctx, e, waiter, permit)
 	if a == nil {
@@ -132,7 +132,7 @@ func (g *Gate) Acquire(ctx context.Context, id, waiter string, permit *herald.Pe
 	return a, h, err
 }
 
-func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *herald.Permit) (*Admission, *herald.Hold, error) {
+func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit *policy.Grant) (*Admission, *herald.Hold, error) {
 	if err := g.fresh(ctx, e); err != nil {
 		return nil, nil, err
 	}
@@ -217,7 +217,7 @@ func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	return err
 }
 
-// snapshot reads endpoint id's configuration and guard snapshot (ReadAdmission), within
+// snapshot reads endpoint id's configuration and limiter snapshot (ReadAdmission), within
 // askTimeout.
 func (g *Gate) snapshot(ctx context.Context, id string) (herald.AdmissionView, error) {
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
@@ -225,7 +225,7 @@ func (g *Gate) snapshot(ctx context.Context, id string) (herald.AdmissionView, e
 	return ReadAdmission(qctx, g.client, id)
 }
 
-// ReadAdmission reads endpoint id's configuration and guard snapshot from its workflow's
+// ReadAdmission reads endpoint id's configuration and limiter snapshot from its workflow's
 // memo (a describe: served by the server alone, however busy the workflow is), or, for a
 // workflow that does not publish it yet, asks it with a query. An endpoint that is not
 // registered is herald.ErrNoEndpoint.
@@ -319,7 +319,7 @@ func (g *Gate) Run(ctx context.Context) {
 	}
 }
 
-// pass is one periodic pass over the endpoints: renew, report or drop each as its holding says.
+// pass is one periodic pass over the endpoints: renew, report or drop each as its local lease says.
 func (g *Gate) pass(ctx context.Context) {
 	g.mu.Lock()
 	entries := make([]*gateEntry, 0, len(g.eps))

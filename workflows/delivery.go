@@ -65,7 +65,7 @@ type delivery struct {
 	status  herald.Status
 	replays workflow.ReceiveChannel
 	permits workflow.ReceiveChannel
-	permit  *herald.Permit
+	permit  *policy.Grant
 	// held is set once the gate has held an attempt back (the status left the fast path).
 	held bool
 }
@@ -197,7 +197,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
 	})
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
-		var p herald.Permit
+		var p policy.Grant
 		c.Receive(ctx, &p)
 		d.permit = &p
 	})

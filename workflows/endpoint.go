@@ -18,8 +18,8 @@ type EndpointInput struct {
 	Endpoint *herald.Endpoint `json:"endpoint,omitempty"`
 	Counters herald.Report    `json:"counters"`
 	Since    time.Time        `json:"since,omitempty"`
-	// Guard is the circuit breaker, the concurrency cap, the leases and the queue.
-	Guard *policy.Guard `json:"guard,omitempty"`
+	// Limiter is the circuit breaker, the concurrency cap, the leases and the queue.
+	Limiter *policy.Limiter `json:"guard,omitempty"`
 	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
 	Circuit policy.CircuitState `json:"circuit,omitempty"`
 }
@@ -67,7 +67,7 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 	if workflow.GetVersion(ctx, versionEndpointGuard, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return e.runCounters(ctx, reports)
 	}
-	return e.runGuard(ctx, reports)
+	return e.runLimiter(ctx, reports)
 }
 
 // runCounters is the endpoint workflow before it held the circuit breaker and the
@@ -116,15 +116,15 @@ type endpointRun struct {
 	published []byte
 }
 
-// admission answers a gate's snapshot query: the configuration, and what the guard
-// allows (everything, for a run of the version before the guard).
+// admission answers a gate's snapshot query: the configuration, and what the limiter
+// allows (everything, for a run of the version before the limiter).
 func (e *endpointRun) admission(now time.Time) (herald.AdmissionView, error) {
 	ep, err := e.config()
 	if err != nil {
 		return herald.AdmissionView{}, err
 	}
 	v := herald.AdmissionView{Endpoint: ep}
-	if g := e.in.Guard; g != nil {
+	if g := e.in.Limiter; g != nil {
 		v.Snapshot = g.Snapshot(now)
 	} else {
 		v.Snapshot = policy.Snapshot{Circuit: policy.CircuitClosed, Cap: policy.MaxMaxInFlight, Free: policy.MaxMaxInFlight}
@@ -148,8 +148,8 @@ func (e *endpointRun) config() (herald.Endpoint, error) {
 func (e *endpointRun) view(now time.Time) herald.EndpointState {
 	s := herald.EndpointState{ID: e.in.ID, Counters: e.in.Counters, CountersSince: e.in.Since}
 	s.Circuit.State = policy.CircuitClosed
-	if g := e.in.Guard; g != nil {
-		s.SetGuard(g.View(now))
+	if g := e.in.Limiter; g != nil {
+		s.SetLimiter(g.View(now))
 	}
 	if ep := e.in.Endpoint; ep != nil {
 		s.Registered = true
@@ -238,8 +238,8 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	ep.Version++
 	ep.UpdatedAt = now
 	e.in.Endpoint = ep
-	if e.in.Guard != nil {
-		e.ensureGuard()
+	if e.in.Limiter != nil {
+		e.ensureLimiter()
 		e.dirty = true
 	}
 	res.Endpoint = *ep

@@ -53,7 +53,7 @@ func newEndpointGauges(ctx workflow.Context, endpoint string) *endpointGauges {
 }
 
 // set shows v in the gauges.
-func (g *endpointGauges) set(v policy.GuardView) {
+func (g *endpointGauges) set(v policy.LimiterView) {
 	for i, s := range circuitGaugeStates {
 		on := 0.0
 		if s == v.Circuit {

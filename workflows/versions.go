@@ -16,7 +16,7 @@ package workflows
 // Never reuse an id, retired ones included: old histories carry their markers.
 const (
 	// versionEndpointGuard: the endpoint run holds the circuit breaker, the cap and the
-	// queue (runGuard) instead of configuration and counters only (runCounters).
+	// queue (runLimiter) instead of configuration and counters only (runCounters).
 	// Replayed by endpoint_put_and_reports_before_gate.json. Marked in endpoint_*.json.
 	versionEndpointGuard = "endpoint-guard"
 

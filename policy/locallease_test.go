@@ -11,19 +11,19 @@ func closedSnapshot(capNow, free int) Snapshot {
 		Threshold: 5, Slow: 1500 * time.Millisecond}
 }
 
-// renewedHolding holds a lease of permits at an endpoint whose cap is all leased.
-func renewedHolding(permits int) Holding {
-	var h Holding
+// renewedLease holds a lease of permits at an endpoint whose cap is all leased.
+func renewedLease(permits int) LocalLease {
+	var h LocalLease
 	h.Heard(closedSnapshot(100, 0), true, permits, 0)
 	return h
 }
 
-func TestHoldingAdmit(t *testing.T) {
-	var unknown Holding
+func TestLocalLeaseAdmit(t *testing.T) {
+	var unknown LocalLease
 	if unknown.Admit(true, false) {
 		t.Error("admitted before the endpoint answered")
 	}
-	h := renewedHolding(2)
+	h := renewedLease(2)
 	if !h.Admit(true, false) || !h.Admit(true, false) {
 		t.Fatal("did not admit within the lease")
 	}
@@ -34,27 +34,27 @@ func TestHoldingAdmit(t *testing.T) {
 		t.Errorf("after two admissions: %+v", h)
 	}
 	for name, c := range map[string]struct {
-		h             Holding
+		h             LocalLease
 		open, stopped bool
 	}{
-		"window closed": {renewedHolding(5), false, false},
-		"stopping":      {renewedHolding(5), true, true},
-		"circuit open":  {func() Holding { h := renewedHolding(5); h.Snapshot.Circuit = CircuitOpen; return h }(), true, false},
-		"tripped":       {func() Holding { h := renewedHolding(5); h.Tripped = true; return h }(), true, false},
+		"window closed": {renewedLease(5), false, false},
+		"stopping":      {renewedLease(5), true, true},
+		"circuit open":  {func() LocalLease { h := renewedLease(5); h.Snapshot.Circuit = CircuitOpen; return h }(), true, false},
+		"tripped":       {func() LocalLease { h := renewedLease(5); h.Tripped = true; return h }(), true, false},
 	} {
 		if c.h.Admit(c.open, c.stopped) {
 			t.Errorf("%s: admitted", name)
 		}
 	}
 	// While a renewal asking for 1 is in flight, at most 1 runs: the lease may shrink to it.
-	h = renewedHolding(4)
+	h = renewedLease(4)
 	h.StartRenewal(1)
 	if !h.Admit(true, false) || h.Admit(true, false) {
 		t.Errorf("during a renewal asking for 1: %+v", h)
 	}
 }
 
-func TestHoldingSpare(t *testing.T) {
+func TestLocalLeaseSpare(t *testing.T) {
 	cases := []struct {
 		name       string
 		snap       Snapshot
@@ -76,7 +76,7 @@ func TestHoldingSpare(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var h Holding
+			var h LocalLease
 			h.Heard(c.snap, false, 0, 0)
 			if h.Spare != c.spare {
 				t.Fatalf("spare %d, want %d", h.Spare, c.spare)
@@ -112,8 +112,8 @@ func TestSparePermitsBound(t *testing.T) {
 	}
 }
 
-func TestHoldingTripAndSpread(t *testing.T) {
-	h := renewedHolding(10)
+func TestLocalLeaseTripAndSpread(t *testing.T) {
+	h := renewedLease(10)
 	var spreads []float64
 	trips := 0
 	for i := range 6 { // six attempts in flight at once, all failing
@@ -163,8 +163,8 @@ func TestHoldingTripAndSpread(t *testing.T) {
 	}
 }
 
-func TestHoldingWant(t *testing.T) {
-	h := renewedHolding(8)
+func TestLocalLeaseWant(t *testing.T) {
+	h := renewedLease(8)
 	if w := h.Want(false); w != 0 {
 		t.Errorf("idle holding wants %d, want 0 (give everything back)", w)
 	}
@@ -183,32 +183,32 @@ func TestHoldingWant(t *testing.T) {
 	}
 }
 
-func TestHoldingBackground(t *testing.T) {
+func TestLocalLeaseBackground(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	fast := []Outcome{{At: now, OK: true, Latency: 20 * time.Millisecond}}
 	slow := []Outcome{{At: now, OK: true, Latency: 2 * time.Second}}
 	failed := []Outcome{{At: now, OK: false}}
-	cold := func() Holding { var h Holding; h.Heard(closedSnapshot(100, 100), false, 0, 0); return h }
-	busyCold := func() Holding { h := cold(); h.Admit(false, false); return h }
+	cold := func() LocalLease { var h LocalLease; h.Heard(closedSnapshot(100, 100), false, 0, 0); return h }
+	busyCold := func() LocalLease { h := cold(); h.Admit(false, false); return h }
 	cases := []struct {
 		name                     string
-		h                        Holding
+		h                        LocalLease
 		outs                     []Outcome
 		closing, stopping, stale bool
 		want                     Action
 	}{
-		{"lease, outcomes to report", renewedHolding(2), fast, false, false, false, Renew},
-		{"lease, idle permits to give back", renewedHolding(2), nil, false, false, false, Renew},
-		{"lease, busy, window closing", func() Holding { h := renewedHolding(2); h.Admit(true, false); return h }(), nil, true, false, false, Renew},
-		{"lease, busy, window open", func() Holding { h := renewedHolding(2); h.Admit(true, false); return h }(), nil, false, false, false, Wait},
-		{"renewal in flight", func() Holding { h := renewedHolding(2); h.StartRenewal(2); return h }(), fast, true, false, false, Wait},
-		{"no lease, turned away: ask for one", func() Holding { h := cold(); h.Demand = 1; return h }(), nil, false, false, false, Renew},
+		{"lease, outcomes to report", renewedLease(2), fast, false, false, false, Renew},
+		{"lease, idle permits to give back", renewedLease(2), nil, false, false, false, Renew},
+		{"lease, busy, window closing", func() LocalLease { h := renewedLease(2); h.Admit(true, false); return h }(), nil, true, false, false, Renew},
+		{"lease, busy, window open", func() LocalLease { h := renewedLease(2); h.Admit(true, false); return h }(), nil, false, false, false, Wait},
+		{"renewal in flight", func() LocalLease { h := renewedLease(2); h.StartRenewal(2); return h }(), fast, true, false, false, Wait},
+		{"no lease, turned away: ask for one", func() LocalLease { h := cold(); h.Demand = 1; return h }(), nil, false, false, false, Renew},
 		{"no lease, a fast success: nothing", busyCold(), fast, false, false, false, Wait},
 		{"no lease, a failure: report", busyCold(), failed, false, false, false, Report},
 		{"no lease, a slow success: report", busyCold(), slow, false, false, false, Report},
 		{"no lease, stopping with outcomes: report", busyCold(), fast, false, true, false, Report},
-		{"nothing held, nothing told", renewedHolding(0), nil, false, false, false, Drop},
-		{"idle with fast outcomes: keep", func() Holding { h := cold(); h.Used = false; return h }(), fast, false, false, false, Wait},
+		{"nothing held, nothing told", renewedLease(0), nil, false, false, false, Drop},
+		{"idle with fast outcomes: keep", func() LocalLease { h := cold(); h.Used = false; return h }(), fast, false, false, false, Wait},
 		{"idle with stale fast outcomes: drop", cold(), fast, false, false, true, Drop},
 	}
 	for _, c := range cases {
@@ -229,8 +229,8 @@ func TestHoldingBackground(t *testing.T) {
 	}
 }
 
-func TestHoldingGrowing(t *testing.T) {
-	var h Holding
+func TestLocalLeaseGrowing(t *testing.T) {
+	var h LocalLease
 	h.Heard(closedSnapshot(100, 100), false, 0, 0)
 	for i := range h.Spare {
 		if h.Growing() {
@@ -245,7 +245,7 @@ func TestHoldingGrowing(t *testing.T) {
 	if h.Growing() {
 		t.Error("asks again while a renewal is in flight")
 	}
-	var full Holding
+	var full LocalLease
 	full.Heard(closedSnapshot(100, 4), false, 0, 0)
 	for full.Admit(false, false) {
 	}
@@ -270,8 +270,8 @@ func TestQueueFullRecheck(t *testing.T) {
 // TestHoldingKeepsLeaseForTurnedAway: an endpoint with no spare permits (cap under 4): the
 // attempt turned away waits a renewal, and the lease asked for it is not given back as idle
 // before it comes back.
-func TestHoldingKeepsLeaseForTurnedAway(t *testing.T) {
-	var h Holding
+func TestLocalLeaseKeepsLeaseForTurnedAway(t *testing.T) {
+	var h LocalLease
 	h.Heard(closedSnapshot(3, 3), false, 0, 0)
 	if h.Admit(false, false) {
 		t.Fatal("admitted with no lease and no spare permit")

@@ -19,7 +19,7 @@ import (
 	"github.com/heraldhq/herald/policy"
 )
 
-// Tests of the endpoint workflow's guard loop (leases, outcomes, the breaker, the cap, the
+// Tests of the endpoint workflow's limiter loop (leases, outcomes, the breaker, the cap, the
 // queue of waiting deliveries and their permits) and of a delivery held by the gate. Every
 // time is on the test environment's clock, which starts at testStart.
 
@@ -44,7 +44,7 @@ func waiterIDs(from, to int) []string {
 // permitSignal is one permit signal the endpoint workflow sent to a waiting delivery.
 type permitSignal struct {
 	Waiter string
-	Permit herald.Permit
+	Permit policy.Grant
 	At     time.Time
 }
 
@@ -88,9 +88,9 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 	rec := &guardRecorder{gone: map[string]bool{}}
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, herald.SignalPermit, mock.Anything).Return(
 		func(_, workflowID, _, _ string, arg any) error {
-			p, ok := arg.(herald.Permit)
+			p, ok := arg.(policy.Grant)
 			if !ok {
-				t.Errorf("permit signal to %s carries %T, want herald.Permit", workflowID, arg)
+				t.Errorf("permit signal to %s carries %T, want policy.Grant", workflowID, arg)
 			}
 			rec.permits.add(permitSignal{Waiter: workflowID, Permit: p, At: env.Now()})
 			if rec.gone[workflowID] {
@@ -217,7 +217,7 @@ func circuitStates(us []circuitUpsert) []string {
 // later the first waiter is woken as the probe; its success makes the circuit half-open
 // and the next waiters go one at a time; after 5 good ones the circuit closes and the
 // queue flows out through the cap, never more at once.
-func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
+func TestLimiterOpenProbeHalfOpenClosed(t *testing.T) {
 	env, rec := newGuardEnv(t)
 	register(t, env, &herald.Overrides{MaxInFlight: 3})
 	const trip = 20 * time.Second
@@ -310,7 +310,7 @@ func TestGuardOpenProbeHalfOpenClosed(t *testing.T) {
 
 // TestGuardFailedProbeDoublesDelay has every probe fail: the next probe goes 10 minutes
 // after the first failure, then 20, 40, and never more than 60.
-func TestGuardFailedProbeDoublesDelay(t *testing.T) {
+func TestLimiterFailedProbeDoublesDelay(t *testing.T) {
 	env, rec := newGuardEnv(t)
 	register(t, env, nil)
 	const trip = 20 * time.Second
@@ -365,7 +365,7 @@ func TestGuardFailedProbeDoublesDelay(t *testing.T) {
 // TestGuardSlowP99HalvesCap feeds latencies to the adaptive cap through lease renewals:
 // 10 attempts over 3 s halve the cap (9 are not enough samples), the halved cap limits
 // what another worker is granted, and 10 fast attempts 30 s later restore it.
-func TestGuardSlowP99HalvesCap(t *testing.T) {
+func TestLimiterSlowP99HalvesCap(t *testing.T) {
 	env, _ := newGuardEnv(t)
 	register(t, env, nil)
 	var first *updateOutcome[herald.LeaseReply]
@@ -413,7 +413,7 @@ func TestGuardSlowP99HalvesCap(t *testing.T) {
 // TestGuardHalvedCapTrimsBusyLease: once the cap has halved, a worker that keeps renewing
 // its lease while busy must not keep more permits than the new cap (README: "the leases
 // never add up to more than the cap").
-func TestGuardHalvedCapTrimsBusyLease(t *testing.T) {
+func TestLimiterHalvedCapTrimsBusyLease(t *testing.T) {
 	env, _ := newGuardEnv(t)
 	register(t, env, nil)
 	var first, renewed, later *updateOutcome[herald.LeaseReply]
@@ -442,7 +442,7 @@ func TestGuardHalvedCapTrimsBusyLease(t *testing.T) {
 // its lease expires after its TTL, when the endpoint workflow's timer fires, and the
 // queued waiters get its permits. The woken waiters never report either: their own
 // permits come back after the lease TTL of 40 s and the last waiter gets one.
-func TestGuardDeadHolderLeaseExpires(t *testing.T) {
+func TestLimiterDeadHolderLeaseExpires(t *testing.T) {
 	env, rec := newGuardEnv(t)
 	register(t, env, &herald.Overrides{MaxInFlight: 2})
 	const ttl = 25 * time.Second
@@ -496,7 +496,7 @@ func TestGuardDeadHolderLeaseExpires(t *testing.T) {
 // TestGuardContinueAsNewKeepsGuard continues an endpoint workflow as new with an open
 // circuit, a lease, a queue and counters, checks what the next run is given, then runs it:
 // the probe still goes at the time the first run set.
-func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
+func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	env, _ := newGuardEnv(t)
 	register(t, env, &herald.Overrides{MaxInFlight: 7})
 	const trip = 20 * time.Second
@@ -516,7 +516,7 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 	if !env.Now().Equal(at(canAt)) {
 		t.Errorf("continued as new at %s, want %s", env.Now(), at(canAt))
 	}
-	g := next.Guard
+	g := next.Limiter
 	if g == nil {
 		t.Fatal("continues without the guard")
 	}
@@ -525,10 +525,10 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 		t.Errorf("continues with circuit %s (%q) tripped %s, probe %s; want open (5 consecutive failures), %s, %s",
 			b.State(), b.TripReason(), b.TrippedAt, b.NextProbeAt(), tripped, probeAt)
 	}
-	if !slices.Equal(g.Permits.Waiting, waiterIDs(1, 3)) {
-		t.Errorf("continues with the queue %v, want %v", g.Permits.Waiting, waiterIDs(1, 3))
+	if !slices.Equal(g.Ledger.Waiting, waiterIDs(1, 3)) {
+		t.Errorf("continues with the queue %v, want %v", g.Ledger.Waiting, waiterIDs(1, 3))
 	}
-	if l, ok := g.Permits.Lease(testHolder); !ok || l.Permits != 2 || !l.Expires.Equal(at(trip+40*time.Second)) {
+	if l, ok := g.Ledger.Lease(testHolder); !ok || l.Permits != 2 || !l.Expires.Equal(at(trip+40*time.Second)) {
 		t.Errorf("continues with worker:a's lease %+v (found %v), want its 2 running permits until %s", l, ok, at(trip+40*time.Second))
 	}
 	if g.Cap() != 7 || g.Config.Capacity.MaxInFlight != 7 {
@@ -564,7 +564,7 @@ func TestGuardContinueAsNewKeepsGuard(t *testing.T) {
 
 // TestGuardResetClosesAndWakesQueue: the reset update closes an open circuit at once and
 // the queue flows out through the cap.
-func TestGuardResetClosesAndWakesQueue(t *testing.T) {
+func TestLimiterResetClosesAndWakesQueue(t *testing.T) {
 	env, rec := newGuardEnv(t)
 	register(t, env, &herald.Overrides{MaxInFlight: 2})
 	const trip = 20 * time.Second
@@ -595,7 +595,7 @@ func TestGuardResetClosesAndWakesQueue(t *testing.T) {
 
 // TestGuardGoneProbeGoesToNextWaiter: when the probe's delivery no longer exists the
 // signal fails, the permit comes back and the next waiter becomes the probe at once.
-func TestGuardGoneProbeGoesToNextWaiter(t *testing.T) {
+func TestLimiterGoneProbeGoesToNextWaiter(t *testing.T) {
 	env, rec := newGuardEnv(t)
 	rec.gone[waiterID(1)] = true
 	register(t, env, nil)
@@ -617,7 +617,7 @@ func TestGuardGoneProbeGoesToNextWaiter(t *testing.T) {
 // without using an attempt, shows why in the status query, and runs again on the permit.
 func TestDeliveryHeldByGate(t *testing.T) {
 	probe := at(5 * time.Minute)
-	permit := herald.Permit{Ticket: policy.Ticket{Epoch: 2, Kind: policy.TicketProbe, Slot: 1}, Until: at(3*time.Minute + 40*time.Second)}
+	permit := policy.Grant{Ticket: policy.Ticket{Epoch: 2, Kind: policy.TicketProbe, Slot: 1}, Until: at(3*time.Minute + 40*time.Second)}
 	const reason = "circuit open after 5 consecutive failures"
 
 	t.Run("woken by a permit", func(t *testing.T) {

@@ -27,7 +27,7 @@ type pStep struct {
 	Dropped []string
 }
 
-func TestPermitsLedger(t *testing.T) {
+func TestLedgerLedger(t *testing.T) {
 	const s = time.Second
 	cases := []struct {
 		name  string
@@ -85,13 +85,13 @@ func TestPermitsLedger(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewPermits()
+			p := NewLedger()
 			for i, st := range tc.steps {
 				now := permitsEpoch.Add(st.At)
 				got := 0
 				switch st.Op {
 				case "grant":
-					l := p.Grant(st.Holder, st.N, st.Cap, st.TTL, now)
+					l := p.Lend(st.Holder, st.N, st.Cap, st.TTL, now)
 					got = l.Permits
 					if l.Holder != st.Holder || (l.Permits > 0) != l.Expires.Equal(now.Add(st.TTL)) {
 						t.Fatalf("step %d: lease %+v", i, l)
@@ -131,8 +131,8 @@ func checkLeasesSorted(t *testing.T, where string, ls []Lease) {
 	}
 }
 
-func TestPermitsQueue(t *testing.T) {
-	p := NewPermits()
+func TestLedgerQueue(t *testing.T) {
+	p := NewLedger()
 	for _, w := range []string{"d1", "d2", "d3", "d4"} {
 		if !p.Enqueue(w) {
 			t.Fatalf("Enqueue(%s) refused", w)
@@ -152,16 +152,16 @@ func TestPermitsQueue(t *testing.T) {
 	}
 }
 
-func TestPermitsCopiesAreIndependent(t *testing.T) {
+func TestLedgerCopiesAreIndependent(t *testing.T) {
 	now := permitsEpoch
-	p := NewPermits()
+	p := NewLedger()
 	p.Enqueue("a")
-	p.Grant("w1", 1, 10, time.Minute, now)
+	p.Lend("w1", 1, 10, time.Minute, now)
 	c := p
 	c.Enqueue("b")
 	p.Enqueue("c")
-	c.Grant("w2", 1, 10, time.Minute, now)
-	p.Grant("w3", 1, 10, time.Minute, now)
+	c.Lend("w2", 1, 10, time.Minute, now)
+	p.Lend("w3", 1, 10, time.Minute, now)
 	if !slices.Equal(c.Waiting, []string{"a", "b"}) || !slices.Equal(p.Waiting, []string{"a", "c"}) {
 		t.Fatalf("queues %v and %v", c.Waiting, p.Waiting)
 	}
@@ -174,11 +174,11 @@ func TestPermitsCopiesAreIndependent(t *testing.T) {
 // queue operations and clock steps, next to a plain model, and a twin that goes through JSON
 // now and then: in-use never grows past the cap, the queue is FIFO without losses or
 // duplicates, and the twin always answers the same.
-func TestPermitsProperties(t *testing.T) {
+func TestLedgerProperties(t *testing.T) {
 	holders := []string{"w1", "w2", "w3", "w4", "w5"}
 	for seed := int64(1); seed <= 2000; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		p, twin := NewPermits(), NewPermits()
+		p, twin := NewLedger(), NewLedger()
 		model := map[string]Lease{}
 		var queue []string
 		next := 0 // next fresh waiter id
@@ -203,7 +203,7 @@ func TestPermitsProperties(t *testing.T) {
 				if l, ok := model[h]; ok && l.Expires.After(now) {
 					had = l.Permits
 				}
-				l, l2 := p.Grant(h, want, capNow, ttl, now), twin.Grant(h, want, capNow, ttl, now)
+				l, l2 := p.Lend(h, want, capNow, ttl, now), twin.Lend(h, want, capNow, ttl, now)
 				if !reflect.DeepEqual(l, l2) {
 					t.Fatalf("%s: twin granted %+v, original %+v", where, l2, l)
 				}
@@ -292,7 +292,7 @@ func TestPermitsProperties(t *testing.T) {
 }
 
 // leases returns p's leases, nil if there are none.
-func leases(p Permits) []Lease {
+func leases(p Ledger) []Lease {
 	if len(p.Held) == 0 {
 		return nil
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/heraldhq/herald/policy"
 )
 
-// runGuard is the endpoint workflow as the authority that protects its endpoint: it leases
+// runLimiter is the endpoint workflow as the authority that protects its endpoint: it leases
 // permits to the workers' gates, aggregates their outcomes into the circuit breaker and the
 // adaptive cap, and holds the durable queue of deliveries waiting for a permit, waking them
-// through the gate. Every decision is policy.Guard's; this loop only moves messages and
-// sets the one timer the guard asks for.
-func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveChannel) error {
+// through the gate. Every decision is policy.Limiter's; this loop only moves messages and
+// sets the one timer the limiter asks for.
+func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveChannel) error {
 	dones := workflow.GetSignalChannel(ctx, herald.SignalDone)
 	waits := workflow.GetSignalChannel(ctx, herald.SignalWait)
 	doneBatches := workflow.GetSignalChannel(ctx, herald.SignalDones)
@@ -38,7 +38,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 			return nil
 		}
 	}
-	e.ensureGuard()
+	e.ensureLimiter()
 	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
 	gauges := newEndpointGauges(ctx, e.in.ID)
 
@@ -46,7 +46,7 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 		// Outcomes first, so that the breaker has heard them before waiters are let go.
 		var o herald.OutcomeReport
 		for outcomes.ReceiveAsync(&o) {
-			e.in.Guard.Record(workflow.Now(ctx), o.Outcomes)
+			e.in.Limiter.Record(workflow.Now(ctx), o.Outcomes)
 			o = herald.OutcomeReport{}
 		}
 		var r herald.Report
@@ -56,21 +56,21 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 		}
 		var d herald.Done
 		for dones.ReceiveAsync(&d) {
-			e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
+			e.in.Limiter.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 			e.in.Counters.Merge(d.Report)
 			d = herald.Done{}
 		}
 		var ds []herald.Done
 		for doneBatches.ReceiveAsync(&ds) {
 			for _, d := range ds {
-				e.in.Guard.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
+				e.in.Limiter.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 			}
 			ds = nil
 		}
 		var w herald.WaitRequest
 		for waits.ReceiveAsync(&w) {
 			for _, waiter := range w.Waiters {
-				if wk, ok := e.in.Guard.Wait(workflow.Now(ctx), waiter); ok {
+				if wk, ok := e.in.Limiter.Wait(workflow.Now(ctx), waiter); ok {
 					e.wake(ctx, wk)
 				}
 			}
@@ -85,16 +85,16 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 	for {
 		now := workflow.Now(ctx)
 		e.expirePreviousSecret(now)
-		for _, w := range e.in.Guard.Tick(now) {
+		for _, w := range e.in.Limiter.Tick(now) {
 			e.wake(ctx, w)
 		}
 		e.showCircuit(ctx)
 		if publish {
 			e.publishAdmission(ctx, now)
 		}
-		gauges.set(e.in.Guard.View(now))
+		gauges.set(e.in.Limiter.View(now))
 
-		next := e.in.Guard.NextDeadline(now)
+		next := e.in.Limiter.NextDeadline(now)
 		if ep := e.in.Endpoint; ep.PreviousSecret != "" && (next.IsZero() || ep.PreviousUntil.Before(next)) {
 			next = ep.PreviousUntil
 		}
@@ -143,20 +143,20 @@ func (e *endpointRun) runGuard(ctx workflow.Context, reports workflow.ReceiveCha
 	}
 }
 
-// ensureGuard creates the guard, or brings its settings in line with the endpoint's.
-func (e *endpointRun) ensureGuard() {
-	cfg := e.in.Endpoint.Overrides.Guard()
-	if e.in.Guard == nil {
-		g := policy.NewGuard(cfg)
-		e.in.Guard = &g
+// ensureLimiter creates the limiter, or brings its settings in line with the endpoint's.
+func (e *endpointRun) ensureLimiter() {
+	cfg := e.in.Endpoint.Overrides.Limiter()
+	if e.in.Limiter == nil {
+		g := policy.NewLimiter(cfg)
+		e.in.Limiter = &g
 		return
 	}
 	// The overrides were validated by the put that set them.
-	_ = e.in.Guard.Reconfigure(cfg)
+	_ = e.in.Limiter.Reconfigure(cfg)
 }
 
 func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseRequest) error {
-	if e.in.Endpoint == nil || e.in.Guard == nil {
+	if e.in.Endpoint == nil || e.in.Limiter == nil {
 		return fmt.Errorf("endpoint %s: %w", e.in.ID, herald.ErrNoEndpoint)
 	}
 	return nil
@@ -166,34 +166,34 @@ func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseReques
 func (e *endpointRun) lease(ctx workflow.Context, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	now := workflow.Now(ctx)
 	e.in.Counters.Merge(req.Report)
-	r := e.in.Guard.Lease(now, req.LeaseRequest)
+	r := e.in.Limiter.Lease(now, req.LeaseRequest)
 	e.dirty = true
 	return herald.LeaseReply{
 		LeaseReply: r,
 		Endpoint:   *e.in.Endpoint,
-		Threshold:  e.in.Guard.Config.Breaker.ConsecutiveFailures,
-		Snapshot:   e.in.Guard.Snapshot(now),
+		Threshold:  e.in.Limiter.Config.Breaker.ConsecutiveFailures,
+		Snapshot:   e.in.Limiter.Snapshot(now),
 	}, nil
 }
 
 // reset closes the circuit by hand.
 func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) {
-	if e.in.Guard == nil {
+	if e.in.Limiter == nil {
 		return herald.EndpointState{}, fmt.Errorf("endpoint %s: %w", e.in.ID, herald.ErrNoEndpoint)
 	}
-	e.in.Guard.Reset(workflow.Now(ctx))
+	e.in.Limiter.Reset(workflow.Now(ctx))
 	e.dirty = true
 	return e.view(workflow.Now(ctx)), nil
 }
 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
-func (e *endpointRun) wake(ctx workflow.Context, w policy.Wake) {
-	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, herald.Permit{Ticket: w.Ticket, Until: w.Until})
+func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, policy.Grant{Ticket: w.Ticket, Until: w.Until})
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()
 		if err := f.Get(gctx, nil); err != nil {
-			e.in.Guard.Done(workflow.Now(gctx), w.Waiter, nil)
+			e.in.Limiter.Done(workflow.Now(gctx), w.Waiter, nil)
 			e.dirty = true
 		}
 	})
@@ -202,7 +202,7 @@ func (e *endpointRun) wake(ctx workflow.Context, w policy.Wake) {
 // showCircuit writes a changed circuit state to the HeraldCircuit search attribute (set
 // first when the endpoint is registered: listings show registered endpoints only).
 func (e *endpointRun) showCircuit(ctx workflow.Context) {
-	if s := e.in.Guard.Breaker.State(); s != e.in.Circuit {
+	if s := e.in.Limiter.Breaker.State(); s != e.in.Circuit {
 		e.in.Circuit = s
 		_ = workflow.UpsertTypedSearchAttributes(ctx, herald.AttrCircuit.ValueSet(string(s)))
 	}
@@ -225,7 +225,7 @@ func (e *endpointRun) continueAsNewError(ctx workflow.Context) error {
 }
 
 // publishAdmission writes what the workers' gates read before admitting — the configuration
-// and the guard's coarse snapshot — to the memo, when it has changed. At most one event per
+// and the limiter's coarse snapshot — to the memo, when it has changed. At most one event per
 // workflow task, and none while a quiet endpoint stays as it is.
 func (e *endpointRun) publishAdmission(ctx workflow.Context, now time.Time) {
 	v, err := e.admission(now)

@@ -23,24 +23,24 @@ type Lease struct {
 // (a lease expiring at now no longer counts). Nothing is ever revoked: when the cap shrinks
 // below what is leased, new permits wait until what is leased falls under the new cap.
 // The ledger knows nothing of the circuit: while it is not closed, pass cap 0 to Grant and
-// Wake and let attempts through one by one as Breaker.Admit allows.
-type Permits struct {
+// Grant and let attempts through one by one as Breaker.Admit allows.
+type Ledger struct {
 	// Held holds the leases, sorted by holder, none with zero permits.
 	Held []Lease `json:"held,omitempty"`
 	// Waiting holds the waiter ids, first in line first, each once.
 	Waiting []string `json:"waiting,omitempty"`
 }
 
-// NewPermits returns an empty ledger with an empty queue.
-func NewPermits() Permits { return Permits{} }
+// NewLedger returns an empty ledger with an empty queue.
+func NewLedger() Ledger { return Ledger{} }
 
-// Grant sets holder's lease to up to want permits in total and renews it to expire at
+// Lend sets holder's lease to up to want permits in total and renews it to expire at
 // now+ttl. Asking for fewer than held gives the difference back; asking for more takes only
 // what the cap leaves free (cap minus the live permits of all holders), possibly none; what
 // the holder already has is never cut. A holder's expired lease is replaced. It returns
 // the lease now held, with zero Permits and Expires if there is none (want ≤ 0, ttl ≤ 0, or
 // nothing held and nothing free).
-func (p *Permits) Grant(holder string, want, cap int, ttl time.Duration, now time.Time) Lease {
+func (p *Ledger) Lend(holder string, want, cap int, ttl time.Duration, now time.Time) Lease {
 	i, found := p.find(holder)
 	have := 0
 	if found && p.Held[i].Expires.After(now) {
@@ -70,7 +70,7 @@ func (p *Permits) Grant(holder string, want, cap int, ttl time.Duration, now tim
 
 // Return gives back up to n permits of holder's lease, removing the lease when none are
 // left, and returns how many were given back.
-func (p *Permits) Return(holder string, n int) int {
+func (p *Ledger) Return(holder string, n int) int {
 	i, found := p.find(holder)
 	if !found || n <= 0 {
 		return 0
@@ -86,7 +86,7 @@ func (p *Permits) Return(holder string, n int) int {
 }
 
 // Expire drops the leases expired at now (Expires not after now) and returns them, sorted by holder.
-func (p *Permits) Expire(now time.Time) []Lease {
+func (p *Ledger) Expire(now time.Time) []Lease {
 	var dropped, kept []Lease
 	for _, l := range p.Held {
 		if l.Expires.After(now) {
@@ -102,7 +102,7 @@ func (p *Permits) Expire(now time.Time) []Lease {
 }
 
 // InUse returns the permits held in leases still live at now.
-func (p *Permits) InUse(now time.Time) int {
+func (p *Ledger) InUse(now time.Time) int {
 	n := 0
 	for _, l := range p.Held {
 		if l.Expires.After(now) {
@@ -113,12 +113,12 @@ func (p *Permits) InUse(now time.Time) int {
 }
 
 // Free returns how many permits the cap leaves free at now, never below 0.
-func (p *Permits) Free(cap int, now time.Time) int {
+func (p *Ledger) Free(cap int, now time.Time) int {
 	return max(cap-p.InUse(now), 0)
 }
 
 // Lease returns a copy of holder's lease and whether it has one (expired or not).
-func (p *Permits) Lease(holder string) (Lease, bool) {
+func (p *Ledger) Lease(holder string) (Lease, bool) {
 	i, found := p.find(holder)
 	if !found {
 		return Lease{}, false
@@ -128,7 +128,7 @@ func (p *Permits) Lease(holder string) (Lease, bool) {
 
 // Enqueue puts waiter at the back of the queue and reports true, or reports false and
 // changes nothing if it is already queued.
-func (p *Permits) Enqueue(waiter string) bool {
+func (p *Ledger) Enqueue(waiter string) bool {
 	if slices.Contains(p.Waiting, waiter) {
 		return false
 	}
@@ -137,7 +137,7 @@ func (p *Permits) Enqueue(waiter string) bool {
 }
 
 // Remove takes waiter out of the queue and reports whether it was queued.
-func (p *Permits) Remove(waiter string) bool {
+func (p *Ledger) Remove(waiter string) bool {
 	i := slices.Index(p.Waiting, waiter)
 	if i < 0 {
 		return false
@@ -147,7 +147,7 @@ func (p *Permits) Remove(waiter string) bool {
 }
 
 // heldBy returns the live permits of holder at now.
-func (p *Permits) heldBy(holder string, now time.Time) int {
+func (p *Ledger) heldBy(holder string, now time.Time) int {
 	if i, found := p.find(holder); found && p.Held[i].Expires.After(now) {
 		return p.Held[i].Permits
 	}
@@ -155,7 +155,7 @@ func (p *Permits) heldBy(holder string, now time.Time) int {
 }
 
 // find returns where holder's lease is, or would be inserted, in the sorted Held.
-func (p *Permits) find(holder string) (int, bool) {
+func (p *Ledger) find(holder string) (int, bool) {
 	return slices.BinarySearchFunc(p.Held, holder, func(l Lease, h string) int {
 		return strings.Compare(l.Holder, h)
 	})

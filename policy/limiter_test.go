@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-var guardEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var limiterEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// guardTestConfig is the article's breaker with a cap of 4, leases of 40 s and a queue of 10.
-func guardTestConfig() GuardConfig {
-	c := DefaultGuardConfig()
+// limiterTestConfig is the article's breaker with a cap of 4, leases of 40 s and a queue of 10.
+func limiterTestConfig() LimiterConfig {
+	c := DefaultLimiterConfig()
 	c.Capacity.MaxInFlight = 4
 	c.MaxQueue = 10
 	return c
@@ -29,7 +29,7 @@ type gOpt struct {
 
 func gv(v int) gOpt { return gOpt{set: true, v: v} }
 
-// gAt is an optional time expectation, as an offset from guardEpoch; gZero means the zero time.
+// gAt is an optional time expectation, as an offset from limiterEpoch; gZero means the zero time.
 type gAt struct {
 	set  bool
 	zero bool
@@ -44,7 +44,7 @@ func (a gAt) check(got time.Time) bool {
 	if a.zero {
 		return got.IsZero()
 	}
-	return got.Equal(guardEpoch.Add(a.d))
+	return got.Equal(limiterEpoch.Add(a.d))
 }
 
 func (a gAt) String() string {
@@ -54,7 +54,7 @@ func (a gAt) String() string {
 	return "epoch+" + a.d.String()
 }
 
-// gStep is one step of a scripted guard run. Op is one of:
+// gStep is one step of a scripted limiter run. Op is one of:
 //
 //	lease  Holder leases (InUse, Want, TTL) reporting Outs ('F' failed, 'S' succeeded; the last one at
 //	       the step's time, the others Gap apart before it, all with the holder's last ticket)
@@ -86,7 +86,7 @@ type gStep struct {
 	Want    int
 	Outs    string
 	Gap     time.Duration
-	OutAt   []time.Duration // if set, the times of Outs (since guardEpoch), in the order given
+	OutAt   []time.Duration // if set, the times of Outs (since limiterEpoch), in the order given
 	Waiters []string
 	TTL     time.Duration
 	Waiter  string
@@ -107,32 +107,32 @@ type gStep struct {
 	Until   gAt
 }
 
-// guardRun drives a Guard through steps, remembering each holder's ticket and each
+// limiterRun drives a Limiter through steps, remembering each holder's ticket and each
 // waiter's grant. It checks after every step that the ledger never went over the cap by a
 // grant, that every single has its one-permit lease, and that a waiter granted again
 // without a Done in between keeps its ticket.
-type guardRun struct {
+type limiterRun struct {
 	t        *testing.T
-	g        Guard
-	json     bool // round-trip the guard through JSON before every step
+	g        Limiter
+	json     bool // round-trip the limiter through JSON before every step
 	holderTk map[string]Ticket
-	grants   map[string]Single
+	grants   map[string]Grant
 }
 
-func newGuardRun(t *testing.T, c GuardConfig, roundTrip bool) *guardRun {
+func newLimiterRun(t *testing.T, c LimiterConfig, roundTrip bool) *limiterRun {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	return &guardRun{t: t, g: NewGuard(c), json: roundTrip, holderTk: map[string]Ticket{}, grants: map[string]Single{}}
+	return &limiterRun{t: t, g: NewLimiter(c), json: roundTrip, holderTk: map[string]Ticket{}, grants: map[string]Grant{}}
 }
 
-func guardRoundTrip(t *testing.T, g Guard) Guard {
+func limiterRoundTrip(t *testing.T, g Limiter) Limiter {
 	t.Helper()
 	b, err := json.Marshal(g)
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
-	var back Guard
+	var back Limiter
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
@@ -162,17 +162,17 @@ func joinOr(ss []string) string {
 	return strings.Join(ss, ",")
 }
 
-func (r *guardRun) run(steps []gStep) {
+func (r *limiterRun) run(steps []gStep) {
 	t := r.t
 	t.Helper()
 	for i, s := range steps {
 		if r.json {
-			r.g = guardRoundTrip(t, r.g)
+			r.g = limiterRoundTrip(t, r.g)
 		}
-		now := guardEpoch.Add(s.At)
+		now := limiterEpoch.Add(s.At)
 		where := fmt.Sprintf("step %d (%s %s%s at %s)", i, s.Op, s.Holder, s.Waiter, s.At)
 		g := &r.g
-		before := g.Permits.InUse(now)
+		before := g.Ledger.InUse(now)
 		var granted, kinds []string
 		var firstUntil time.Time
 		grantedSomething := false
@@ -188,17 +188,17 @@ func (r *guardRun) run(steps []gStep) {
 			if _, ok := r.grants[w]; !ok {
 				grantedSomething = true
 			}
-			r.grants[w] = Single{Waiter: w, Ticket: tk, Until: until}
+			r.grants[w] = Grant{Waiter: w, Ticket: tk, Until: until}
 		}
 		switch s.Op {
 		case "lease":
 			heldBefore := 0
-			if l, ok := g.Permits.Lease(s.Holder); ok && l.Expires.After(now) {
+			if l, ok := g.Ledger.Lease(s.Holder); ok && l.Expires.After(now) {
 				heldBefore = l.Permits
 			}
 			outs := gOutcomes(now, s.Outs, s.Gap, r.holderTk[s.Holder])
 			for j, at := range s.OutAt {
-				outs[j].At = guardEpoch.Add(at)
+				outs[j].At = limiterEpoch.Add(at)
 			}
 			rep := g.Lease(now, LeaseRequest{Holder: s.Holder, InUse: s.InUse, Want: s.Want,
 				Outcomes: outs, Waiters: s.Waiters, TTL: s.TTL})
@@ -208,7 +208,7 @@ func (r *guardRun) run(steps []gStep) {
 			if rep.Circuit == CircuitClosed {
 				r.holderTk[s.Holder] = rep.Ticket
 			}
-			l, _ := g.Permits.Lease(s.Holder)
+			l, _ := g.Ledger.Lease(s.Holder)
 			if l.Permits != rep.Permits || (rep.Permits > 0 && !l.Expires.Equal(rep.Expires)) {
 				t.Errorf("%s: reply %d permits until %s, ledger %+v", where, rep.Permits, rep.Expires, l)
 			}
@@ -285,18 +285,18 @@ func (r *guardRun) run(steps []gStep) {
 		if s.Kinds != "" && joinOr(kinds) != s.Kinds {
 			t.Errorf("%s: ticket kinds %s, want %s", where, joinOr(kinds), s.Kinds)
 		}
-		if s.Queue != "" && joinOr(g.Permits.Waiting) != s.Queue {
-			t.Errorf("%s: queue %s, want %s", where, joinOr(g.Permits.Waiting), s.Queue)
+		if s.Queue != "" && joinOr(g.Ledger.Waiting) != s.Queue {
+			t.Errorf("%s: queue %s, want %s", where, joinOr(g.Ledger.Waiting), s.Queue)
 		}
-		inUse := g.Permits.InUse(now)
+		inUse := g.Ledger.InUse(now)
 		if s.InUse2.set && inUse != s.InUse2.v {
 			t.Errorf("%s: %d permits in use, want %d", where, inUse, s.InUse2.v)
 		}
 		if grantedSomething && inUse > g.Cap() {
 			t.Errorf("%s: granted up to %d permits in use (from %d), over the cap %d", where, inUse, before, g.Cap())
 		}
-		for _, sg := range g.Singles {
-			if l, ok := g.Permits.Lease(sg.Waiter); !ok || l.Permits != 1 || !l.Expires.Equal(sg.Until) {
+		for _, sg := range g.Grants {
+			if l, ok := g.Ledger.Lease(sg.Waiter); !ok || l.Permits != 1 || !l.Expires.Equal(sg.Until) {
 				t.Errorf("%s: single %+v has lease %+v", where, sg, l)
 			}
 		}
@@ -337,11 +337,11 @@ func gTrip(start time.Duration) []gStep {
 	}
 }
 
-// guardScenarios are the scripted runs; the circuit opens at 5s in those that use gTrip(0),
+// limiterScenarios are the scripted runs; the circuit opens at 5s in those that use gTrip(0),
 // so the probe is due at 5m5s.
-func guardScenarios() []struct {
+func limiterScenarios() []struct {
 	name  string
-	cfg   func(*GuardConfig)
+	cfg   func(*LimiterConfig)
 	steps []gStep
 } {
 	const s = time.Second
@@ -349,7 +349,7 @@ func guardScenarios() []struct {
 	probe := 5*m + 5*s
 	return []struct {
 		name  string
-		cfg   func(*GuardConfig)
+		cfg   func(*LimiterConfig)
 		steps []gStep
 	}{
 		{"leases within the cap", nil, []gStep{
@@ -554,7 +554,7 @@ func guardScenarios() []struct {
 			{At: 106 * s, Op: "lease", Holder: "b", Waiters: []string{"w1"}, Queued: "w1:1", Next: gt(105*s + 5*m)},
 			{At: 105*s + 5*m, Op: "tick", Granted: "w1", Kinds: "probe", Next: gt(145*s + 5*m)},
 		})},
-		{"a full queue turns waiters away", func(c *GuardConfig) { c.MaxQueue = 2 }, []gStep{
+		{"a full queue turns waiters away", func(c *LimiterConfig) { c.MaxQueue = 2 }, []gStep{
 			{Op: "lease", Holder: "a", Want: 4, Permits: gv(4)},
 			{At: s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2", "w3"}, Queued: "w1:1,w2:2", Full: "w3", Queue: "w1,w2"},
 			{At: 2 * s, Op: "lease", Holder: "b", Waiters: []string{"w3", "w2", "w1"}, Queued: "w2:2,w1:1", Full: "w3"},
@@ -595,37 +595,37 @@ func guardScenarios() []struct {
 	}
 }
 
-func TestGuardScenarios(t *testing.T) {
+func TestLimiterScenarios(t *testing.T) {
 	for _, rt := range []bool{false, true} {
-		for _, sc := range guardScenarios() {
+		for _, sc := range limiterScenarios() {
 			name := sc.name
 			if rt {
 				name += " (JSON round trip before every step)"
 			}
 			t.Run(name, func(t *testing.T) {
-				c := guardTestConfig()
+				c := limiterTestConfig()
 				if sc.cfg != nil {
 					sc.cfg(&c)
 				}
-				newGuardRun(t, c, rt).run(sc.steps)
+				newLimiterRun(t, c, rt).run(sc.steps)
 			})
 		}
 	}
 }
 
-// TestGuardJSONMidScenario stops a scenario halfway, round-trips the guard once and checks that
+// TestGuardJSONMidScenario stops a scenario halfway, round-trips the limiter once and checks that
 // the copy and the original answer the rest of the scenario identically.
-func TestGuardJSONMidScenario(t *testing.T) {
-	for _, sc := range guardScenarios() {
+func TestLimiterJSONMidScenario(t *testing.T) {
+	for _, sc := range limiterScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
-			c := guardTestConfig()
+			c := limiterTestConfig()
 			if sc.cfg != nil {
 				sc.cfg(&c)
 			}
 			half := len(sc.steps) / 2
-			a := newGuardRun(t, c, false)
+			a := newLimiterRun(t, c, false)
 			a.run(sc.steps[:half])
-			b := &guardRun{t: t, g: guardRoundTrip(t, a.g), holderTk: maps2(a.holderTk), grants: maps2(a.grants)}
+			b := &limiterRun{t: t, g: limiterRoundTrip(t, a.g), holderTk: maps2(a.holderTk), grants: maps2(a.grants)}
 			a.run(sc.steps[half:])
 			b.run(sc.steps[half:])
 			ja, _ := json.Marshal(a.g)
@@ -648,21 +648,21 @@ func maps2[V any](m map[string]V) map[string]V {
 // TestGuardNextDeadlineProbeInFlight: while the probe is out and others wait, the next
 // deadline must be when something can change (the probe's lease expiring or the probe timing
 // out), not the past probe time: a deadline of now makes the workflow tick in a loop.
-func TestGuardNextDeadlineProbeInFlight(t *testing.T) {
+func TestLimiterNextDeadlineProbeInFlight(t *testing.T) {
 	const s = time.Second
 	probe := 5*time.Minute + 5*s
-	newGuardRun(t, guardTestConfig(), false).run(slices.Concat(gTrip(0), []gStep{
+	newLimiterRun(t, limiterTestConfig(), false).run(slices.Concat(gTrip(0), []gStep{
 		{At: 10 * s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, Queued: "w1:1,w2:2"},
 		{At: probe, Op: "tick", Granted: "w1", Kinds: "probe", Next: gt(probe + 40*s)},
 		{At: probe + 10*s, Op: "tick", Granted: "-", Next: gt(probe + 40*s)},
 	}))
 }
 
-func TestGuardConfigValidate(t *testing.T) {
-	if err := DefaultGuardConfig().Validate(); err != nil {
+func TestLimiterConfigValidate(t *testing.T) {
+	if err := DefaultLimiterConfig().Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
-	c := DefaultGuardConfig()
+	c := DefaultLimiterConfig()
 	c.LeaseTTL = 0
 	c.MaxQueue = 0
 	c.Capacity.MaxInFlight = 0
@@ -703,7 +703,7 @@ type gpWaiter struct {
 type guardProp struct {
 	t       *testing.T
 	rng     *rand.Rand
-	g       Guard
+	g       Limiter
 	now     time.Time
 	holders []*gpHolder
 	ws      map[string]*gpWaiter
@@ -740,7 +740,7 @@ func (p *guardProp) settle() {
 	}
 }
 
-// expireModel marks grants whose permit expired as expired (the guard drops them on its next
+// expireModel marks grants whose permit expired as expired (the limiter drops them on its next
 // Lease or Tick).
 func (p *guardProp) expireModel() {
 	for _, w := range p.ws {
@@ -803,7 +803,7 @@ func (p *guardProp) lease(h *gpHolder) {
 	inUse := len(h.running)
 	want := inUse + p.rng.Intn(5) - 1
 	var waiters []string
-	noRoom := len(g.Permits.Waiting) > 0 || g.Breaker.State() != CircuitClosed
+	noRoom := len(g.Ledger.Waiting) > 0 || g.Breaker.State() != CircuitClosed
 	for _, w := range h.waiters {
 		st := p.ws[w].state
 		if st == "granted" && !p.regrantAnywhere && (!noRoom || len(h.ended) > 0) {
@@ -819,9 +819,9 @@ func (p *guardProp) lease(h *gpHolder) {
 	if p.rng.Intn(8) == 0 && len(waiters) > 0 {
 		waiters = append(waiters, waiters[p.rng.Intn(len(waiters))]) // the same waiter twice
 	}
-	queueBefore := len(g.Permits.Waiting)
+	queueBefore := len(g.Ledger.Waiting)
 	have := 0
-	if l, ok := g.Permits.Lease(h.id); ok && l.Expires.After(p.now) {
+	if l, ok := g.Ledger.Lease(h.id); ok && l.Expires.After(p.now) {
 		have = l.Permits
 	}
 	if inUse > have {
@@ -838,7 +838,7 @@ func (p *guardProp) lease(h *gpHolder) {
 	h.ended = nil
 	state := g.Breaker.State()
 	// The reply and the ledger agree.
-	l, ok := g.Permits.Lease(h.id)
+	l, ok := g.Ledger.Lease(h.id)
 	if rep.Permits > 0 && (!ok || l.Permits != rep.Permits || !l.Expires.Equal(rep.Expires) || !rep.Expires.Equal(p.now.Add(ttl))) {
 		p.errorf("reply %d permits until %s, ledger %+v", rep.Permits, rep.Expires, l)
 	}
@@ -858,8 +858,8 @@ func (p *guardProp) lease(h *gpHolder) {
 		if rep.Ticket != (Ticket{Epoch: g.Breaker.Epoch, Kind: TicketNormal}) {
 			p.errorf("closed reply with ticket %+v, epoch %d", rep.Ticket, g.Breaker.Epoch)
 		}
-		if queueBefore == 0 && rep.Permits < max(want, inUse) && g.Permits.Free(g.Cap(), p.now) > 0 {
-			p.errorf("reply %d of %d permits with %d free", rep.Permits, max(want, inUse), g.Permits.Free(g.Cap(), p.now))
+		if queueBefore == 0 && rep.Permits < max(want, inUse) && g.Ledger.Free(g.Cap(), p.now) > 0 {
+			p.errorf("reply %d of %d permits with %d free", rep.Permits, max(want, inUse), g.Ledger.Free(g.Cap(), p.now))
 		}
 	}
 	if (state != CircuitClosed || queueBefore > 0) && rep.Permits > max(have, inUse) {
@@ -915,8 +915,8 @@ func (p *guardProp) lease(h *gpHolder) {
 			if m.state == "queued" || m.state == "granted" {
 				p.errorf("%s waiter %s turned away", m.state, w)
 			}
-			if len(g.Permits.Waiting) < g.Config.MaxQueue {
-				p.errorf("waiter %s turned away with %d waiting: %s", w, len(g.Permits.Waiting), wr.Reason)
+			if len(g.Ledger.Waiting) < g.Config.MaxQueue {
+				p.errorf("waiter %s turned away with %d waiting: %s", w, len(g.Ledger.Waiting), wr.Reason)
 			}
 			m.state = "full"
 		}
@@ -1000,9 +1000,9 @@ func (p *guardProp) done() {
 func (p *guardProp) check(inUseBefore int, singlesBefore map[string]bool, leasesBefore map[string]int) {
 	g := &p.g
 	now := p.now
-	inUse := g.Permits.InUse(now)
+	inUse := g.Ledger.InUse(now)
 	grew := false
-	for _, l := range g.Permits.Held {
+	for _, l := range g.Ledger.Held {
 		if l.Expires.After(now) && l.Permits > leasesBefore[l.Holder] {
 			grew = true
 		}
@@ -1011,19 +1011,19 @@ func (p *guardProp) check(inUseBefore int, singlesBefore map[string]bool, leases
 		p.errorf("a grant took the permits in use to %d (from %d), over the cap %d", inUse, inUseBefore, g.Cap())
 	}
 	// The queue: no duplicates, exactly the model's, in order.
-	if !slices.Equal(g.Permits.Waiting, p.queue) {
-		p.errorf("queue %v, model %v", g.Permits.Waiting, p.queue)
+	if !slices.Equal(g.Ledger.Waiting, p.queue) {
+		p.errorf("queue %v, model %v", g.Ledger.Waiting, p.queue)
 	}
 	seen := map[string]bool{}
-	for _, w := range g.Permits.Waiting {
+	for _, w := range g.Ledger.Waiting {
 		if seen[w] {
-			p.errorf("%s queued twice: %v", w, g.Permits.Waiting)
+			p.errorf("%s queued twice: %v", w, g.Ledger.Waiting)
 		}
 		seen[w] = true
 	}
-	// Singles: each has its lease of one permit, is granted in the model, is not queued.
+	// Grants: each has its lease of one permit, is granted in the model, is not queued.
 	special := 0
-	for _, s := range g.Singles {
+	for _, s := range g.Grants {
 		m := p.ws[s.Waiter]
 		if m == nil || (m.state != "granted" && m.state != "expired") || m.tk != s.Ticket {
 			p.errorf("single %+v, model %+v", s, m)
@@ -1031,7 +1031,7 @@ func (p *guardProp) check(inUseBefore int, singlesBefore map[string]bool, leases
 		if seen[s.Waiter] {
 			p.errorf("single %s is also queued", s.Waiter)
 		}
-		if l, ok := g.Permits.Lease(s.Waiter); !ok || l.Permits != 1 || !l.Expires.Equal(s.Until) {
+		if l, ok := g.Ledger.Lease(s.Waiter); !ok || l.Permits != 1 || !l.Expires.Equal(s.Until) {
 			p.errorf("single %+v has lease %+v", s, l)
 		}
 		if s.Until.After(now) && s.Ticket.Kind != TicketNormal {
@@ -1039,19 +1039,19 @@ func (p *guardProp) check(inUseBefore int, singlesBefore map[string]bool, leases
 		}
 	}
 	if special > 1 {
-		p.errorf("%d probe or half-open attempts in flight: %+v", special, g.Singles)
+		p.errorf("%d probe or half-open attempts in flight: %+v", special, g.Grants)
 	}
 	// Every waiter of the model that is granted and not expired has its single.
 	for id, m := range p.ws {
 		if m.state == "granted" {
-			if i := g.single(id); i < 0 || g.Singles[i].Ticket != m.tk {
+			if i := g.single(id); i < 0 || g.Grants[i].Ticket != m.tk {
 				p.errorf("granted waiter %s has no single", id)
 			}
 		}
 	}
 	// While open nothing but the probe is out under the circuit's own admission.
 	if st := g.Breaker.State(); st != CircuitClosed {
-		for _, s := range g.Singles {
+		for _, s := range g.Grants {
 			if s.Until.After(now) && !singlesBefore[s.Waiter] && s.Ticket.Kind == TicketNormal {
 				p.errorf("new normal single %s while %s", s.Waiter, st)
 			}
@@ -1064,33 +1064,33 @@ func (p *guardProp) check(inUseBefore int, singlesBefore map[string]bool, leases
 
 func (p *guardProp) snapshot() (int, map[string]bool, map[string]int) {
 	singles := map[string]bool{}
-	for _, s := range p.g.Singles {
+	for _, s := range p.g.Grants {
 		singles[s.Waiter] = true
 	}
 	leases := map[string]int{}
-	for _, l := range p.g.Permits.Held {
+	for _, l := range p.g.Ledger.Held {
 		if l.Expires.After(p.now) {
 			leases[l.Holder] = l.Permits
 		}
 	}
-	return p.g.Permits.InUse(p.now), singles, leases
+	return p.g.Ledger.InUse(p.now), singles, leases
 }
 
-func TestGuardProperties(t *testing.T) { guardProperties(t, false) }
+func TestLimiterProperties(t *testing.T) { limiterProperties(t, false) }
 
 // TestGuardCoveredKeepsGrant runs the property test with holders also asking again about
 // their granted waiters when their lease has room.
-func TestGuardCoveredKeepsGrant(t *testing.T) {
-	guardProperties(t, true)
+func TestLimiterCoveredKeepsGrant(t *testing.T) {
+	limiterProperties(t, true)
 }
 
-func guardProperties(t *testing.T, regrantAnywhere bool) {
+func limiterProperties(t *testing.T, regrantAnywhere bool) {
 	rng := rand.New(rand.NewSource(20260301))
 	const sequences = 3000
 	stats := map[CircuitState]int{}
 	probes, trickles := 0, 0
 	for seq := range sequences {
-		c := guardTestConfig()
+		c := limiterTestConfig()
 		c.Capacity.MaxInFlight = 1 + rng.Intn(6)
 		c.Capacity.MinSamples = 5
 		c.MaxQueue = 3 + rng.Intn(8)
@@ -1099,7 +1099,7 @@ func guardProperties(t *testing.T, regrantAnywhere bool) {
 		c.Breaker.HalfOpenSuccesses = rng.Intn(4)
 		c.Breaker.ProbeDelay = time.Duration(30+rng.Intn(300)) * time.Second
 		c.Breaker.MaxProbeDelay = c.Breaker.ProbeDelay * 4
-		p := &guardProp{t: t, rng: rng, g: NewGuard(c), now: guardEpoch, ws: map[string]*gpWaiter{}, regrantAnywhere: regrantAnywhere}
+		p := &guardProp{t: t, rng: rng, g: NewLimiter(c), now: limiterEpoch, ws: map[string]*gpWaiter{}, regrantAnywhere: regrantAnywhere}
 		for i := range 1 + rng.Intn(3) {
 			p.holders = append(p.holders, &gpHolder{id: fmt.Sprintf("h%d", i+1)})
 		}
@@ -1107,7 +1107,7 @@ func guardProperties(t *testing.T, regrantAnywhere bool) {
 			if step%20 == 0 {
 				p.pFail = []float64{0, 0.1, 0.5, 0.9, 1}[rng.Intn(5)]
 			}
-			p.where = fmt.Sprintf("sequence %d step %d at %s (%s)", seq, step, p.now.Sub(guardEpoch), p.g.Breaker.State())
+			p.where = fmt.Sprintf("sequence %d step %d at %s (%s)", seq, step, p.now.Sub(limiterEpoch), p.g.Breaker.State())
 			inUseBefore, singlesBefore, leasesBefore := p.snapshot()
 			switch r := rng.Intn(100); {
 			case r < 35:
@@ -1117,12 +1117,12 @@ func guardProperties(t *testing.T, regrantAnywhere bool) {
 			case r < 57:
 				p.g.Reset(p.now)
 			case r < 60:
-				p.g = guardRoundTrip(t, p.g)
+				p.g = limiterRoundTrip(t, p.g)
 			}
 			// The workflow ticks after every message.
 			p.tick()
 			p.check(inUseBefore, singlesBefore, leasesBefore)
-			for _, s := range p.g.Singles {
+			for _, s := range p.g.Grants {
 				switch s.Ticket.Kind {
 				case TicketProbe:
 					probes++
@@ -1141,7 +1141,7 @@ func guardProperties(t *testing.T, regrantAnywhere bool) {
 				p.now = p.now.Add(time.Duration(rng.Intn(91)) * time.Second)
 			}
 			if rng.Intn(4) == 0 {
-				p.where = fmt.Sprintf("sequence %d step %d: tick at %s (%s)", seq, step, p.now.Sub(guardEpoch), p.g.Breaker.State())
+				p.where = fmt.Sprintf("sequence %d step %d: tick at %s (%s)", seq, step, p.now.Sub(limiterEpoch), p.g.Breaker.State())
 				inUseBefore, singlesBefore, leasesBefore := p.snapshot()
 				p.tick()
 				p.check(inUseBefore, singlesBefore, leasesBefore)
@@ -1159,9 +1159,9 @@ func guardProperties(t *testing.T, regrantAnywhere bool) {
 
 // TestGuardCoveredGrantedWaiter: a waiter woken with a permit of its own that its holder asks
 // about again must get the same grant back, not be covered by the holder's lease as well.
-func TestGuardCoveredGrantedWaiter(t *testing.T) {
+func TestLimiterCoveredGrantedWaiter(t *testing.T) {
 	const s = time.Second
-	newGuardRun(t, guardTestConfig(), false).run([]gStep{
+	newLimiterRun(t, limiterTestConfig(), false).run([]gStep{
 		{Op: "lease", Holder: "a", Want: 4, Permits: gv(4)},
 		{At: s, Op: "lease", Holder: "b", Waiters: []string{"w1"}, Queued: "w1:1"},
 		{At: 2 * s, Op: "lease", Holder: "a", Want: 0, Outs: "SSSS", Permits: gv(0)},
@@ -1173,10 +1173,10 @@ func TestGuardCoveredGrantedWaiter(t *testing.T) {
 
 // TestGuardProbeRenewedPastTimeout: a probe whose waiter keeps renewing its grant still holds
 // the circuit's one slot; the breaker's ProbeTimeout must not hand out a second probe meanwhile.
-func TestGuardProbeRenewedPastTimeout(t *testing.T) {
+func TestLimiterProbeRenewedPastTimeout(t *testing.T) {
 	const s = time.Second
 	probe := 5*time.Minute + 5*s
-	newGuardRun(t, guardTestConfig(), false).run(slices.Concat(gTrip(0), []gStep{
+	newLimiterRun(t, limiterTestConfig(), false).run(slices.Concat(gTrip(0), []gStep{
 		{At: 10 * s, Op: "lease", Holder: "b", Waiters: []string{"w1", "w2"}, Queued: "w1:1,w2:2"},
 		{At: probe, Op: "tick", Granted: "w1", Kinds: "probe"},
 		{At: probe + 30*s, Op: "lease", Holder: "b", Waiters: []string{"w1"}, Granted: "w1"},

@@ -2,12 +2,12 @@ package policy
 
 import "time"
 
-// Holding is a worker's standing at one endpoint, as the worker's gate sees it: the lease of
+// LocalLease is a worker's standing at one endpoint, as the worker's gate sees it: the lease of
 // permits it holds, the endpoint as last heard (Snapshot), and the decisions of the fast
 // path — admit, how many permits to ask for, when to stop at once, what a turned-away
 // attempt should do, when to talk to the endpoint workflow — with no clock reading and no
 // I/O; the gate supplies both. It is not safe for concurrent use: the gate locks around it.
-type Holding struct {
+type LocalLease struct {
 	// Known is set once the endpoint has answered (a lease renewal or a snapshot query).
 	Known bool
 	// Snapshot is the endpoint as last heard.
@@ -43,7 +43,7 @@ type Holding struct {
 }
 
 // SparePermits is how many attempts a gate may run at an endpoint with cap capNow without
-// holding a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
+// local lease a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
 // at once on a cold endpoint, the cap can be exceeded by at most (W-1) × SparePermits.
 func SparePermits(capNow int) int { return min(4, capNow/4) }
 
@@ -67,7 +67,7 @@ const (
 // set (a renewal), given seen, the Seq of outcomes it had been told when it answered. A
 // tripped gate goes on once the endpoint workflow has seen the tripping failure (or the
 // circuit has closed since) and says closed.
-func (h *Holding) Heard(s Snapshot, leased bool, permits, seen int) {
+func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	wasOpen := h.Known && h.Snapshot.Circuit != CircuitClosed
 	h.Known, h.Snapshot = true, s
 	if leased {
@@ -86,7 +86,7 @@ func (h *Holding) Heard(s Snapshot, leased bool, permits, seen int) {
 // Admit takes room for one attempt if the gate may let it go on its own: known, closed,
 // not tripped, and a permit of the lease (while its admission window, leaseOpen, lasts) or
 // a spare one free.
-func (h *Holding) Admit(leaseOpen, stopping bool) bool {
+func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
 	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed {
 		return false
 	}
@@ -109,7 +109,7 @@ func (h *Holding) Admit(leaseOpen, stopping bool) bool {
 // Growing says whether the gate should ask for a lease now, before any attempt is turned
 // away: every permit it may use on its own (the lease, the spare ones) is taken, and the
 // endpoint has more free.
-func (h *Holding) Growing() bool {
+func (h *LocalLease) Growing() bool {
 	s := h.Snapshot
 	return !h.Renewing && h.InUse >= h.Permits+h.Spare && s.Circuit == CircuitClosed && s.Queue == 0 && s.Free > h.Spare
 }
@@ -119,7 +119,7 @@ func (h *Holding) Growing() bool {
 // for a bigger lease when the endpoint has permits nobody holds, or ask again later when
 // the queue is full. An attempt that waits for a bigger lease counts as demand for the next
 // renewal.
-func (h *Holding) Hold() HoldKind {
+func (h *LocalLease) Hold() HoldKind {
 	s := h.Snapshot
 	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare
 	switch {
@@ -137,7 +137,7 @@ func (h *Holding) Hold() HoldKind {
 // ran on a permit of its own (own is true: its permit goes back to the endpoint workflow
 // directly). It returns a failed attempt's place in the retry window (Spread) and whether
 // this failure trips the gate: stop admitting and tell the endpoint workflow now.
-func (h *Holding) Finish(ok, own bool) (spread float64, failed, trip bool) {
+func (h *LocalLease) Finish(ok, own bool) (spread float64, failed, trip bool) {
 	if !own {
 		h.InUse--
 		h.Seq++
@@ -156,12 +156,12 @@ func (h *Holding) Finish(ok, own bool) (spread float64, failed, trip bool) {
 }
 
 // Release gives back the room of an admitted attempt that never got an answer.
-func (h *Holding) Release() { h.InUse-- }
+func (h *LocalLease) Release() { h.InUse-- }
 
 // Want is how many permits to ask for: what runs, and while the endpoint is busy (or
 // attempts were turned away) room to grow to twice the peak. The endpoint workflow grants
 // only what the cap leaves free, and nothing more while others wait.
-func (h *Holding) Want(stopping bool) int {
+func (h *LocalLease) Want(stopping bool) int {
 	if (h.Used || h.Demand > 0) && !stopping {
 		return max(h.InUse+h.Demand, 2*h.Peak)
 	}
@@ -172,14 +172,14 @@ func (h *Holding) Want(stopping bool) int {
 // outcome count it carries. Attempts turned away for want of room count as in use until
 // the next renewal: they come back for the permits this one asks for, and the lease must
 // not look idle (and be given back) before they do.
-func (h *Holding) StartRenewal(want int) (sentSeq int) {
+func (h *LocalLease) StartRenewal(want int) (sentSeq int) {
 	h.Renewing, h.Flight = true, min(h.Permits, want)
 	h.Peak, h.Used, h.Demand = h.InUse+h.Demand, h.Demand > 0, 0
 	return h.Seq
 }
 
 // RenewFailed ends a renewal that got no answer.
-func (h *Holding) RenewFailed() { h.Renewing = false }
+func (h *LocalLease) RenewFailed() { h.Renewing = false }
 
 // Action is what the gate's periodic pass does for one endpoint.
 type Action int
@@ -192,7 +192,7 @@ const (
 	Renew
 	// Report the outcomes (a signal to the endpoint workflow): no lease to renew.
 	Report
-	// Drop the holding: nothing held, nothing running, nothing worth keeping.
+	// Drop the local lease: nothing held, nothing running, nothing worth keeping.
 	Drop
 )
 
@@ -203,7 +203,7 @@ const (
 // change a decision (Worth); a delivered fast attempt alone costs the endpoint workflow
 // nothing.
 // stale says the untold outcomes are too old to matter (see Stale).
-func (h *Holding) Background(outcomes []Outcome, closing, stopping, stale bool) Action {
+func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale bool) Action {
 	if h.Renewing {
 		return Wait
 	}
@@ -230,7 +230,7 @@ const MaxUntold = 64
 // worth a message: a failure (the breaker), a slow attempt (the cap), a tripped gate
 // waiting to be heard, or a full buffer. Fast successes alone are not; they go with the
 // next message, so the latency window sees them whenever a slow one arrives.
-func (h *Holding) Worth(outcomes []Outcome) bool {
+func (h *LocalLease) Worth(outcomes []Outcome) bool {
 	if len(outcomes) == 0 {
 		return false
 	}
@@ -246,7 +246,7 @@ func (h *Holding) Worth(outcomes []Outcome) bool {
 }
 
 // Stale says whether untold fast outcomes are too old to matter to the latency window
-// (older than window at now): the gate may drop them with the holding.
+// (older than window at now): the gate may drop them with the local lease.
 func Stale(outcomes []Outcome, now time.Time, window time.Duration) bool {
 	return len(outcomes) == 0 || now.Sub(outcomes[0].At) > window
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// GuardConfig configures a Guard.
-type GuardConfig struct {
+// LimiterConfig configures a Limiter.
+type LimiterConfig struct {
 	Breaker  BreakerConfig  `json:"breaker"`
 	Capacity CapacityConfig `json:"capacity"`
 	// LeaseTTL is how long a grant of permits lasts unless renewed. It must exceed the
@@ -25,10 +25,10 @@ type GuardConfig struct {
 // come back: the longest attempt timeout plus margin.
 const MaxLeaseTTL = 3 * time.Minute
 
-// DefaultGuardConfig returns the article's breaker and cap, leases of 40 s (a 30 s attempt
+// DefaultLimiterConfig returns the article's breaker and cap, leases of 40 s (a 30 s attempt
 // timeout plus margin) and a queue of at most 10,000 waiters.
-func DefaultGuardConfig() GuardConfig {
-	return GuardConfig{
+func DefaultLimiterConfig() LimiterConfig {
+	return LimiterConfig{
 		Breaker:  DefaultBreakerConfig(),
 		Capacity: DefaultCapacityConfig(),
 		LeaseTTL: 40 * time.Second,
@@ -37,7 +37,7 @@ func DefaultGuardConfig() GuardConfig {
 }
 
 // Validate reports every problem with c.
-func (c GuardConfig) Validate() error {
+func (c LimiterConfig) Validate() error {
 	var errs []error
 	if err := c.Breaker.Validate(); err != nil {
 		errs = append(errs, err)
@@ -54,30 +54,32 @@ func (c GuardConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Guard is one endpoint's protection: the circuit breaker, the adaptive concurrency cap,
+// Limiter is one endpoint's protection: the circuit breaker, the adaptive concurrency cap,
 // the ledger of leased permits and the FIFO queue of attempts waiting for a permit. Worker
 // processes lease permits in blocks (Lease) and admit attempts against them without asking
 // again; attempts that cannot be admitted wait in the queue and are woken one by one
 // (Tick) when a permit frees up, when the probe of an open circuit is due, or for each
 // half-open trickle attempt. It is a value with exported fields so that it round-trips
 // through encoding/json (continue-as-new); change it only through its methods.
-type Guard struct {
-	Config   GuardConfig `json:"config"`
-	Breaker  Breaker     `json:"breaker"`
-	Capacity Capacity    `json:"capacity"`
-	Permits  Permits     `json:"permits"`
-	// Singles are the one-permit grants to woken waiters, with the ticket each runs under.
-	Singles []Single `json:"singles,omitempty"`
+type Limiter struct {
+	Config   LimiterConfig `json:"config"`
+	Breaker  Breaker       `json:"breaker"`
+	Capacity Capacity      `json:"capacity"`
+	Ledger   Ledger        `json:"permits"`
+	// Grants are the one-permit grants to woken waiters, with the ticket each runs under.
+	Grants []Grant `json:"singles,omitempty"`
 }
 
-// Single is a one-permit grant to a waiter (a delivery), which reports its own outcome.
-type Single struct {
+// Grant is a permit of its own handed to one waiter (a delivery): for a probe, a half-open
+// attempt, or a queued attempt whose turn has come. The waiter reports its own outcome.
+// The endpoint workflow sends it with SignalPermit.
+type Grant struct {
 	Waiter string    `json:"waiter"`
 	Ticket Ticket    `json:"ticket"`
 	Until  time.Time `json:"until"`
 }
 
-// Outcome is the result of one admitted attempt, as reported to the guard.
+// Outcome is the result of one admitted attempt, as reported to the limiter.
 type Outcome struct {
 	At      time.Time     `json:"at"`
 	OK      bool          `json:"ok"`
@@ -186,20 +188,13 @@ func (r *WaiterReply) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Wake is a queued waiter given a permit of its own.
-type Wake struct {
-	Waiter string    `json:"waiter"`
-	Ticket Ticket    `json:"ticket"`
-	Until  time.Time `json:"until"`
-}
-
-// NewGuard returns a guard with a closed circuit and no permits out. Check c first.
-func NewGuard(c GuardConfig) Guard {
-	return Guard{Config: c, Breaker: NewBreaker(c.Breaker), Capacity: NewCapacity(c.Capacity), Permits: NewPermits()}
+// NewLimiter returns a limiter with a closed circuit and no permits out. Check c first.
+func NewLimiter(c LimiterConfig) Limiter {
+	return Limiter{Config: c, Breaker: NewBreaker(c.Breaker), Capacity: NewCapacity(c.Capacity), Ledger: NewLedger()}
 }
 
 // Reconfigure changes the breaker and cap settings, keeping the state.
-func (g *Guard) Reconfigure(c GuardConfig) error {
+func (g *Limiter) Reconfigure(c LimiterConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -214,19 +209,19 @@ func (g *Guard) Reconfigure(c GuardConfig) error {
 }
 
 // Cap is the concurrency cap in force now.
-func (g *Guard) Cap() int { return max(g.Capacity.Cap(), 1) }
+func (g *Limiter) Cap() int { return max(g.Capacity.Cap(), 1) }
 
 // Lease records the holder's outcomes and answers its request: while the circuit is
 // closed and nobody waits, it gets up to Want permits within the cap; otherwise its lease
 // only covers the attempts it has running. Each of its waiters is granted a permit of its
 // own when one may go now (the probe of an open circuit, a half-open trickle attempt, or
 // a free permit while closed), or else queued behind those already waiting.
-func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
+func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.Record(now, r.Outcomes)
 	g.expire(now)
 	want := max(r.Want, r.InUse)
 	closed := g.Breaker.State() == CircuitClosed
-	if !closed || len(g.Permits.Waiting) > 0 {
+	if !closed || len(g.Ledger.Waiting) > 0 {
 		want = r.InUse // no new permits: the queue (or the breaker) comes first
 	}
 	capNow := g.Cap()
@@ -235,8 +230,8 @@ func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	}
 	// A cap that shrank below what is leased takes effect as holders renew: a holder keeps
 	// what it runs and gives back its part of the excess.
-	if over := g.Permits.InUse(now) - capNow; over > 0 {
-		if l, ok := g.Permits.Lease(r.Holder); ok && l.Expires.After(now) {
+	if over := g.Ledger.InUse(now) - capNow; over > 0 {
+		if l, ok := g.Ledger.Lease(r.Holder); ok && l.Expires.After(now) {
 			want = min(want, max(r.InUse, l.Permits-over))
 		}
 	}
@@ -245,7 +240,7 @@ func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
 		ttl = g.Config.LeaseTTL
 	}
 	ttl = min(ttl, MaxLeaseTTL)
-	l := g.Permits.Grant(r.Holder, want, capNow, ttl, now)
+	l := g.Ledger.Lend(r.Holder, want, capNow, ttl, now)
 	reply := LeaseReply{Permits: l.Permits, Expires: l.Expires, Circuit: g.Breaker.State()}
 	if t, ok := g.Breaker.Ticket(); ok {
 		reply.Ticket = t
@@ -254,7 +249,7 @@ func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	for _, w := range r.Waiters {
 		if room > 0 && g.single(w) < 0 {
 			room--
-			g.Permits.Remove(w)
+			g.Ledger.Remove(w)
 			reply.Waiters = append(reply.Waiters, WaiterReply{Waiter: w, Outcome: WaiterCovered})
 			continue
 		}
@@ -264,43 +259,43 @@ func (g *Guard) Lease(now time.Time, r LeaseRequest) LeaseReply {
 }
 
 // waiter grants w a permit of its own now, or queues it.
-func (g *Guard) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
+func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
 	if i := g.single(w); i >= 0 {
 		// Already granted (the wake may not have reached it yet): renew and repeat it.
-		if t := g.Singles[i].Ticket; t.Kind != TicketNormal && t.Epoch == g.Breaker.Epoch && g.Breaker.ownsSlot(t) {
+		if t := g.Grants[i].Ticket; t.Kind != TicketNormal && t.Epoch == g.Breaker.Epoch && g.Breaker.ownsSlot(t) {
 			g.Breaker.SlotAt = now // the probe or trickle waiter is alive: keep its slot
 		}
-		l := g.Permits.Grant(w, 1, g.Cap(), ttl, now)
+		l := g.Ledger.Lend(w, 1, g.Cap(), ttl, now)
 		if l.Permits > 0 {
-			g.Singles[i].Until = l.Expires
-			s := g.Singles[i]
+			g.Grants[i].Until = l.Expires
+			s := g.Grants[i]
 			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
 		}
 	}
-	if pos := slices.Index(g.Permits.Waiting, w); pos >= 0 {
+	if pos := slices.Index(g.Ledger.Waiting, w); pos >= 0 {
 		return g.queued(now, w, pos+1)
 	}
-	if len(g.Permits.Waiting) == 0 {
+	if len(g.Ledger.Waiting) == 0 {
 		if s, ok := g.admitOne(now, w, ttl); ok {
 			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
 		}
 	}
-	if len(g.Permits.Waiting) >= g.Config.MaxQueue {
-		return WaiterReply{Waiter: w, Outcome: WaiterRefused, Reason: fmt.Sprintf("the queue is full (%d waiting)", len(g.Permits.Waiting)),
+	if len(g.Ledger.Waiting) >= g.Config.MaxQueue {
+		return WaiterReply{Waiter: w, Outcome: WaiterRefused, Reason: fmt.Sprintf("the queue is full (%d waiting)", len(g.Ledger.Waiting)),
 			RetryAt: now.Add(time.Minute)}
 	}
-	g.Permits.Enqueue(w)
-	return g.queued(now, w, len(g.Permits.Waiting))
+	g.Ledger.Enqueue(w)
+	return g.queued(now, w, len(g.Ledger.Waiting))
 }
 
-func (g *Guard) queued(now time.Time, w string, pos int) WaiterReply {
+func (g *Limiter) queued(now time.Time, w string, pos int) WaiterReply {
 	r := WaiterReply{Waiter: w, Outcome: WaiterQueued, Position: pos}
 	r.Reason, r.RetryAt = g.holdReason(now)
 	return r
 }
 
 // holdReason says why attempts wait now.
-func (g *Guard) holdReason(now time.Time) (string, time.Time) {
+func (g *Limiter) holdReason(now time.Time) (string, time.Time) {
 	switch g.Breaker.State() {
 	case CircuitOpen:
 		return fmt.Sprintf("circuit open after %s", g.Breaker.TripReason()), g.Breaker.NextProbeAt()
@@ -312,34 +307,34 @@ func (g *Guard) holdReason(now time.Time) (string, time.Time) {
 
 // admitOne grants w one permit if an attempt may go now: the breaker admits it and the
 // cap has room.
-func (g *Guard) admitOne(now time.Time, w string, ttl time.Duration) (Single, bool) {
-	if g.Permits.Free(g.Cap(), now) < 1 {
-		return Single{}, false
+func (g *Limiter) admitOne(now time.Time, w string, ttl time.Duration) (Grant, bool) {
+	if g.Ledger.Free(g.Cap(), now) < 1 {
+		return Grant{}, false
 	}
 	adm := g.Breaker.Admit(now)
 	if !adm.OK {
-		return Single{}, false
+		return Grant{}, false
 	}
-	l := g.Permits.Grant(w, 1, g.Cap(), ttl, now)
-	s := Single{Waiter: w, Ticket: adm.Ticket, Until: l.Expires}
-	g.Singles = append(slices.Clip(g.Singles), s)
+	l := g.Ledger.Lend(w, 1, g.Cap(), ttl, now)
+	s := Grant{Waiter: w, Ticket: adm.Ticket, Until: l.Expires}
+	g.Grants = append(slices.Clip(g.Grants), s)
 	return s, true
 }
 
 // Tick returns the permits due now, expiring leases first: queued waiters woken in order
 // while the circuit is closed and the cap has room, or the single probe or half-open
 // attempt otherwise.
-func (g *Guard) Tick(now time.Time) []Wake {
+func (g *Limiter) Tick(now time.Time) []Grant {
 	g.expire(now)
-	var wakes []Wake
-	for len(g.Permits.Waiting) > 0 {
-		w := g.Permits.Waiting[0]
+	var wakes []Grant
+	for len(g.Ledger.Waiting) > 0 {
+		w := g.Ledger.Waiting[0]
 		s, ok := g.admitOne(now, w, g.Config.LeaseTTL)
 		if !ok {
 			break
 		}
-		g.Permits.Remove(w)
-		wakes = append(wakes, Wake(s))
+		g.Ledger.Remove(w)
+		wakes = append(wakes, s)
 		if s.Ticket.Kind != TicketNormal {
 			break // one probe or trickle attempt at a time
 		}
@@ -348,7 +343,7 @@ func (g *Guard) Tick(now time.Time) []Wake {
 }
 
 // Record feeds outcomes of admitted attempts to the breaker and the cap, oldest first.
-func (g *Guard) Record(now time.Time, outs []Outcome) {
+func (g *Limiter) Record(now time.Time, outs []Outcome) {
 	outs = slices.Clone(outs)
 	slices.SortStableFunc(outs, func(a, b Outcome) int { return a.At.Compare(b.At) })
 	for _, o := range outs {
@@ -359,36 +354,36 @@ func (g *Guard) Record(now time.Time, outs []Outcome) {
 
 // Done takes the outcome of a waiter's own permit (nil if the attempt never ran) and
 // returns the permit.
-func (g *Guard) Done(now time.Time, waiter string, o *Outcome) {
+func (g *Limiter) Done(now time.Time, waiter string, o *Outcome) {
 	i := g.single(waiter)
 	if o != nil {
 		g.Record(now, []Outcome{*o})
 	} else if i >= 0 {
-		g.Breaker.Release(now, g.Singles[i].Ticket)
+		g.Breaker.Release(now, g.Grants[i].Ticket)
 	}
 	if i >= 0 {
-		g.Singles = slices.Delete(slices.Clone(g.Singles), i, i+1)
+		g.Grants = slices.Delete(slices.Clone(g.Grants), i, i+1)
 	}
-	g.Permits.Return(waiter, 1)
-	g.Permits.Remove(waiter)
+	g.Ledger.Return(waiter, 1)
+	g.Ledger.Remove(waiter)
 }
 
 // Reset closes the circuit by hand.
-func (g *Guard) Reset(now time.Time) { g.Breaker.Reset(now) }
+func (g *Limiter) Reset(now time.Time) { g.Breaker.Reset(now) }
 
 // NextDeadline returns the next time Tick may have something to do without any message
 // arriving (a lease expiring, the probe falling due, a stuck probe timing out), or zero.
-func (g *Guard) NextDeadline(now time.Time) time.Time {
+func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	var next time.Time
 	take := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
-	for _, l := range g.Permits.Held {
+	for _, l := range g.Ledger.Held {
 		take(l.Expires)
 	}
-	if len(g.Permits.Waiting) > 0 {
+	if len(g.Ledger.Waiting) > 0 {
 		if g.Breaker.SlotBusy {
 			take(g.Breaker.SlotAt.Add(g.Breaker.Config.ProbeTimeout))
 		} else if due := g.Breaker.NextProbeAt(); due.After(now) {
@@ -402,25 +397,25 @@ func (g *Guard) NextDeadline(now time.Time) time.Time {
 }
 
 // expire drops expired leases and the waiter grants they carried.
-func (g *Guard) expire(now time.Time) {
-	g.Permits.Expire(now)
-	kept := g.Singles[:0:0]
-	for _, s := range g.Singles {
+func (g *Limiter) expire(now time.Time) {
+	g.Ledger.Expire(now)
+	kept := g.Grants[:0:0]
+	for _, s := range g.Grants {
 		if s.Until.After(now) {
 			kept = append(kept, s)
 		} else {
 			g.Breaker.Release(now, s.Ticket)
 		}
 	}
-	g.Singles = kept
+	g.Grants = kept
 }
 
-func (g *Guard) single(w string) int {
-	return slices.IndexFunc(g.Singles, func(s Single) bool { return s.Waiter == w })
+func (g *Limiter) single(w string) int {
+	return slices.IndexFunc(g.Grants, func(s Grant) bool { return s.Waiter == w })
 }
 
-// GuardView is the guard as people see it.
-type GuardView struct {
+// LimiterView is the limiter as people see it.
+type LimiterView struct {
 	Circuit     CircuitState  `json:"circuit"`
 	Since       time.Time     `json:"since,omitzero"`
 	Reason      string        `json:"reason,omitempty"`
@@ -435,25 +430,25 @@ type GuardView struct {
 	P99         time.Duration `json:"p99"`
 }
 
-// View summarizes the guard at now.
-func (g *Guard) View(now time.Time) GuardView {
+// View summarizes the limiter at now.
+func (g *Limiter) View(now time.Time) LimiterView {
 	var live []Lease
-	for _, l := range g.Permits.Held {
+	for _, l := range g.Ledger.Held {
 		if l.Expires.After(now) {
 			live = append(live, l)
 		}
 	}
-	return GuardView{
+	return LimiterView{
 		Circuit:     g.Breaker.State(),
 		Since:       g.Breaker.Since(),
 		Reason:      g.Breaker.TripReason(),
 		TrippedAt:   g.Breaker.TrippedAt,
 		NextProbeAt: g.Breaker.NextProbeAt(),
-		InFlight:    g.Permits.InUse(now),
+		InFlight:    g.Ledger.InUse(now),
 		Cap:         g.Cap(),
 		MaxInFlight: g.Capacity.Config.MaxInFlight,
 		Leases:      live,
-		Queue:       len(g.Permits.Waiting),
+		Queue:       len(g.Ledger.Waiting),
 		P50:         g.Capacity.Percentile(now, 0.5),
 		P99:         g.Capacity.Percentile(now, 0.99),
 	}
@@ -527,15 +522,15 @@ type Snapshot struct {
 	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
-// Snapshot returns what a gate needs to know of the guard at now. It changes nothing (a
+// Snapshot returns what a gate needs to know of the limiter at now. It changes nothing (a
 // query handler calls it).
-func (g *Guard) Snapshot(now time.Time) Snapshot {
+func (g *Limiter) Snapshot(now time.Time) Snapshot {
 	s := Snapshot{
 		Circuit:   g.Breaker.State(),
 		Cap:       g.Cap(),
-		Free:      g.Permits.Free(g.Cap(), now),
-		Queue:     len(g.Permits.Waiting),
-		QueueFull: len(g.Permits.Waiting) >= g.Config.MaxQueue,
+		Free:      g.Ledger.Free(g.Cap(), now),
+		Queue:     len(g.Ledger.Waiting),
+		QueueFull: len(g.Ledger.Waiting) >= g.Config.MaxQueue,
 		Threshold: g.Config.Breaker.ConsecutiveFailures,
 		Slow:      g.Capacity.Config.RecoverP99,
 	}
@@ -562,11 +557,11 @@ func (s Snapshot) Coarse() Snapshot {
 // its own at once when one may go now (nobody queued, the breaker admits, the cap has
 // room), or given its granted permit again if it already holds one (the first signal may
 // not have reached it), or else queued at the back. ok reports a permit to hand over.
-func (g *Guard) Wait(now time.Time, waiter string) (w Wake, ok bool) {
+func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 	g.expire(now)
 	r := g.waiter(now, waiter, g.Config.LeaseTTL)
 	if r.Outcome != WaiterGranted {
-		return Wake{}, false
+		return Grant{}, false
 	}
-	return Wake{Waiter: waiter, Ticket: r.Ticket, Until: r.Until}, true
+	return Grant{Waiter: waiter, Ticket: r.Ticket, Until: r.Until}, true
 }
