@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +85,7 @@ on the same machine. -o json prints everything measured.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := untilInterrupt(cmd)
 			defer stop()
 			cfg.Progress = cmd.ErrOrStderr()
 			if g.verbose {

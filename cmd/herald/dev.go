@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +30,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		httpPort int
 	)
 	wf := &workerFlags{}
-	cmd := &cobra.Command{
+	cmd := wf.command(g, &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole stack in one process: Temporal server, Web UI and a worker",
 		Long: `Run Herald for development: an embedded Temporal server that keeps its state in a
@@ -41,127 +39,111 @@ downloaded and no Docker is needed. Stop it with Ctrl-C; start it again on the s
 every waiting delivery and parked dead letter carries on.
 
 The dev worker may dial loopback addresses (127.0.0.0/8, ::1), so receivers on this
-machine work; production workers refuse them unless allowed with --allow-cidr.
+machine work; production workers refuse them unless allowed with --allow-cidr.`,
+	}, []string{"127.0.0.0/8", "::1/128"}, func(cmd *cobra.Command, opts worker.Options) error {
+		var err error
+		ctx, stop := untilInterrupt(cmd)
+		defer stop()
+		out := cmd.OutOrStdout()
+		db := dbFile
+		if inMemory {
+			db = ""
+		} else if db, err = filepath.Abs(dbFile); err != nil {
+			return fmt.Errorf("--db-file %q: %w", dbFile, err)
+		}
+		if g.keys == nil && !wf.plaintext {
+			k, err := codec.GenerateKeyFile(g.keyFile)
+			if err != nil {
+				return fmt.Errorf("create a development payload key: %w", err)
+			}
+			g.keys = k
+			fmt.Fprintf(out, "Generated a development payload key in %s.\n", g.keyFile)
+		}
+		httpLn, err := net.Listen("tcp", hostPort(ip, httpPort))
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w (choose another port with --http-port)", hostPort(ip, httpPort), err)
+		}
+		httpURL := "http://" + httpLn.Addr().String()
+		codecEndpoint := ""
+		if g.keys != nil {
+			codecEndpoint = httpURL + "/codec"
+		}
+		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		srv, err := devserver.Start(startCtx, devserver.Options{
+			IP: ip, FrontendPort: port, UIPort: uiPort, DBFile: db,
+			Namespace: g.namespace, SearchAttributes: herald.SearchAttributeTypes(), Logger: g.logger(), CodecEndpoint: codecEndpoint,
+		})
+		cancel()
+		if err != nil {
+			httpLn.Close()
+			return fmt.Errorf("start Temporal: %w", err)
+		}
+		defer srv.Stop()
 
-` + zeroRule,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseZero(cmd.Flags()); err != nil {
-				return err
-			}
-			opts, err := wf.options(g.taskQueue)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			out := cmd.OutOrStdout()
-			db := dbFile
-			if inMemory {
-				db = ""
-			} else if db, err = filepath.Abs(dbFile); err != nil {
-				return fmt.Errorf("--db-file %q: %w", dbFile, err)
-			}
-			if g.keys == nil && !wf.plaintext {
-				k, err := codec.GenerateKeyFile(g.keyFile)
-				if err != nil {
-					return fmt.Errorf("create a development payload key: %w", err)
-				}
-				g.keys = k
-				fmt.Fprintf(out, "Generated a development payload key in %s.\n", g.keyFile)
-			}
-			httpLn, err := net.Listen("tcp", hostPort(ip, httpPort))
-			if err != nil {
-				return fmt.Errorf("listen on %s: %w (choose another port with --http-port)", hostPort(ip, httpPort), err)
-			}
-			httpURL := "http://" + httpLn.Addr().String()
-			codecEndpoint := ""
-			if g.keys != nil {
-				codecEndpoint = httpURL + "/codec"
-			}
-			startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			srv, err := devserver.Start(startCtx, devserver.Options{
-				IP: ip, FrontendPort: port, UIPort: uiPort, DBFile: db,
-				Namespace: g.namespace, SearchAttributes: herald.SearchAttributeTypes(), Logger: g.logger(), CodecEndpoint: codecEndpoint,
-			})
-			cancel()
-			if err != nil {
-				httpLn.Close()
-				return fmt.Errorf("start Temporal: %w", err)
-			}
-			defer srv.Stop()
+		rec, err := metrics.New()
+		if err != nil {
+			httpLn.Close()
+			return err
+		}
+		defer rec.Close()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", rec.Handler())
+		if g.keys != nil {
+			mux.Handle("/codec/", codec.Handler(g.keys, []string{srv.UIAddress()}))
+		}
+		httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = httpSrv.Serve(httpLn) }()
+		defer httpSrv.Close()
 
-			rec, err := metrics.New()
-			if err != nil {
-				httpLn.Close()
-				return err
-			}
-			defer rec.Close()
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", rec.Handler())
-			if g.keys != nil {
-				mux.Handle("/codec/", codec.Handler(g.keys, []string{srv.UIAddress()}))
-			}
-			httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-			go func() { _ = httpSrv.Serve(httpLn) }()
-			defer httpSrv.Close()
+		c, err := client.DialContext(ctx, g.clientOptions(srv.FrontendAddress(), rec))
+		if err != nil {
+			return fmt.Errorf("connect to the embedded Temporal: %w", err)
+		}
+		defer c.Close()
+		w, err := startWorker(c, opts, g, rec)
+		if err != nil {
+			return err
+		}
+		defer w.Stop()
 
-			copts := g.clientOptions(srv.FrontendAddress())
-			copts.MetricsHandler = rec.SDKHandler()
-			c, err := client.DialContext(ctx, copts)
-			if err != nil {
-				return fmt.Errorf("connect to the embedded Temporal: %w", err)
-			}
-			defer c.Close()
-			opts.Logger, opts.Metrics = g.logger(), rec
-			w, err := worker.New(c, opts)
-			if err != nil {
-				return err
-			}
-			if err := w.Start(); err != nil {
-				return fmt.Errorf("start worker: %w", err)
-			}
-			defer w.Stop()
+		tokens, err := server.OpenTokenStore(envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile))
+		if err != nil {
+			return err
+		}
+		dashboard, err := server.New(server.Options{
+			Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart = true })), Client: c, Tokens: tokens,
+			Namespace: srv.Namespace(), TemporalUI: srv.UIAddress(), Logger: g.logger(),
+		})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/", dashboard)
 
-			tokens, err := server.OpenTokenStore(envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile))
-			if err != nil {
-				return err
-			}
-			dashboard, err := server.New(server.Options{
-				Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart = true })), Client: c, Tokens: tokens,
-				Namespace: srv.Namespace(), TemporalUI: srv.UIAddress(), Logger: g.logger(),
-			})
-			if err != nil {
-				return err
-			}
-			mux.Handle("/", dashboard)
-
-			storage := db
-			if storage == "" {
-				storage = "in memory (lost on exit)"
-			}
-			fmt.Fprintf(out, "Herald dev stack is running.\n")
-			fmt.Fprintf(out, "  Temporal frontend  %s (namespace %s)\n", srv.FrontendAddress(), srv.Namespace())
-			if srv.UIAddress() != "" {
-				fmt.Fprintf(out, "  Temporal Web UI    %s/namespaces/%s/workflows\n", srv.UIAddress(), srv.Namespace())
-			}
-			fmt.Fprintf(out, "  Storage            %s\n", storage)
-			fmt.Fprintf(out, "  Metrics            %s/metrics (Prometheus)\n", httpURL)
-			fmt.Fprintf(out, "  Dashboard and API  %s/ (API under /v1; sign in with a token from herald token create --operator, kept in %s)\n", httpURL, tokens.Path())
-			if g.keys != nil {
-				fmt.Fprintf(out, "  Payloads           encrypted with key %s (%s); UI decodes through %s\n", g.keys.ActiveKeyID(), g.keyFile, codecEndpoint)
-			} else {
-				fmt.Fprintf(out, "  Payloads           NOT encrypted (--plaintext)\n")
-			}
-			fmt.Fprintf(out, "  Worker             task queue %q; may dial %v\n", g.taskQueue, opts.Net.Allow)
-			fmt.Fprintf(out, "Try:  herald endpoint put demo --url http://127.0.0.1:9000/hook\n")
-			fmt.Fprintf(out, "      herald send --endpoint demo --type demo.hello --data '{\"hello\":\"world\"}'\n")
-			fmt.Fprintf(out, "Ctrl-C stops everything.\n")
-			<-ctx.Done()
-			fmt.Fprintln(out, "\nStopping Herald dev stack...")
-			return nil
-		},
-	}
+		storage := db
+		if storage == "" {
+			storage = "in memory (lost on exit)"
+		}
+		fmt.Fprintf(out, "Herald dev stack is running.\n")
+		fmt.Fprintf(out, "  Temporal frontend  %s (namespace %s)\n", srv.FrontendAddress(), srv.Namespace())
+		if srv.UIAddress() != "" {
+			fmt.Fprintf(out, "  Temporal Web UI    %s/namespaces/%s/workflows\n", srv.UIAddress(), srv.Namespace())
+		}
+		fmt.Fprintf(out, "  Storage            %s\n", storage)
+		fmt.Fprintf(out, "  Metrics            %s/metrics (Prometheus)\n", httpURL)
+		fmt.Fprintf(out, "  Dashboard and API  %s/ (API under /v1; sign in with a token from herald token create --operator, kept in %s)\n", httpURL, tokens.Path())
+		if g.keys != nil {
+			fmt.Fprintf(out, "  Payloads           encrypted with key %s (%s); UI decodes through %s\n", g.keys.ActiveKeyID(), g.keyFile, codecEndpoint)
+		} else {
+			fmt.Fprintf(out, "  Payloads           NOT encrypted (--plaintext)\n")
+		}
+		fmt.Fprintf(out, "  Worker             task queue %q; may dial %v\n", g.taskQueue, opts.Net.Allow)
+		fmt.Fprintf(out, "Try:  herald endpoint put demo --url http://127.0.0.1:9000/hook\n")
+		fmt.Fprintf(out, "      herald send --endpoint demo --type demo.hello --data '{\"hello\":\"world\"}'\n")
+		fmt.Fprintf(out, "Ctrl-C stops everything.\n")
+		<-ctx.Done()
+		fmt.Fprintln(out, "\nStopping Herald dev stack...")
+		return nil
+	})
 	f := cmd.Flags()
 	f.StringVar(&dbFile, "db-file", ".herald/temporal.db", "SQLite file that keeps Temporal's state across restarts")
 	f.BoolVar(&inMemory, "in-memory", false, "keep Temporal's state in memory only (ignores --db-file)")
@@ -169,6 +151,5 @@ machine work; production workers refuse them unless allowed with --allow-cidr.
 	f.IntVar(&port, "port", 7233, "Temporal frontend (gRPC) port")
 	f.IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (-1: no UI)")
 	f.IntVar(&httpPort, "http-port", 8080, "Herald's HTTP port (codec endpoint for the UI)")
-	wf.bind(f, []string{"127.0.0.0/8", "::1/128"})
 	return cmd
 }

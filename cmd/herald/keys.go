@@ -7,10 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,7 +82,7 @@ herald dev serves the same endpoint on its HTTP port and wires its UI to it.`,
 			if g.keys == nil {
 				return fmt.Errorf("%w: no payload keys: give --codec-key-file or HERALD_CODEC_KEYS", errUsage)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := untilInterrupt(cmd)
 			defer stop()
 			mux := http.NewServeMux()
 			mux.Handle("/codec/", codec.Handler(g.keys, origins))

@@ -5,9 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,7 +40,7 @@ github.com/heraldhq/herald/signature the same way.`,
 			if code < 100 || code > 599 {
 				return fmt.Errorf("%w: --status %d is not an HTTP status code", errUsage, code)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := untilInterrupt(cmd)
 			defer stop()
 			out := cmd.OutOrStdout()
 			var mu sync.Mutex

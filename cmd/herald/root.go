@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -92,10 +95,12 @@ func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// clientOptions are the Temporal client options for address/namespace.
-func (g *globals) clientOptions(address string) client.Options {
+// clientOptions are the Temporal client options for address/namespace, with the SDK's
+// metrics going to rec (nil: no metrics).
+func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Options {
 	return client.Options{
 		HostPort:         address,
+		MetricsHandler:   rec.SDKHandler(),
 		Namespace:        g.namespace,
 		Logger:           sdklog.NewStructuredLogger(g.logger()),
 		DataConverter:    codec.DataConverter(g.keys),
@@ -105,21 +110,28 @@ func (g *globals) clientOptions(address string) client.Options {
 	}
 }
 
-// dial connects to Temporal, with an error that says what to check.
-func (g *globals) dial(ctx context.Context) (client.Client, error) {
+// dial connects to Temporal, with an error that says what to check; the SDK's metrics go
+// to rec (nil: no metrics).
+func (g *globals) dial(ctx context.Context, rec *metrics.Recorder) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, g.clientOptions(g.address))
+	c, err := client.DialContext(ctx, g.clientOptions(g.address, rec))
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nIs `herald dev` running? Point elsewhere with --address or TEMPORAL_ADDRESS", g.address, g.namespace, err)
 	}
 	return c, nil
 }
 
+// untilInterrupt returns the command's context, cancelled on Ctrl-C (SIGINT) or SIGTERM;
+// stop releases it.
+func untilInterrupt(cmd *cobra.Command) (ctx context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+}
+
 // withStarter dials Temporal and runs fn with a starter client.
 func (g *globals) withStarter(cmd *cobra.Command, fn func(ctx context.Context, s *starter.Client) error) error {
 	ctx := cmd.Context()
-	c, err := g.dial(ctx)
+	c, err := g.dial(ctx, nil)
 	if err != nil {
 		return err
 	}

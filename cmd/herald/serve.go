@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,7 +47,7 @@ browser would never send it back. Force it with --cookie-secure always|never.`,
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
-			c, err := client.NewLazyClient(g.clientOptions(g.address))
+			c, err := client.NewLazyClient(g.clientOptions(g.address, nil))
 			if err != nil {
 				return fmt.Errorf("Temporal client for %s: %w", g.address, err)
 			}
@@ -78,7 +76,7 @@ browser would never send it back. Force it with --cookie-secure always|never.`,
 				fmt.Fprintf(out, " (none yet: herald token create --operator)")
 			}
 			fmt.Fprintln(out)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := untilInterrupt(cmd)
 			defer stop()
 			errc := make(chan error, 1)
 			go func() {

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/worker"
@@ -21,7 +17,7 @@ import (
 func newWorkerCmd(g *globals) *cobra.Command {
 	wf := &workerFlags{}
 	var metricsListen string
-	cmd := &cobra.Command{
+	cmd := wf.command(g, &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Herald worker against any Temporal server",
 		Long: `Run a Herald worker: it polls the task queue, runs the delivery and endpoint
@@ -31,59 +27,44 @@ attributes (HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, all Ke
 Run as many workers as you like on the same task queue.
 
 With --metrics-listen HOST:PORT the worker serves Prometheus metrics on /metrics there: the
-Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).
-
-` + zeroRule,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseZero(cmd.Flags()); err != nil {
+Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).`,
+	}, nil, func(cmd *cobra.Command, opts worker.Options) error {
+		var err error
+		if g.keys == nil && !wf.plaintext {
+			return fmt.Errorf("%w: no payload encryption keys: give --codec-key-file FILE or HERALD_CODEC_KEYS (create a file with `herald keygen FILE`), or pass --plaintext to store payloads readable", errUsage)
+		}
+		ctx, stop := untilInterrupt(cmd)
+		defer stop()
+		var rec *metrics.Recorder
+		if metricsListen != "" {
+			if rec, err = metrics.New(); err != nil {
 				return err
 			}
-			opts, err := wf.options(g.taskQueue)
+			defer rec.Close()
+			stopMetrics, err := serveMetrics(metricsListen, rec, g.logger())
 			if err != nil {
 				return err
 			}
-			if g.keys == nil && !wf.plaintext {
-				return fmt.Errorf("%w: no payload encryption keys: give --codec-key-file FILE or HERALD_CODEC_KEYS (create a file with `herald keygen FILE`), or pass --plaintext to store payloads readable", errUsage)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			var rec *metrics.Recorder
-			if metricsListen != "" {
-				if rec, err = metrics.New(); err != nil {
-					return err
-				}
-				defer rec.Close()
-				stopMetrics, err := serveMetrics(metricsListen, rec, g.logger())
-				if err != nil {
-					return err
-				}
-				defer stopMetrics()
-			}
-			c, err := dialWithMetrics(ctx, g, rec)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			opts.Logger, opts.Metrics = g.logger(), rec
-			w, err := worker.New(c, opts)
-			if err != nil {
-				return err
-			}
-			if err := w.Start(); err != nil {
-				return fmt.Errorf("start worker: %w", err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Herald worker polling task queue %q on %s (namespace %s). Ctrl-C stops it.\n", g.taskQueue, g.address, g.namespace)
-			if metricsListen != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Metrics on http://%s/metrics\n", metricsListen)
-			}
-			<-ctx.Done()
-			fmt.Fprintln(cmd.OutOrStdout(), "Stopping: finishing running attempts...")
-			w.Stop()
-			return nil
-		},
-	}
-	wf.bind(cmd.Flags(), nil)
+			defer stopMetrics()
+		}
+		c, err := g.dial(ctx, rec)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		w, err := startWorker(c, opts, g, rec)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Herald worker polling task queue %q on %s (namespace %s). Ctrl-C stops it.\n", g.taskQueue, g.address, g.namespace)
+		if metricsListen != "" {
+			fmt.Fprintf(cmd.OutOrStdout(), "Metrics on http://%s/metrics\n", metricsListen)
+		}
+		<-ctx.Done()
+		fmt.Fprintln(cmd.OutOrStdout(), "Stopping: finishing running attempts...")
+		w.Stop()
+		return nil
+	})
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://HOST:PORT/metrics, e.g. 127.0.0.1:9090 (default: no metrics)")
 	return cmd
 }
@@ -103,20 +84,4 @@ func serveMetrics(addr string, rec *metrics.Recorder, log *slog.Logger) (stop fu
 		}
 	}()
 	return func() { _ = srv.Close() }, nil
-}
-
-// dialWithMetrics is g.dial with the SDK's metrics going to rec (nil: no metrics).
-func dialWithMetrics(ctx context.Context, g *globals, rec *metrics.Recorder) (client.Client, error) {
-	if rec == nil {
-		return g.dial(ctx)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	o := g.clientOptions(g.address)
-	o.MetricsHandler = rec.SDKHandler()
-	c, err := client.DialContext(ctx, o)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nIs `herald dev` running? Point elsewhere with --address or TEMPORAL_ADDRESS", g.address, g.namespace, err)
-	}
-	return c, nil
 }

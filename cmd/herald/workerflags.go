@@ -6,9 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/worker"
@@ -42,9 +45,30 @@ func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 	fs.BoolVar(&f.plaintext, "plaintext", false, "store payloads and secrets unencrypted in Temporal (development only)")
 }
 
-// options turns the flags into worker options, with errors that name the flag.
-func (f *workerFlags) options(taskQueue string) (worker.Options, error) {
+// command makes cmd (its Use, Short and Long set) a command that runs a worker: no
+// arguments, f's flags bound (allowDefault is --allow-cidr's default), zeroRule at the end
+// of Long, and run called with the worker options the flags give.
+func (f *workerFlags) command(g *globals, cmd *cobra.Command, allowDefault []string, run func(cmd *cobra.Command, opts worker.Options) error) *cobra.Command {
+	cmd.Long += "\n\n" + zeroRule
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		opts, err := f.options(cmd.Flags(), g.taskQueue)
+		if err != nil {
+			return err
+		}
+		return run(cmd, opts)
+	}
+	f.bind(cmd.Flags(), allowDefault)
+	return cmd
+}
+
+// options turns the flags set on fs (zeroRule applies) into worker options, with errors
+// that name the flag.
+func (f *workerFlags) options(fs *pflag.FlagSet, taskQueue string) (worker.Options, error) {
 	var o worker.Options
+	if err := refuseZero(fs); err != nil {
+		return o, err
+	}
 	allow, err := netguard.ParseCIDRs(nonEmpty(f.allowCIDRs))
 	if err != nil {
 		return o, fmt.Errorf("%w: --allow-cidr: %v", errUsage, err)
@@ -67,6 +91,20 @@ func (f *workerFlags) options(taskQueue string) (worker.Options, error) {
 		Defaults:  d,
 		Net:       netguard.Policy{Allow: allow, RequireHTTPS: f.requireHTTPS},
 	}, nil
+}
+
+// startWorker starts a worker on c with opts, logging to g's logger and recording its
+// attempts to rec (nil: no metrics).
+func startWorker(c client.Client, opts worker.Options, g *globals, rec *metrics.Recorder) (*worker.Worker, error) {
+	opts.Logger, opts.Metrics = g.logger(), rec
+	w, err := worker.New(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	return w, nil
 }
 
 func nonEmpty(list []string) []string {
