@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,17 +136,9 @@ func newEndpointGetCmd(g *globals) *cobra.Command {
 		Short: "Show an endpoint: URL, policy and counters",
 		Args:  exactArgs(1, "give the endpoint ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				st, err := s.GetEndpoint(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), st)
-				}
-				printEndpoint(cmd.OutOrStdout(), st)
-				return nil
-			})
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
+				return s.GetEndpoint(ctx, args[0])
+			}, printEndpoint)
 		},
 	}
 }
@@ -157,22 +150,10 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 		Short: "List registered endpoints, with their circuit state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				list, err := s.ListEndpoints(ctx, state)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					if list == nil {
-						list = []herald.EndpointState{}
-					}
-					return printJSON(cmd.OutOrStdout(), list)
-				}
-				if len(list) == 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), "No endpoints yet. Register one: herald endpoint put ID --url URL")
-					return nil
-				}
-				tw := newTable(cmd.OutOrStdout(), "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
+			return showList(g, cmd, func(ctx context.Context, s *starter.Client) ([]herald.EndpointState, error) {
+				return s.ListEndpoints(ctx, state)
+			}, "No endpoints yet. Register one: herald endpoint put ID --url URL", func(w io.Writer, list []herald.EndpointState) error {
+				tw := newTable(w, "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
 				for _, e := range list {
 					tw.row(e.ID, e.Circuit.State, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
 				}
@@ -192,16 +173,11 @@ func newEndpointResetCmd(g *globals) *cobra.Command {
 again: deliveries waiting on the circuit flow out through the concurrency gate at once.`,
 		Args: exactArgs(1, "give the endpoint ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				st, err := s.ResetCircuit(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), st)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Circuit of %s is %s; %d deliveries waiting.\n", st.ID, st.Circuit.State, st.Queue)
-				return nil
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
+				return s.ResetCircuit(ctx, args[0])
+			}, func(w io.Writer, st herald.EndpointState) error {
+				_, err := fmt.Fprintf(w, "Circuit of %s is %s; %d deliveries waiting.\n", st.ID, st.Circuit.State, st.Queue)
+				return err
 			})
 		},
 	}

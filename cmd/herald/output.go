@@ -25,7 +25,8 @@ func fmtTime(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func printStatus(w io.Writer, st herald.Status) {
+// printStatus prints a delivery's status for people.
+func printStatus(w io.Writer, st herald.Status) error {
 	fmt.Fprintf(w, "Event      %s (%s → %s)\n", st.Event.ID, st.Event.Type, st.Event.EndpointID)
 	fmt.Fprintf(w, "State      %s\n", st.State)
 	if st.Round > 0 {
@@ -49,8 +50,8 @@ func printStatus(w io.Writer, st herald.Status) {
 		fmt.Fprintf(w, "(%d older attempts not shown)\n", st.Dropped)
 	}
 	if len(st.Attempts) == 0 {
-		fmt.Fprintln(w, "No attempt yet.")
-		return
+		_, err := fmt.Fprintln(w, "No attempt yet.")
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nROUND\t#\tAT\tTOOK\tRESULT\tNEXT")
@@ -71,7 +72,7 @@ func printStatus(w io.Writer, st herald.Status) {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
 			r.Duration.Round(time.Millisecond), oneLine(res, 80), next)
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 // circuitBanner is the one-line warning shown whenever a circuit is not closed, or "".
@@ -97,7 +98,7 @@ func clock(t time.Time) string {
 	return t.Local().Format("15:04:05")
 }
 
-func printEndpoint(w io.Writer, st herald.EndpointState) {
+func printEndpoint(w io.Writer, st herald.EndpointState) error {
 	if b := circuitBanner(st); b != "" {
 		fmt.Fprintf(w, "!! %s\n\n", b)
 	}
@@ -152,6 +153,7 @@ func printEndpoint(w io.Writer, st herald.EndpointState) {
 	if !c.LastAttemptAt.IsZero() {
 		fmt.Fprintf(w, "Last       %s at %s\n", c.LastOutcome, fmtTime(c.LastAttemptAt))
 	}
+	return nil
 }
 
 func oneLine(s string, max int) string {

@@ -139,6 +139,39 @@ func (g *globals) withStarter(cmd *cobra.Command, fn func(ctx context.Context, s
 	return explainCodec(fn(ctx, starter.New(c, g.starterOptions())))
 }
 
+// show dials Temporal, runs call with a starter client and prints what it returns: as
+// JSON with -o json, else with text.
+func show[T any](g *globals, cmd *cobra.Command, call func(ctx context.Context, s *starter.Client) (T, error), text func(w io.Writer, v T) error) error {
+	return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+		v, err := call(ctx, s)
+		if err != nil {
+			return err
+		}
+		if g.output == "json" {
+			return printJSON(cmd.OutOrStdout(), v)
+		}
+		return text(cmd.OutOrStdout(), v)
+	})
+}
+
+// showList is show for a list: an empty list prints as [] in JSON, and as the line empty
+// in text.
+func showList[T any](g *globals, cmd *cobra.Command, call func(ctx context.Context, s *starter.Client) ([]T, error), empty string, text func(w io.Writer, list []T) error) error {
+	return show(g, cmd, func(ctx context.Context, s *starter.Client) ([]T, error) {
+		list, err := call(ctx, s)
+		if list == nil {
+			list = []T{}
+		}
+		return list, err
+	}, func(w io.Writer, list []T) error {
+		if len(list) == 0 {
+			_, err := fmt.Fprintln(w, empty)
+			return err
+		}
+		return text(w, list)
+	})
+}
+
 // starterOptions are the starter options for this process's task queue and keys.
 func (g *globals) starterOptions(adjust ...func(*starter.Options)) starter.Options {
 	o := starter.Options{TaskQueue: g.taskQueue, DataConverter: codec.DataConverter(g.keys)}

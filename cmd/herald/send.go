@@ -35,23 +35,19 @@ most once compacted). The receiver gets the data exactly as given, compacted, ne
 				return err
 			}
 			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.SendResult, error) {
 				res, err := s.Send(ctx, ev)
 				if errors.Is(err, starter.ErrNotFound) {
-					return fmt.Errorf("%w (herald endpoint put %s --url URL)", err, endpoint)
+					err = fmt.Errorf("%w (herald endpoint put %s --url URL)", err, endpoint)
 				}
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), res)
-				}
+				return res, err
+			}, func(w io.Writer, res starter.SendResult) error {
 				follow := res.EventID
 				if tenant, _, _ := herald.ParseDeliveryID(res.WorkflowID); tenant != herald.DefaultTenant {
 					follow += " --tenant " + tenant
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, follow)
-				return nil
+				_, err := fmt.Fprintf(w, "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, follow)
+				return err
 			})
 		},
 	}

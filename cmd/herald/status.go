@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,17 +28,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err := herald.ValidateTenant(tenant); err != nil {
 				return fmt.Errorf("%w: --tenant: %v", errUsage, err)
 			}
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				st, err := s.StatusOf(ctx, tenant, args[0])
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), st)
-				}
-				printStatus(cmd.OutOrStdout(), st)
-				return nil
-			})
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.Status, error) {
+				return s.StatusOf(ctx, tenant, args[0])
+			}, printStatus)
 		},
 	}
 	tenantFlag(cmd, &tenant)
@@ -45,7 +38,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 }
 
 func newReplayCmd(g *globals) *cobra.Command {
-	var endpoint, since, until, at, tenant string
+	var dl deadLetterFlags
+	var at, tenant string
 	cmd := &cobra.Command{
 		Use:   "replay EVENT_ID... [--tenant T] | --endpoint ID [--since T] [--until T] [--at T]",
 		Short: "Replay dead letters, one by one or in bulk",
@@ -62,11 +56,11 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
   herald replay --endpoint acme --since 6h --at 30m`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w := cmd.OutOrStdout()
-			if endpoint == "" {
+			if dl.endpoint == "" {
 				if len(args) == 0 {
 					return fmt.Errorf("%w: give event ids, or --endpoint ID for a bulk replay", errUsage)
 				}
-				if since != "" || until != "" || at != "" {
+				if dl.since != "" || dl.until != "" || at != "" {
 					return fmt.Errorf("%w: --since, --until and --at go with --endpoint", errUsage)
 				}
 				if err := herald.ValidateTenant(tenant); err != nil {
@@ -92,93 +86,56 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				return fmt.Errorf("%w: give either event ids or --endpoint, not both", errUsage)
 			}
 			now := time.Now()
-			in := workflows.BulkReplayInput{Filter: herald.DeadLetterFilter{EndpointID: endpoint}}
-			var err error
-			if in.Filter.Since, err = parseWhen(since, now, -1); err != nil {
-				return fmt.Errorf("%w: --since: %v", errUsage, err)
+			filter, err := dl.filter(now)
+			if err != nil {
+				return err
 			}
-			if in.Filter.Until, err = parseWhen(until, now, -1); err != nil {
-				return fmt.Errorf("%w: --until: %v", errUsage, err)
-			}
+			in := workflows.BulkReplayInput{Filter: filter}
 			if in.At, err = parseWhen(at, now, +1); err != nil {
 				return fmt.Errorf("%w: --at: %v", errUsage, err)
 			}
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (bulkReplayStarted, error) {
 				id, err := s.BulkReplay(ctx, in)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(w, map[string]any{"workflow_id": id, "at": in.At, "filter": in.Filter})
-				}
+				return bulkReplayStarted{BulkReplayInput: in, WorkflowID: id}, err
+			}, func(w io.Writer, b bulkReplayStarted) error {
 				when := "now"
-				if !in.At.IsZero() {
-					when = "at " + fmtTime(in.At)
+				if !b.At.IsZero() {
+					when = "at " + fmtTime(b.At)
 				}
-				fmt.Fprintf(w, "Bulk replay %s started (%s); watch it in the Temporal UI.\n", id, when)
-				return nil
+				_, err := fmt.Fprintf(w, "Bulk replay %s started (%s); watch it in the Temporal UI.\n", b.WorkflowID, when)
+				return err
 			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&endpoint, "endpoint", "", "replay every dead letter of this endpoint")
-	f.StringVar(&since, "since", "", "only events sent at or after this time")
-	f.StringVar(&until, "until", "", "only events sent at or before this time")
-	f.StringVar(&at, "at", "", "replay at this time instead of now")
+	dl.bind(cmd.Flags(), "replay every dead letter of this endpoint", "only events sent at or after this time")
+	cmd.Flags().StringVar(&at, "at", "", "replay at this time instead of now")
 	tenantFlag(cmd, &tenant)
 	return cmd
 }
 
-// parseWhen reads an RFC 3339 time, a date, or a duration counted from now in direction dir.
-func parseWhen(s string, now time.Time, dir int) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(time.Duration(dir) * d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time: use RFC 3339 (2026-11-30T12:00:00Z), a date (2026-11-30) or a duration (2h)", s)
+// bulkReplayStarted is what replay --endpoint prints: what the bulk replay replays and
+// when, and its workflow id.
+type bulkReplayStarted struct {
+	workflows.BulkReplayInput
+	WorkflowID string `json:"workflow_id"`
 }
 
 func newDLQCmd(g *globals) *cobra.Command {
+	var dl deadLetterFlags
 	cmd := &cobra.Command{Use: "dlq", Short: "Inspect dead letters"}
-	var endpoint, since, until string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List dead letters (deliveries whose ladder is exhausted)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now := time.Now()
-			f := herald.DeadLetterFilter{EndpointID: endpoint}
-			var err error
-			if f.Since, err = parseWhen(since, now, -1); err != nil {
-				return fmt.Errorf("%w: --since: %v", errUsage, err)
+			f, err := dl.filter(time.Now())
+			if err != nil {
+				return err
 			}
-			if f.Until, err = parseWhen(until, now, -1); err != nil {
-				return fmt.Errorf("%w: --until: %v", errUsage, err)
-			}
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				dls, err := s.ListDeadLetters(ctx, f)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					if dls == nil {
-						dls = []starter.DeadLetter{}
-					}
-					return printJSON(cmd.OutOrStdout(), dls)
-				}
-				if len(dls) == 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), "No dead letters.")
-					return nil
-				}
-				t := newTable(cmd.OutOrStdout(), "EVENT", "TENANT", "ENDPOINT", "TYPE", "SENT")
+			return showList(g, cmd, func(ctx context.Context, s *starter.Client) ([]starter.DeadLetter, error) {
+				return s.ListDeadLetters(ctx, f)
+			}, "No dead letters.", func(w io.Writer, dls []starter.DeadLetter) error {
+				t := newTable(w, "EVENT", "TENANT", "ENDPOINT", "TYPE", "SENT")
 				for _, d := range dls {
 					t.row(d.EventID, d.Tenant, d.EndpointID, d.Type, fmtTime(d.SentAt))
 				}
@@ -186,9 +143,7 @@ func newDLQCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	list.Flags().StringVar(&endpoint, "endpoint", "", "only this endpoint's dead letters")
-	list.Flags().StringVar(&since, "since", "", "only events sent at or after this time (RFC 3339, date or duration ago)")
-	list.Flags().StringVar(&until, "until", "", "only events sent at or before this time")
+	dl.bind(list.Flags(), "only this endpoint's dead letters", "only events sent at or after this time (RFC 3339, date or duration ago)")
 	cmd.AddCommand(list)
 	return cmd
 }
