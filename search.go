@@ -1,11 +1,15 @@
 package herald
 
 import (
+	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -93,3 +97,33 @@ func (q Query) and(c string) Query {
 
 // quote is s as a quoted string literal of the visibility query language.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Lister lists workflow executions: the part of the Temporal client Executions uses.
+type Lister interface {
+	ListWorkflow(ctx context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
+}
+
+// Executions yields every workflow execution query selects, asking for pageSize at a time.
+// A failed list yields its error once and ends.
+func Executions(ctx context.Context, c Lister, query string, pageSize int32) iter.Seq2[*workflowpb.WorkflowExecutionInfo, error] {
+	return func(yield func(*workflowpb.WorkflowExecutionInfo, error) bool) {
+		var token []byte
+		for {
+			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query: query, PageSize: pageSize, NextPageToken: token,
+			})
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, ex := range resp.GetExecutions() {
+				if !yield(ex, nil) {
+					return
+				}
+			}
+			if token = resp.GetNextPageToken(); len(token) == 0 {
+				return
+			}
+		}
+	}
+}

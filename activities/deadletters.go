@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
@@ -27,28 +26,17 @@ func (o *Operator) ReplayDeadLetters(ctx context.Context, f herald.DeadLetterFil
 		req.DeadBefore = activity.GetInfo(ctx).ScheduledTime
 	}
 	replayed := 0
-	var token []byte
-	for {
-		resp, err := o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: f.Query(), PageSize: 200, NextPageToken: token,
-		})
+	for ex, err := range herald.Executions(ctx, o.Client, f.Query(), 200) {
 		if err != nil {
 			return replayed, fmt.Errorf("list dead letters: %w", err)
 		}
-		for _, ex := range resp.GetExecutions() {
-			id := ex.GetExecution().GetWorkflowId()
-			err := o.Client.SignalWorkflow(ctx, id, ex.GetExecution().GetRunId(), herald.SignalReplay, req)
-			if err != nil && !isNotFound(err) {
-				return replayed, fmt.Errorf("replay %s: %w", id, err)
-			}
-			if err == nil {
-				replayed++
-			}
-			activity.RecordHeartbeat(ctx, replayed)
+		id := ex.GetExecution().GetWorkflowId()
+		if err := o.Client.SignalWorkflow(ctx, id, ex.GetExecution().GetRunId(), herald.SignalReplay, req); err == nil {
+			replayed++
+		} else if !isNotFound(err) {
+			return replayed, fmt.Errorf("replay %s: %w", id, err)
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			return replayed, nil
-		}
+		activity.RecordHeartbeat(ctx, replayed)
 	}
+	return replayed, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
@@ -155,26 +154,14 @@ type runs struct {
 func (e *env) footprint(ctx context.Context, ids []string, before map[string]runs) (map[string]runs, error) {
 	out := make(map[string]runs, len(ids))
 	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			r, err := e.runsOf(ctx, id, before)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			out[id] = r
-		}()
-	}
-	wg.Wait()
-	return out, firstErr
+	_, _, err := drive(ctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
+		r, err := e.runsOf(ctx, ids[i], before)
+		mu.Lock()
+		defer mu.Unlock()
+		out[ids[i]] = r
+		return err
+	})
+	return out, err
 }
 
 func (e *env) runsOf(ctx context.Context, id string, before map[string]runs) (runs, error) {
@@ -193,24 +180,15 @@ func (e *env) runsOf(ctx context.Context, id string, before map[string]runs) (ru
 	if b, ok := before[id]; ok && b.run == r.run {
 		return runs{events: b.events - b.current + r.current, current: r.current, run: r.run}, nil
 	}
-	var token []byte
-	for {
-		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:    herald.WorkflowID(id).Closed().String(),
-			PageSize: 1000, NextPageToken: token,
-		})
+	for ex, err := range herald.Executions(ctx, e.client, herald.WorkflowID(id).Closed().String(), 1000) {
 		if err != nil {
 			return r, fmt.Errorf("list runs of %s: %w", id, err)
 		}
-		for _, ex := range resp.GetExecutions() {
-			if ex.GetExecution().GetRunId() != r.run {
-				r.events += int(ex.GetHistoryLength())
-			}
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return r, nil
+		if ex.GetExecution().GetRunId() != r.run {
+			r.events += int(ex.GetHistoryLength())
 		}
 	}
+	return r, nil
 }
 
 func pick(c bool, a, b int) int {

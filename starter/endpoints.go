@@ -10,7 +10,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -177,31 +176,18 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.En
 	default:
 		return nil, fmt.Errorf("%w: circuit state %q: use closed, open or half_open", ErrInvalid, circuit)
 	}
-	query := q.String()
 	var listed []herald.EndpointState
-	var token []byte
-	for {
-		resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         query,
-			PageSize:      500,
-			NextPageToken: token,
-		})
+	for ex, err := range herald.Executions(ctx, s.c, q.String(), 500) {
 		if err != nil {
 			return nil, fmt.Errorf("list endpoints: %w", err)
 		}
-		for _, ex := range resp.GetExecutions() {
-			id, ok := herald.ParseEndpointWorkflowID(ex.GetExecution().GetWorkflowId())
-			if !ok {
-				continue
-			}
-			st := herald.EndpointState{ID: id, Registered: true}
-			st.Circuit.State = policy.CircuitState(keyword(ex.GetSearchAttributes().GetIndexedFields()[herald.AttrCircuit.GetName()].GetData()))
-			listed = append(listed, st)
+		id, ok := herald.ParseEndpointWorkflowID(ex.GetExecution().GetWorkflowId())
+		if !ok {
+			continue
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			break
-		}
+		st := herald.EndpointState{ID: id, Registered: true}
+		st.Circuit.State = policy.CircuitState(keyword(ex.GetSearchAttributes().GetIndexedFields()[herald.AttrCircuit.GetName()].GetData()))
+		listed = append(listed, st)
 	}
 	sort.Slice(listed, func(i, j int) bool { return listed[i].ID < listed[j].ID })
 	// Read each endpoint's state, a few at a time; one that does not answer (no worker

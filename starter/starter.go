@@ -18,7 +18,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -523,28 +522,19 @@ type DeadLetter struct {
 // ListDeadLetters lists the dead letters f selects, oldest first as the server returns them.
 func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter) ([]DeadLetter, error) {
 	var out []DeadLetter
-	var token []byte
-	for {
-		resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: f.Query(), PageSize: 500, NextPageToken: token,
-		})
+	for ex, err := range herald.Executions(ctx, s.c, f.Query(), 500) {
 		if err != nil {
 			return nil, fmt.Errorf("list dead letters: %w", err)
 		}
-		for _, ex := range resp.GetExecutions() {
-			id := ex.GetExecution().GetWorkflowId()
-			tenant, evID, _ := herald.ParseDeliveryID(id)
-			dl := DeadLetter{EventID: evID, Tenant: tenant, WorkflowID: id, SentAt: ex.GetStartTime().AsTime()}
-			sa := ex.GetSearchAttributes().GetIndexedFields()
-			dl.EndpointID = keyword(sa[herald.AttrEndpoint.GetName()].GetData())
-			dl.Type = keyword(sa[herald.AttrEventType.GetName()].GetData())
-			out = append(out, dl)
-		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			return out, nil
-		}
+		id := ex.GetExecution().GetWorkflowId()
+		tenant, evID, _ := herald.ParseDeliveryID(id)
+		dl := DeadLetter{EventID: evID, Tenant: tenant, WorkflowID: id, SentAt: ex.GetStartTime().AsTime()}
+		sa := ex.GetSearchAttributes().GetIndexedFields()
+		dl.EndpointID = keyword(sa[herald.AttrEndpoint.GetName()].GetData())
+		dl.Type = keyword(sa[herald.AttrEventType.GetName()].GetData())
+		out = append(out, dl)
 	}
+	return out, nil
 }
 
 func keyword(raw []byte) string {
