@@ -382,47 +382,29 @@ func (e *env) backlogAttempts(ctx context.Context, ids []string, res *BacklogRes
 	order := rand.Perm(len(ids))
 	bctx, cancel := context.WithTimeout(ctx, statusBudget)
 	defer cancel()
-	next := make(chan string)
-	go func() {
-		defer close(next)
-		for _, i := range order {
-			select {
-			case next <- ids[i]:
-			case <-bctx.Done():
-				return
-			}
-		}
-	}()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range statusReaders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range next {
-				qctx, qcancel := context.WithTimeout(bctx, statusTimeout)
-				st, err := e.starter.Status(qctx, id)
-				qcancel()
-				mu.Lock()
-				res.StatusAsked++
-				if err != nil {
-					if res.StatusError == "" {
-						res.StatusError = err.Error()
-					}
-				} else {
-					res.StatusRead++
-					used := len(st.Attempts) + st.Dropped
-					res.Attempts += used
-					if used > 0 {
-						res.WithAttempts++
-					}
-					res.States[string(st.State)]++
-				}
-				mu.Unlock()
+	drive(bctx, len(ids), statusReaders, 0, func(bctx context.Context, k int) error {
+		qctx, qcancel := context.WithTimeout(bctx, statusTimeout)
+		st, err := e.starter.Status(qctx, ids[order[k]])
+		qcancel()
+		mu.Lock()
+		defer mu.Unlock()
+		res.StatusAsked++
+		if err != nil {
+			if res.StatusError == "" {
+				res.StatusError = err.Error()
 			}
-		}()
-	}
-	wg.Wait()
+			return err
+		}
+		res.StatusRead++
+		used := len(st.Attempts) + st.Dropped
+		res.Attempts += used
+		if used > 0 {
+			res.WithAttempts++
+		}
+		res.States[string(st.State)]++
+		return nil
+	})
 }
 
 // terminateAll ends the delivery workflows of ids that are still running, several at a

@@ -43,14 +43,11 @@ func (f *effects) noop(ctx context.Context, in baselineInput) error {
 	return nil
 }
 
+// seen returns when each of ids' activity first ran (zero when not yet).
 func (f *effects) seen(ids []string) []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]time.Time, len(ids))
-	for i, id := range ids {
-		out[i] = f.at[id]
-	}
-	return out
+	return timesOf(f.at, ids)
 }
 
 // naive is the workflow most people write first: one regular activity.

@@ -104,9 +104,14 @@ func (r *receivers) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *receivers) firstSeen(ids []string) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return timesOf(r.first, ids)
+}
+
+// timesOf returns at[id] for each of ids, zero where at has none.
+func timesOf(at map[string]time.Time, ids []string) []time.Time {
 	out := make([]time.Time, len(ids))
 	for i, id := range ids {
-		out[i] = r.first[id]
+		out[i] = at[id]
 	}
 	return out
 }
