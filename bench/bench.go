@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -107,7 +109,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Events: 1000, Endpoints: 10, Senders: 50, Rate: 50,
-		CostEvents:  200,
+		CostEvents: 200, CostEndpoints: 1,
 		StormEvents: 240, StormRung: 30 * time.Second,
 		IsolationRate: 50, IsolationFor: 10 * time.Second, HangTimeout: 5 * time.Second,
 		CapEvents: 200, CapLimit: 5, CapDelay: 50 * time.Millisecond,
@@ -116,46 +118,15 @@ func DefaultConfig() Config {
 	}
 }
 
+// setDefaults gives every number (count, rate, duration) that is zero or negative its
+// default, and fills in the scenarios and the logger.
 func (c *Config) setDefaults() {
-	d := DefaultConfig()
-	set := func(v *int, def int) {
-		if *v <= 0 {
-			*v = def
+	v, def := reflect.ValueOf(c).Elem(), reflect.ValueOf(DefaultConfig())
+	for i := range v.NumField() {
+		if f := v.Field(i); f.CanInt() && f.Int() <= 0 || f.CanFloat() && f.Float() <= 0 {
+			f.Set(def.Field(i))
 		}
 	}
-	setD := func(v *time.Duration, def time.Duration) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	set(&c.Events, d.Events)
-	set(&c.Endpoints, d.Endpoints)
-	set(&c.Senders, d.Senders)
-	if c.Rate <= 0 {
-		c.Rate = d.Rate
-	}
-	set(&c.CostEvents, d.CostEvents)
-	set(&c.CostEndpoints, 1)
-	set(&c.StormEvents, d.StormEvents)
-	setD(&c.StormRung, d.StormRung)
-	if c.IsolationRate <= 0 {
-		c.IsolationRate = d.IsolationRate
-	}
-	setD(&c.IsolationFor, d.IsolationFor)
-	setD(&c.HangTimeout, d.HangTimeout)
-	set(&c.CapEvents, d.CapEvents)
-	set(&c.CapLimit, d.CapLimit)
-	setD(&c.CapDelay, d.CapDelay)
-	set(&c.BreakerEvents, d.BreakerEvents)
-	setD(&c.BreakerFor, d.BreakerFor)
-	setD(&c.ProbeDelay, d.ProbeDelay)
-	set(&c.BacklogEvents, d.BacklogEvents)
-	if c.BacklogRate <= 0 {
-		c.BacklogRate = d.BacklogRate
-	}
-	setD(&c.BacklogFor, d.BacklogFor)
-	set(&c.BacklogCap, d.BacklogCap)
-	setD(&c.BacklogDelay, d.BacklogDelay)
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios
 	}
@@ -167,11 +138,7 @@ func (c *Config) setDefaults() {
 // Validate checks the scenario names.
 func (c Config) Validate() error {
 	for _, s := range c.Scenarios {
-		found := false
-		for _, k := range Scenarios {
-			found = found || s == k
-		}
-		if !found {
+		if !slices.Contains(Scenarios, s) {
 			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(Scenarios, ", "))
 		}
 	}
@@ -227,8 +194,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer e.stop()
 	rep := &Report{Settings: settings, Errors: map[string]string{}, Durations: map[string]Seconds{}}
+	run := map[string]func(context.Context) error{
+		Throughput: into(&rep.Throughput, e.throughput),
+		Cost:       into(&rep.Cost, e.cost),
+		Storm:      into(&rep.Storm, e.storm),
+		Isolation:  into(&rep.Isolation, e.isolation),
+		Cap:        into(&rep.Cap, e.capScenario),
+		Breaker:    into(&rep.Breaker, e.breaker),
+		Backlog:    into(&rep.Backlog, e.backlog),
+	}
 	for _, name := range Scenarios {
-		if !contains(cfg.Scenarios, name) {
+		if !slices.Contains(cfg.Scenarios, name) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -236,23 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		e.progress("%s: starting", name)
 		began := time.Now()
-		var err error
-		switch name {
-		case Throughput:
-			rep.Throughput, err = e.throughput(ctx)
-		case Cost:
-			rep.Cost, err = e.cost(ctx)
-		case Storm:
-			rep.Storm, err = e.storm(ctx)
-		case Isolation:
-			rep.Isolation, err = e.isolation(ctx)
-		case Cap:
-			rep.Cap, err = e.capScenario(ctx)
-		case Breaker:
-			rep.Breaker, err = e.breaker(ctx)
-		case Backlog:
-			rep.Backlog, err = e.backlog(ctx)
-		}
+		err := run[name](ctx)
 		rep.Durations[name] = secs(time.Since(began))
 		if err != nil {
 			rep.Errors[name] = err.Error()
@@ -262,13 +222,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// into runs a scenario and keeps its result in *dst.
+func into[T any](dst **T, scenario func(context.Context) (*T, error)) func(context.Context) error {
+	return func(ctx context.Context) (err error) {
+		*dst, err = scenario(ctx)
+		return err
 	}
-	return false
 }
 
 func (e *env) progress(format string, args ...any) {

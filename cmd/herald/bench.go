@@ -128,7 +128,7 @@ on the same machine. -o json prints everything measured.`,
 	f.BoolVar(&cfg.SkipNaive, "skip-naive", false, "throughput: leave out the naive baseline (slow at thousands of events)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "throughput: events per second of the steady phase")
 	f.IntVar(&cfg.CostEvents, "cost-events", cfg.CostEvents, "cost: first-try deliveries to read back")
-	f.IntVar(&cfg.CostEndpoints, "cost-endpoints", 1, "cost: endpoints the deliveries are spread over (many cold endpoints: try 1000)")
+	f.IntVar(&cfg.CostEndpoints, "cost-endpoints", cfg.CostEndpoints, "cost: endpoints the deliveries are spread over (many cold endpoints: try 1000)")
 	f.IntVar(&cfg.StormEvents, "storm-events", cfg.StormEvents, "storm: events whose first attempt fails together")
 	f.DurationVar(&cfg.StormRung, "storm-rung", cfg.StormRung, "storm: the ladder's first wait (jittered ±20%)")
 	f.Float64Var(&cfg.IsolationRate, "isolation-rate", cfg.IsolationRate, "isolation: events per second over the 10 endpoints")
