@@ -27,8 +27,9 @@ const (
 	maxBody = 64 << 10
 )
 
-// apiHandler is an API handler: it returns the status and value to answer with, or an error.
-type apiHandler func(w http.ResponseWriter, r *http.Request, p principal) (int, any, error)
+// apiHandler is an API handler: it returns the status and value to answer with, or an
+// error. Its ctx is the request's, bounded by Options.RequestTimeout for calls to Temporal.
+type apiHandler func(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error)
 
 // api authenticates the bearer token and writes the handler's answer or error as JSON.
 func (s *Server) api(h apiHandler) http.HandlerFunc {
@@ -40,7 +41,9 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 			writeError(w, code, msg)
 			return
 		}
-		status, v, err := h(w, r, p)
+		ctx, cancel := s.ctx(r)
+		defer cancel()
+		status, v, err := h(ctx, w, r, p)
 		if err != nil {
 			s.writeErr(w, r, err)
 			return
@@ -143,7 +146,7 @@ type sendResponse struct {
 	WorkflowID string `json:"workflow_id"`
 }
 
-func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	var req sendRequest
 	if err := decode(w, r, maxEventBody, &req); err != nil {
 		return 0, nil, err
@@ -151,8 +154,6 @@ func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (i
 	if req.EndpointID == "" {
 		return 0, nil, fmt.Errorf("%w: endpoint_id is missing: name the endpoint to deliver to", starter.ErrInvalid)
 	}
-	ctx, cancel := s.ctx(r)
-	defer cancel()
 	if !p.operator() {
 		if _, err := s.endpointFor(ctx, p, req.EndpointID); err != nil {
 			return 0, nil, err
@@ -167,14 +168,8 @@ func (s *Server) apiSend(w http.ResponseWriter, r *http.Request, p principal) (i
 	return http.StatusAccepted, sendResponse{ID: res.EventID, WorkflowID: res.WorkflowID}, nil
 }
 
-func (s *Server) apiEvent(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
-	tenant, err := eventTenant(p, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	st, err := s.eventFor(ctx, p, tenant, r.PathValue("id"))
+func (s *Server) apiEvent(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	_, st, err := s.pathEvent(ctx, r, p)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -190,15 +185,10 @@ type replayResponse struct {
 	Replayed bool   `json:"replayed"`
 }
 
-func (s *Server) apiReplay(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) apiReplay(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	id := r.PathValue("id")
-	tenant, err := eventTenant(p, r)
+	tenant, _, err := s.pathEvent(ctx, r, p)
 	if err != nil {
-		return 0, nil, err
-	}
-	if _, err := s.eventFor(ctx, p, tenant, id); err != nil {
 		return 0, nil, err
 	}
 	if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
@@ -212,9 +202,7 @@ type endpointList struct {
 	Endpoints []herald.EndpointState `json:"endpoints"`
 }
 
-func (s *Server) apiListEndpoints(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) apiListEndpoints(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	list, err := s.visibleEndpoints(ctx, p)
 	if err != nil {
 		return 0, nil, err
@@ -225,9 +213,7 @@ func (s *Server) apiListEndpoints(_ http.ResponseWriter, r *http.Request, p prin
 	return http.StatusOK, endpointList{Endpoints: list}, nil
 }
 
-func (s *Server) apiGetEndpoint(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) apiGetEndpoint(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	st, err := s.endpointFor(ctx, p, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
@@ -268,7 +254,7 @@ type putEndpointResponse struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	if !p.operator() {
 		return 0, nil, fmt.Errorf("%w: registering or changing endpoints needs an operator token; ask your Herald operator", errForbidden)
 	}
@@ -289,8 +275,6 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
 	req.Overrides = o
-	ctx, cancel := s.ctx(r)
-	defer cancel()
 	res, err := s.opts.Starter.PutEndpoint(ctx, req)
 	if err != nil {
 		return 0, nil, err
@@ -309,9 +293,7 @@ func (s *Server) apiPutEndpoint(w http.ResponseWriter, r *http.Request, p princi
 	return code, out, nil
 }
 
-func (s *Server) apiReset(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) apiReset(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return 0, nil, err
@@ -337,15 +319,13 @@ type bulkReplayResponse struct {
 	At         time.Time `json:"at,omitzero"`
 }
 
-func (s *Server) apiBulkReplay(w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	var body bulkReplayRequest
 	if r.ContentLength != 0 {
 		if err := decode(w, r, maxBody, &body); err != nil {
 			return 0, nil, err
 		}
 	}
-	ctx, cancel := s.ctx(r)
-	defer cancel()
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return 0, nil, err
@@ -365,9 +345,7 @@ type deadLetterList struct {
 	DeadLetters []starter.DeadLetter `json:"dead_letters"`
 }
 
-func (s *Server) apiDeadLetters(_ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) apiDeadLetters(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	list, err := s.deadLetters(ctx, p, r.URL.Query().Get("endpoint"))
 	if err != nil {
 		return 0, nil, err

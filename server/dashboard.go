@@ -31,8 +31,9 @@ var pages = func() map[string]*template.Template {
 	return m
 }()
 
-// pageHandler is a dashboard handler for a signed-in principal.
-type pageHandler func(w http.ResponseWriter, r *http.Request, p principal) error
+// pageHandler is a dashboard handler for a signed-in principal. Its ctx is the request's,
+// bounded by Options.RequestTimeout for calls to Temporal.
+type pageHandler func(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error
 
 // page requires a session (redirecting to the sign-in form otherwise) and, for a POST, the
 // session's CSRF token.
@@ -55,7 +56,9 @@ func (s *Server) page(h pageHandler) http.HandlerFunc {
 				return
 			}
 		}
-		if err := h(w, r, p); err != nil {
+		ctx, cancel := s.ctx(r)
+		defer cancel()
+		if err := h(ctx, w, r, p); err != nil {
 			code := errStatus(err)
 			msg := cleanMessage(err.Error())
 			switch code {
@@ -131,7 +134,7 @@ func safeNext(next, def string) string {
 	return def
 }
 
-func (s *Server) home(w http.ResponseWriter, r *http.Request, _ principal) error {
+func (s *Server) home(_ context.Context, w http.ResponseWriter, r *http.Request, _ principal) error {
 	http.Redirect(w, r, "/endpoints", http.StatusSeeOther)
 	return nil
 }
@@ -175,7 +178,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(r.PostFormValue("next"), "/endpoints"), http.StatusSeeOther)
 }
 
-func (s *Server) signout(w http.ResponseWriter, r *http.Request, _ principal) error {
+func (s *Server) signout(_ context.Context, w http.ResponseWriter, r *http.Request, _ principal) error {
 	s.setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	return nil
@@ -301,9 +304,7 @@ func (s *Server) banners(p principal, eps []herald.EndpointState) []string {
 	return out
 }
 
-func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) endpointsPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	eps, err := s.visibleEndpoints(ctx, p)
 	if err != nil {
 		return err
@@ -411,9 +412,7 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []heral
 	return out, all, nil
 }
 
-func (s *Server) endpointPage(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
 	e, err := s.endpointFor(ctx, p, id)
 	if err != nil {
@@ -492,9 +491,7 @@ func (s *Server) pathEvent(ctx context.Context, r *http.Request, p principal) (s
 	return tenant, st, err
 }
 
-func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
 	tenant, st, err := s.pathEvent(ctx, r, p)
 	if err != nil {
@@ -544,9 +541,7 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, p principal) 
 	return nil
 }
 
-func (s *Server) replayForm(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
 	tenant, _, err := s.pathEvent(ctx, r, p)
 	if err != nil {
@@ -567,9 +562,7 @@ func (s *Server) replayForm(w http.ResponseWriter, r *http.Request, p principal)
 // sinceChoices are the "Replay all since …" choices of an endpoint's page.
 var sinceChoices = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "all": 0}
 
-func (s *Server) bulkReplayForm(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
@@ -590,9 +583,7 @@ func (s *Server) bulkReplayForm(w http.ResponseWriter, r *http.Request, p princi
 	return nil
 }
 
-func (s *Server) resetForm(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
+func (s *Server) resetForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
