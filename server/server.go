@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -99,25 +100,13 @@ func New(o Options) (*Server, error) {
 	default:
 		return nil, errors.New("cookie security " + o.CookieSecure + " is unknown: use auto, always or never")
 	}
-	if o.Namespace == "" {
-		o.Namespace = "default"
-	}
+	o.Namespace = cmp.Or(o.Namespace, "default")
 	o.TemporalUI = strings.TrimRight(o.TemporalUI, "/")
-	if o.SessionTTL == 0 {
-		o.SessionTTL = 12 * time.Hour
-	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = 15 * time.Second
-	}
-	if o.RefreshInterval == 0 {
-		o.RefreshInterval = 3 * time.Second
-	}
-	if o.Location == nil {
-		o.Location = time.Local
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.SessionTTL = cmp.Or(o.SessionTTL, 12*time.Hour)
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, 15*time.Second)
+	o.RefreshInterval = cmp.Or(o.RefreshInterval, 3*time.Second)
+	o.Location = cmp.Or(o.Location, time.Local)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -4,6 +4,7 @@ package starter
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,17 +98,11 @@ type workerKeys struct {
 
 // New returns a Client that talks to Temporal through c.
 func New(c client.Client, o Options) *Client {
-	if o.TaskQueue == "" {
-		o.TaskQueue = herald.DefaultTaskQueue
-	}
-	if o.EndpointCacheTTL == 0 {
-		o.EndpointCacheTTL = 30 * time.Second
-	}
+	o.TaskQueue = cmp.Or(o.TaskQueue, herald.DefaultTaskQueue)
+	o.EndpointCacheTTL = cmp.Or(o.EndpointCacheTTL, 30*time.Second)
+	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.DataConverter == nil {
-		o.DataConverter = converter.GetDefaultDataConverter()
 	}
 	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}}
 }
