@@ -53,6 +53,13 @@ func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.End
 	return mustQuery[herald.EndpointState](t, env, herald.QueryEndpointState)
 }
 
+// queryConfigAndState queries the endpoint's configuration and its state at one moment.
+func queryConfigAndState(t *testing.T, env *testsuite.TestWorkflowEnvironment) (herald.Endpoint, herald.EndpointState, error) {
+	t.Helper()
+	cfg, err := queryConfig(env)
+	return cfg, queryState(t, env), err
+}
+
 // runEndpoint runs an endpoint workflow for testEndpointID until end, when it is cancelled
 // (a registered endpoint workflow never ends by itself).
 func runEndpoint(t *testing.T, env *testsuite.TestWorkflowEnvironment, in EndpointInput, end time.Duration) {
@@ -79,8 +86,7 @@ func TestEndpointPutAndQueries(t *testing.T) {
 		created = put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, DefaultSecret: generated})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		cfg1, cfgErr = queryConfig(env)
-		st1 = queryState(t, env)
+		cfg1, st1, cfgErr = queryConfigAndState(t, env)
 		changed = put(env, herald.PutEndpointRequest{
 			ID: testEndpointID, URL: "https://hooks2.acme.test/in", DefaultSecret: secret,
 			Overrides: &herald.Overrides{Timeout: 10 * time.Second, Retention: 48 * time.Hour},
@@ -284,8 +290,7 @@ func TestEndpointSecretRotation(t *testing.T) {
 		rotation = put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
-		during, _ = queryConfig(env)
-		duringState = queryState(t, env)
+		during, duringState, _ = queryConfigAndState(t, env)
 	}, time.Minute+grace/2)
 	env.RegisterDelayedCallback(func() { after, _ = queryConfig(env) }, time.Minute+grace+time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 3*time.Hour)
@@ -326,8 +331,7 @@ func TestEndpointPreviousSecretForgottenAfterGrace(t *testing.T) {
 		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
-		after, _ = queryConfig(env)
-		afterState = queryState(t, env)
+		after, afterState, _ = queryConfigAndState(t, env)
 	}, time.Minute+grace+time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 3*time.Hour)
 
