@@ -88,7 +88,7 @@ func TestWireShapes(t *testing.T) {
 	}
 	has(keys(LeaseRequest{LeaseRequest: policy.LeaseRequest{Holder: "w"}}), "holder", "report")
 	has(keys(Waiting{Hold: Hold{Reason: "r"}, Since: time.Now()}), "reason", "since")
-	st := EndpointState{Leases: []policy.Lease{{Holder: "w", Permits: 2, Expires: time.Now()}}}
+	st := EndpointState{LimiterView: policy.LimiterView{Leases: []policy.Lease{{Holder: "w", Permits: 2, Expires: time.Now()}}}}
 	st.Circuit.State = policy.CircuitOpen
 	m := keys(st)
 	has(m, "circuit", "in_flight", "cap", "max_in_flight", "leases", "queue", "p50", "p99", "counters", "overrides")

@@ -414,20 +414,38 @@ func (g *Limiter) single(w string) int {
 	return slices.IndexFunc(g.Grants, func(s Grant) bool { return s.Waiter == w })
 }
 
-// LimiterView is the limiter as people see it.
+// LimiterView is the limiter as people see it. herald.EndpointState embeds it: these are
+// fields of an endpoint's state on the wire.
 type LimiterView struct {
-	Circuit     CircuitState  `json:"circuit"`
-	Since       time.Time     `json:"since,omitzero"`
-	Reason      string        `json:"reason,omitempty"`
-	TrippedAt   time.Time     `json:"tripped_at,omitzero"`
-	NextProbeAt time.Time     `json:"next_probe_at,omitzero"`
-	InFlight    int           `json:"in_flight"`
-	Cap         int           `json:"cap"`
-	MaxInFlight int           `json:"max_in_flight"`
-	Leases      []Lease       `json:"leases,omitempty"`
-	Queue       int           `json:"queue"`
-	P50         time.Duration `json:"p50"`
-	P99         time.Duration `json:"p99"`
+	// Circuit is the circuit breaker's state.
+	Circuit CircuitView `json:"circuit"`
+	// InFlight is how many permits are out (attempts running or leased to workers).
+	InFlight int `json:"in_flight"`
+	// Cap is the current concurrency cap; MaxInFlight the configured one (the cap is
+	// lower while the endpoint is slow).
+	Cap         int `json:"cap"`
+	MaxInFlight int `json:"max_in_flight"`
+	// Leases are the blocks of permits held by workers and waiting deliveries.
+	Leases []Lease `json:"leases,omitempty"`
+	// Queue is how many deliveries wait for a permit or for the circuit to close.
+	Queue int `json:"queue"`
+	// P50 and P99 are attempt latencies over the recent window.
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+}
+
+// CircuitView is the circuit breaker as people see it.
+type CircuitView struct {
+	// State is closed, open or half_open.
+	State CircuitState `json:"state"`
+	// Since is when the circuit entered State.
+	Since time.Time `json:"since,omitempty"`
+	// Reason says what tripped it, e.g. "5 consecutive failures".
+	Reason string `json:"reason,omitempty"`
+	// TrippedAt is when it last opened.
+	TrippedAt time.Time `json:"tripped_at,omitempty"`
+	// NextProbeAt is when the next probe may go (open only).
+	NextProbeAt time.Time `json:"next_probe_at,omitempty"`
 }
 
 // View summarizes the limiter at now.
@@ -439,11 +457,13 @@ func (g *Limiter) View(now time.Time) LimiterView {
 		}
 	}
 	return LimiterView{
-		Circuit:     g.Breaker.State(),
-		Since:       g.Breaker.Since(),
-		Reason:      g.Breaker.TripReason(),
-		TrippedAt:   g.Breaker.TrippedAt,
-		NextProbeAt: g.Breaker.NextProbeAt(),
+		Circuit: CircuitView{
+			State:       g.Breaker.State(),
+			Since:       g.Breaker.Since(),
+			Reason:      g.Breaker.TripReason(),
+			TrippedAt:   g.Breaker.TrippedAt,
+			NextProbeAt: g.Breaker.NextProbeAt(),
+		},
 		InFlight:    g.Ledger.InUse(now),
 		Cap:         g.Cap(),
 		MaxInFlight: g.Capacity.Config.MaxInFlight,

@@ -203,7 +203,7 @@ type endpointView struct {
 	Ladder          string
 }
 
-func circuitState(c herald.CircuitView) string {
+func circuitState(c policy.CircuitView) string {
 	if c.State == "" {
 		return string(policy.CircuitClosed)
 	}

@@ -17,6 +17,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -282,7 +283,7 @@ func TestBanner(t *testing.T) {
 	if b := Banner(e, true, loc); b != "" {
 		t.Fatalf("an empty circuit state means closed: no banner, got %q", b)
 	}
-	e.Circuit = herald.CircuitView{State: "open", Reason: "5 consecutive failures", Since: at(12, 3), TrippedAt: at(12, 3), NextProbeAt: at(12, 8)}
+	e.Circuit = policy.CircuitView{State: "open", Reason: "5 consecutive failures", Since: at(12, 3), TrippedAt: at(12, 3), NextProbeAt: at(12, 8)}
 	wantText := "Your endpoint acme-prod is in circuit-open after 5 consecutive failures since 12:03. Deliveries are paused; the next probe is at 12:08."
 	if b := Banner(e, true, loc); b != wantText {
 		t.Fatalf("banner\n  %q\nwant\n  %q", b, wantText)
@@ -290,7 +291,7 @@ func TestBanner(t *testing.T) {
 	if b := Banner(e, false, loc); !strings.HasPrefix(b, "Endpoint acme-prod (tenant acme) is in circuit-open") {
 		t.Fatalf("operator banner %q", b)
 	}
-	e.Circuit = herald.CircuitView{State: "half_open", Since: at(12, 9)}
+	e.Circuit = policy.CircuitView{State: "half_open", Since: at(12, 9)}
 	if b := Banner(e, true, loc); !strings.Contains(b, "half-open since 12:09") {
 		t.Fatalf("half-open banner %q", b)
 	}

@@ -149,7 +149,7 @@ func (e *endpointRun) view(now time.Time) herald.EndpointState {
 	s := herald.EndpointState{ID: e.in.ID, Counters: e.in.Counters, CountersSince: e.in.Since}
 	s.Circuit.State = policy.CircuitClosed
 	if g := e.in.Limiter; g != nil {
-		s.SetLimiter(g.View(now))
+		s.LimiterView = g.View(now)
 	}
 	if ep := e.in.Endpoint; ep != nil {
 		s.Registered = true

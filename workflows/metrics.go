@@ -56,7 +56,7 @@ func newEndpointGauges(ctx workflow.Context, endpoint string) *endpointGauges {
 func (g *endpointGauges) set(v policy.LimiterView) {
 	for i, s := range circuitGaugeStates {
 		on := 0.0
-		if s == v.Circuit {
+		if s == v.Circuit.State {
 			on = 1
 		}
 		g.circuit[i].Update(on)
