@@ -362,7 +362,9 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		}
 		return k, last
 	}
-	drainTimeout := 90*time.Second + time.Duration(len(ids))*cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap)
+	// The endpoint workflow grants queued deliveries a round of permits per workflow task,
+	// so the drain runs at tens per second whatever the receiver could take.
+	drainTimeout := 90*time.Second + time.Duration(len(ids))*(20*time.Millisecond+cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap))
 	stop = ticker(10*time.Second, func() {
 		k, _ := drained()
 		e.progress("backlog: drain: %d/%d delivered", k, len(ids))
