@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,10 @@ type BacklogResult struct {
 	WithoutMissing int     `json:"without_backlog_missing"`
 	WithMissing    int     `json:"with_backlog_missing"`
 	P99Ratio       float64 `json:"p99_ratio"`
+	// WithoutGC and WithGC are the Go runtime's garbage collections in this process
+	// (server, worker and receivers) during each healthy run.
+	WithoutGC GCStats `json:"without_backlog_gc"`
+	WithGC    GCStats `json:"with_backlog_gc"`
 
 	// Get, Put and Reset are `endpoint get`, `endpoint put --max-in-flight` and
 	// `endpoint reset` on the blocked endpoint, through the starter, while the backlog waits.
@@ -207,7 +212,8 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	// The healthy load, the same with and without the backlog.
 	n := int(cfg.BacklogRate * cfg.BacklogFor.Seconds())
 	endpoint := func(i int) string { return eps[i%len(eps)] }
-	steady := func(label string) (Phase, int, error) {
+	steady := func(label string, gc *GCStats) (Phase, int, error) {
+		defer gc.measure()()
 		ids := newIDs(n)
 		sctx, cancel := context.WithTimeout(ctx, cfg.BacklogFor+opTimeout)
 		defer cancel()
@@ -235,7 +241,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 
 	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, no backlog", backlogHealthy, cfg.BacklogRate, cfg.BacklogFor)
 	var err error
-	if res.Without, res.WithoutMissing, err = steady("without backlog"); err != nil {
+	if res.Without, res.WithoutMissing, err = steady("without backlog", &res.WithoutGC); err != nil {
 		return res, err
 	}
 
@@ -321,7 +327,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		})
 		e.progress("backlog: endpoint put %s --max-in-flight %d: %s", bq, cfg.BacklogCap, res.Put)
 	}()
-	res.With, res.WithMissing, err = steady("with backlog")
+	res.With, res.WithMissing, err = steady("with backlog", &res.WithGC)
 	<-ops
 	if err != nil {
 		return res, err
@@ -356,7 +362,9 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		}
 		return k, last
 	}
-	drainTimeout := 90*time.Second + time.Duration(len(ids))*cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap)
+	// The endpoint workflow grants queued deliveries a round of permits per workflow task,
+	// so the drain runs at tens per second whatever the receiver could take.
+	drainTimeout := 90*time.Second + time.Duration(len(ids))*(20*time.Millisecond+cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap))
 	stop = ticker(10*time.Second, func() {
 		k, _ := drained()
 		e.progress("backlog: drain: %d/%d delivered", k, len(ids))
@@ -420,3 +428,28 @@ func (e *env) terminateAll(ctx context.Context, ids []string) {
 
 // parkTimeout bounds the wait for n backlog deliveries to park.
 func parkTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*20*time.Millisecond }
+
+// GCStats is what the garbage collector did during a phase.
+type GCStats struct {
+	Cycles  uint32  `json:"cycles"`
+	PauseMS float64 `json:"pause_ms"`
+	// HeapMB is the heap in use at the phase's end.
+	HeapMB float64 `json:"heap_mb"`
+}
+
+// measure starts measuring; the returned func ends it and fills in g.
+func (g *GCStats) measure() func() {
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	return func() {
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		g.Cycles = after.NumGC - before.NumGC
+		g.PauseMS = float64(after.PauseTotalNs-before.PauseTotalNs) / 1e6
+		g.HeapMB = float64(after.HeapInuse) / (1 << 20)
+	}
+}
+
+func (g GCStats) String() string {
+	return fmt.Sprintf("GC: %d cycles, %.1fms paused, heap %.0f MB", g.Cycles, g.PauseMS, g.HeapMB)
+}

@@ -181,8 +181,8 @@ func backlogRows(b *BacklogResult) []Row {
 	return []Row{
 		{s, "backlog sent behind one open circuit", sent, "", ""},
 		{s, "backlog parked (visibility shows every one waiting)", parked, "", ""},
-		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s, no backlog", b.Healthy, b.Rate), healthy(b.Without, b.WithoutMissing), "", ""},
-		{s, fmt.Sprintf("same, %d events waiting on the open circuit", b.Sent), healthy(b.With, b.WithMissing), "", ""},
+		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s, no backlog", b.Healthy, b.Rate), healthy(b.Without, b.WithoutMissing) + "; " + b.WithoutGC.String(), "", ""},
+		{s, fmt.Sprintf("same, %d events waiting on the open circuit", b.Sent), healthy(b.With, b.WithMissing) + "; " + b.WithGC.String(), "", ""},
 		{s, "healthy p99 with ÷ without", fmt.Sprintf("%.2f×", b.P99Ratio), "≤ 1.5×", verdict(b.P99Ratio > 0 && b.P99Ratio <= 1.5 && b.WithMissing == 0)},
 		get,
 		op(fmt.Sprintf("endpoint put --max-in-flight %d (blocked endpoint)", b.Cap), b.Put),
