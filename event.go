@@ -15,7 +15,7 @@ type Event struct {
 }
 
 // eventJSON is an Event as Temporal's payloads carry it. The data travels as a JSON string
-// (data_text) local lease the producer's bytes: Temporal's JSON converter escapes <, > and & in
+// (data_text) holding the producer's bytes: Temporal's JSON converter escapes <, > and & in
 // a raw JSON value for HTML (\u003c, six bytes each) and the receiver would get those
 // escapes, while a string's escapes decode back to exactly the bytes sent. Data (data) is
 // the raw form of histories written before.

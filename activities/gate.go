@@ -27,7 +27,7 @@ import (
 // — so a healthy endpoint under its cap costs no round trip per attempt and a cold one no
 // history event. It never waits for an endpoint workflow: an attempt it cannot admit is
 // handed back at once, queued in the endpoint's durable queue or told when to ask again,
-// and the delivery waits on a durable timer or signal, local lease no worker slot. In the
+// and the delivery waits on a durable timer or signal, holding no worker slot. In the
 // background it renews leases and reports the outcomes that can change a decision (a
 // failure, a slow attempt); it stops admitting to an endpoint at once when it sees the
 // breaker's trigger (consecutive failures), before the endpoint workflow has heard of them.

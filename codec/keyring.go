@@ -81,7 +81,7 @@ func KeyringFromEnvOrFile(envValue string, path string) (*Keyring, error) {
 	return LoadKeyring(path)
 }
 
-// GenerateKeyFile creates a key file at path local lease one new random key and
+// GenerateKeyFile creates a key file at path holding one new random key and
 // returns its keyring. The file is created with mode 0600 and missing parent
 // directories with 0700. It refuses to overwrite an existing file.
 func GenerateKeyFile(path string) (*Keyring, error) {

@@ -24,7 +24,7 @@ func WaitingForKey(keyID string) string {
 // keyedConverter is the codec data converter. In workflow code, a payload encrypted with
 // a key this worker lacks does not fail the workflow: it panics, which (with the SDK's
 // default WorkflowPanicPolicy, BlockWorkflow) fails the workflow task instead, so Temporal
-// retries it until a worker local lease the key picks it up.
+// retries it until a worker holding the key picks it up.
 type keyedConverter struct {
 	converter.DataConverter
 }

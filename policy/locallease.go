@@ -43,7 +43,7 @@ type LocalLease struct {
 }
 
 // SparePermits is how many attempts a gate may run at an endpoint with cap capNow without
-// local lease a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
+// holding a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
 // at once on a cold endpoint, the cap can be exceeded by at most (W-1) × SparePermits.
 func SparePermits(capNow int) int { return min(4, capNow/4) }
 

@@ -53,7 +53,7 @@ func TestVerify(t *testing.T) {
 		{name: "tampered timestamp", header: bySigner(set(HeaderTimestamp, "1900000001")), verifier: verifier(0, current), wantErr: ErrNoMatch},
 		{name: "wrong secret", header: bySigner(), verifier: verifier(0, stranger), wantErr: ErrNoMatch},
 
-		// Rotation: a header signed with both secrets verifies with either; a verifier local lease
+		// Rotation: a header signed with both secrets verifies with either; a verifier holding
 		// both accepts a header signed with either.
 		{name: "two signatures, verifier has the current", header: signed([]Secret{current, previous}), verifier: verifier(0, current)},
 		{name: "two signatures, verifier has the previous", header: signed([]Secret{current, previous}), verifier: verifier(0, previous)},

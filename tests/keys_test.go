@@ -111,7 +111,7 @@ func TestEndpointListWithWrongKey(t *testing.T) {
 	}
 }
 
-// keyLines returns the key lines of keyrings' files, for a keyring local lease several keys.
+// keyLines returns the key lines of keyrings' files, for a keyring holding several keys.
 func keyLines(t *testing.T, paths ...string) *codec.Keyring {
 	t.Helper()
 	var text string
