@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -29,7 +28,7 @@ type BulkReplayResult struct {
 func BulkReplay(ctx workflow.Context, in BulkReplayInput) (BulkReplayResult, error) {
 	if wait := in.At.Sub(workflow.Now(ctx)); wait > 0 {
 		err := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
-			Summary: fmt.Sprintf("replay dead letters at %s", in.At.UTC().Format(time.RFC3339)),
+			Summary: "replay dead letters at " + in.At.UTC().Format(time.RFC3339),
 		}).Get(ctx, nil)
 		if err != nil {
 			return BulkReplayResult{}, err
