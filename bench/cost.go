@@ -161,6 +161,9 @@ func (e *env) footprint(ctx context.Context, ids []string, before map[string]run
 		out[ids[i]] = r
 		return err
 	})
+	if err == nil {
+		err = ctx.Err() // drive skips the ids it has not reached when ctx ends
+	}
 	return out, err
 }
 
