@@ -297,12 +297,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	parkStart := time.Now()
 	parkQuery := herald.Workflows(herald.DeliveryWorkflow).Is(herald.AttrEndpoint, bq).
 		Is(herald.AttrStatus, string(herald.StateWaitingEndpoint)).String()
-	res.Parked = waitUntil(ctx, parkTimeout(res.Sent), func() bool {
-		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
-		defer cancel()
-		c, err := e.client.CountWorkflow(qctx, &workflowservice.CountWorkflowExecutionsRequest{Query: parkQuery})
-		return err == nil && c.GetCount() >= int64(res.Sent)
-	})
+	res.Parked = e.awaitVisible(ctx, parkQuery, int64(res.Sent), parkTimeout(res.Sent))
 	res.ParkSeconds = secs(time.Since(parkStart))
 	e.progress("backlog: parked after %.1fs: %v", float64(res.ParkSeconds), res.Parked)
 
@@ -424,6 +419,24 @@ func (e *env) terminateAll(ctx context.Context, ids []string) {
 	drive(tctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
 		return e.client.TerminateWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, ids[i]), "", "bench scenario over")
 	})
+}
+
+// awaitVisible waits until the server's visibility store counts at least n workflows
+// matching query, within timeout, and says whether it did.
+func (e *env) awaitVisible(ctx context.Context, query string, n int64, timeout time.Duration) bool {
+	return waitUntil(ctx, timeout, func() bool { return e.countVisible(ctx, query) >= n })
+}
+
+// countVisible counts the workflows matching query in the visibility store (-1 if it
+// cannot be read).
+func (e *env) countVisible(ctx context.Context, query string) int64 {
+	qctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	c, err := e.client.CountWorkflow(qctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+	if err != nil {
+		return -1
+	}
+	return c.GetCount()
 }
 
 // parkTimeout bounds the wait for n backlog deliveries to park.
