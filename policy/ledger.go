@@ -17,18 +17,26 @@ type Lease struct {
 	Expires time.Time `json:"expires"`
 }
 
-// Permits is one endpoint's ledger of leased permits and its FIFO queue of waiters. It is a
+// Ledger is one endpoint's ledger of leased permits and its FIFO queue of waiters. It is a
 // value with exported fields so that it round-trips through encoding/json (continue-as-new);
 // change it only through its methods. A lease counts toward the cap until it expires
 // (a lease expiring at now no longer counts). Nothing is ever revoked: when the cap shrinks
 // below what is leased, new permits wait until what is leased falls under the new cap.
-// The ledger knows nothing of the circuit: while it is not closed, pass cap 0 to Grant and
-// Grant and let attempts through one by one as Breaker.Admit allows.
+// The ledger knows nothing of the circuit: while it is not closed, pass cap 0 to Lend and
+// let attempts through one by one as Breaker.Admit allows. Queue operations take constant
+// time (a queue of thousands is the normal shape of an outage); copies of a ledger stay
+// independent: a copy clones the queue before its first change.
 type Ledger struct {
 	// Held holds the leases, sorted by holder, none with zero permits.
 	Held []Lease `json:"held,omitempty"`
 	// Waiting holds the waiter ids, first in line first, each once.
 	Waiting []string `json:"waiting,omitempty"`
+
+	// own is the ledger that may change Waiting's backing array in place (itself, once it
+	// has cloned it): a copy, or a ledger decoded from JSON, clones before its first change.
+	own *Ledger
+	// queued indexes Waiting, for the ledger that owns it.
+	queued map[string]struct{}
 }
 
 // NewLedger returns an empty ledger with an empty queue.
@@ -129,21 +137,53 @@ func (p *Ledger) Lease(holder string) (Lease, bool) {
 // Enqueue puts waiter at the back of the queue and reports true, or reports false and
 // changes nothing if it is already queued.
 func (p *Ledger) Enqueue(waiter string) bool {
-	if slices.Contains(p.Waiting, waiter) {
+	p.mine()
+	if _, ok := p.queued[waiter]; ok {
 		return false
 	}
-	p.Waiting = append(slices.Clip(p.Waiting), waiter)
+	// Appending past every copy's length changes nothing any copy can see.
+	p.Waiting = append(p.Waiting, waiter)
+	p.queued[waiter] = struct{}{}
 	return true
 }
 
-// Remove takes waiter out of the queue and reports whether it was queued.
+// Queued reports whether waiter is in the queue.
+func (p *Ledger) Queued(waiter string) bool {
+	p.mine()
+	_, ok := p.queued[waiter]
+	return ok
+}
+
+// Remove takes waiter out of the queue and reports whether it was queued. Taking the first
+// in line, the common case, costs constant time.
 func (p *Ledger) Remove(waiter string) bool {
-	i := slices.Index(p.Waiting, waiter)
-	if i < 0 {
+	p.mine()
+	if _, ok := p.queued[waiter]; !ok {
 		return false
 	}
+	delete(p.queued, waiter)
+	if p.Waiting[0] == waiter {
+		p.Waiting = p.Waiting[1:]
+		return true
+	}
+	// Copies may share the array: take the waiter out of a new one.
+	i := slices.Index(p.Waiting, waiter)
 	p.Waiting = slices.Delete(slices.Clone(p.Waiting), i, i+1)
 	return true
+}
+
+// mine makes p the owner of its queue: a copy, or a ledger decoded from JSON, clones the
+// queue and indexes it, once.
+func (p *Ledger) mine() {
+	if p.own == p {
+		return
+	}
+	p.Waiting = slices.Clone(p.Waiting)
+	p.queued = make(map[string]struct{}, len(p.Waiting))
+	for _, w := range p.Waiting {
+		p.queued[w] = struct{}{}
+	}
+	p.own = p
 }
 
 // heldBy returns the live permits of holder at now.

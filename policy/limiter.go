@@ -272,8 +272,8 @@ func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply
 			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
 		}
 	}
-	if pos := slices.Index(g.Ledger.Waiting, w); pos >= 0 {
-		return g.queued(now, w, pos+1)
+	if g.Ledger.Queued(w) { // asking again: rare, so its place may take a scan
+		return g.queued(now, w, slices.Index(g.Ledger.Waiting, w)+1)
 	}
 	if len(g.Ledger.Waiting) == 0 {
 		if s, ok := g.admitOne(now, w, ttl); ok {

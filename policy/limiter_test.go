@@ -1186,3 +1186,27 @@ func TestLimiterProbeRenewedPastTimeout(t *testing.T) {
 		{At: probe + 120*s, Op: "tick", Granted: "-", Queue: "w2"},
 	}))
 }
+
+// BenchmarkLimiterWaitOutage times one waiter arriving at an open circuit whose queue
+// already holds thousands (the shape of an outage): it must not grow with the queue.
+// go test ./policy -bench LimiterWaitOutage -run XXX
+func BenchmarkLimiterWaitOutage(b *testing.B) {
+	for _, queued := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("queued=%d", queued), func(b *testing.B) {
+			c := DefaultLimiterConfig()
+			c.MaxQueue = queued + b.N + 1
+			g := NewLimiter(c)
+			now := limiterEpoch
+			for range c.Breaker.ConsecutiveFailures {
+				g.Record(now, []Outcome{{At: now, Ticket: g.Snapshot(now).Ticket}})
+			}
+			for i := range queued {
+				g.Wait(now, fmt.Sprintf("delivery@default:q%d", i))
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				g.Wait(now, fmt.Sprintf("delivery@default:w%d", i))
+			}
+		})
+	}
+}
