@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -170,6 +171,18 @@ func (p *Ledger) Remove(waiter string) bool {
 	i := slices.Index(p.Waiting, waiter)
 	p.Waiting = slices.Delete(slices.Clone(p.Waiting), i, i+1)
 	return true
+}
+
+// UnmarshalJSON reads a ledger, dropping what p knew of the queue it replaces: the index
+// is built again, from the queue read, before the next change.
+func (p *Ledger) UnmarshalJSON(b []byte) error {
+	type plain Ledger // the fields without this method
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = Ledger(v)
+	return nil
 }
 
 // mine makes p the owner of its queue: a copy, or a ledger decoded from JSON, clones the

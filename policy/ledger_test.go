@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -307,4 +308,21 @@ func modelLeases(model map[string]Lease) []Lease {
 	}
 	slices.SortFunc(out, func(a, b Lease) int { return strings.Compare(a.Holder, b.Holder) })
 	return out
+}
+
+// TestLedgerDecodedOverOwnedQueue decodes a queue into a ledger that has already indexed
+// another: the index follows the queue read, not the one replaced.
+func TestLedgerDecodedOverOwnedQueue(t *testing.T) {
+	p := NewLedger()
+	p.Enqueue("a")
+	p.Enqueue("b")
+	if err := json.Unmarshal([]byte(`{"waiting":["c"]}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Queued("a") || !p.Queued("c") {
+		t.Fatalf("after decoding [c]: queued(a) %v, queued(c) %v", p.Queued("a"), p.Queued("c"))
+	}
+	if !p.Enqueue("a") || !slices.Equal(p.Waiting, []string{"c", "a"}) {
+		t.Fatalf("queue %v, want [c a]", p.Waiting)
+	}
 }
