@@ -275,6 +275,9 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
 	req.Overrides = o
+	if req.Headers, err = body.HeaderChange(); err != nil {
+		return 0, nil, fmt.Errorf("%w: headers: %v", starter.ErrInvalid, err)
+	}
 	res, err := s.opts.Starter.PutEndpoint(ctx, req)
 	if err != nil {
 		return 0, nil, err
@@ -299,6 +302,43 @@ func (s *Server) apiReset(ctx context.Context, _ http.ResponseWriter, r *http.Re
 		return 0, nil, err
 	}
 	st, err := s.opts.Starter.ResetCircuit(ctx, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, forViewer(p, st), nil
+}
+
+// disableRequest is the body of POST /v1/endpoints/{id}/disable (optional).
+type disableRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// apiDisable disables an endpoint: the operator, or the tenant that owns it.
+func (s *Server) apiDisable(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	var body disableRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, maxBody, &body); err != nil {
+			return 0, nil, err
+		}
+	}
+	id := r.PathValue("id")
+	if _, err := s.endpointFor(ctx, p, id); err != nil {
+		return 0, nil, err
+	}
+	st, err := s.opts.Starter.DisableEndpoint(ctx, id, body.Reason)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, forViewer(p, st), nil
+}
+
+// apiEnable enables a disabled endpoint again: the operator, or the tenant that owns it.
+func (s *Server) apiEnable(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	id := r.PathValue("id")
+	if _, err := s.endpointFor(ctx, p, id); err != nil {
+		return 0, nil, err
+	}
+	st, err := s.opts.Starter.EnableEndpoint(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -134,6 +134,8 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/endpoints/{id}", true, s.api(s.apiGetEndpoint)},
 		{"PUT", "/v1/endpoints/{id}", true, s.api(s.apiPutEndpoint)},
 		{"POST", "/v1/endpoints/{id}/reset", true, s.api(s.apiReset)},
+		{"POST", "/v1/endpoints/{id}/disable", true, s.api(s.apiDisable)},
+		{"POST", "/v1/endpoints/{id}/enable", true, s.api(s.apiEnable)},
 		{"POST", "/v1/endpoints/{id}/replay", true, s.api(s.apiBulkReplay)},
 		{"GET", "/v1/dead-letters", true, s.api(s.apiDeadLetters)},
 
@@ -144,6 +146,8 @@ func (s *Server) routes() []route {
 		{"GET", "/endpoints", false, s.page(s.endpointsPage)},
 		{"GET", "/endpoints/{id}", false, s.page(s.endpointPage)},
 		{"POST", "/endpoints/{id}/reset", false, s.page(s.resetForm)},
+		{"POST", "/endpoints/{id}/disable", false, s.page(s.disableForm)},
+		{"POST", "/endpoints/{id}/enable", false, s.page(s.enableForm)},
 		{"POST", "/endpoints/{id}/replay", false, s.page(s.bulkReplayForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,23 +144,49 @@ func (s *Client) addCounts(ctx context.Context, st *herald.EndpointState) error 
 
 // ResetCircuit closes an endpoint's circuit by hand and returns its state.
 func (s *Client) ResetCircuit(ctx context.Context, id string) (herald.EndpointState, error) {
+	return s.updateEndpoint(ctx, id, "reset", herald.UpdateReset)
+}
+
+// DisableEndpoint disables an endpoint by hand, saying why, and returns its state. Once it
+// has returned, no attempt goes to the endpoint: a delivery that has made no attempt yet
+// ends as skipped, one that has parks as a dead letter at its next attempt (replay it
+// after EnableEndpoint).
+func (s *Client) DisableEndpoint(ctx context.Context, id, reason string) (herald.EndpointState, error) {
+	if len(reason) > herald.MaxDisableReason {
+		return herald.EndpointState{}, fmt.Errorf("%w: the reason is %d bytes long; the limit is %d", ErrInvalid, len(reason), herald.MaxDisableReason)
+	}
+	return s.updateEndpoint(ctx, id, "disable", herald.UpdateDisable, herald.DisableRequest{Reason: reason})
+}
+
+// EnableEndpoint enables a disabled endpoint again (its circuit closed, its failing spell
+// forgotten) and returns its state. Enabling an enabled endpoint changes nothing.
+func (s *Client) EnableEndpoint(ctx context.Context, id string) (herald.EndpointState, error) {
+	return s.updateEndpoint(ctx, id, "enable", herald.UpdateEnable)
+}
+
+// updateEndpoint sends update name to endpoint id's workflow and returns the state it answers.
+func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args ...any) (herald.EndpointState, error) {
 	var st herald.EndpointState
 	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   herald.EndpointWorkflowID(id),
-		UpdateName:   herald.UpdateReset,
+		UpdateName:   name,
+		Args:         args,
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
 		err = h.Get(ctx, &st)
 	}
 	if err != nil {
-		if isNotFound(err) {
+		if isNotFound(err) || strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()) {
 			return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)
 		}
-		return st, fmt.Errorf("reset endpoint %s: %w", id, err)
+		if strings.Contains(err.Error(), "unknown update") {
+			return st, fmt.Errorf("%w: %s endpoint %s: its workflow runs a version of Herald from before %s existed; it gains it when it next continues as new", ErrConflict, verb, id, verb)
+		}
+		return st, fmt.Errorf("%s endpoint %s: %w", verb, id, err)
 	}
 	return st, nil
 }

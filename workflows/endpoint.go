@@ -22,6 +22,9 @@ type EndpointInput struct {
 	Limiter *policy.Limiter `json:"guard,omitempty"`
 	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
 	Circuit policy.CircuitState `json:"circuit,omitempty"`
+	// Disabled is the cause last written to the HeraldDisabled search attribute (empty:
+	// unset).
+	Disabled policy.DisableCause `json:"disabled,omitempty"`
 }
 
 // Limits of an endpoint workflow run.
@@ -158,6 +161,9 @@ func (e *endpointRun) view(now time.Time) herald.EndpointState {
 		if ep.PreviousSecret != "" {
 			s.Rotating = ep.PreviousUntil
 		}
+		for _, h := range ep.Headers {
+			s.HeaderNames = append(s.HeaderNames, h.Name)
+		}
 	}
 	return s
 }
@@ -234,6 +240,9 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	}
 	if req.Overrides != nil {
 		ep.Overrides.Merge(*req.Overrides)
+	}
+	if req.Headers != nil {
+		ep.Headers = *req.Headers
 	}
 	ep.Version++
 	ep.UpdatedAt = now

@@ -40,6 +40,13 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 	}
 	e.ensureLimiter()
 	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
+	lifecycle := workflow.GetVersion(ctx, versionEndpointLifecycle, workflow.DefaultVersion, 1) == 1
+	if lifecycle {
+		e.in.Limiter.Lifecycle = true
+		if err := e.lifecycleHandlers(ctx); err != nil {
+			return err
+		}
+	}
 	gauges := newEndpointGauges(ctx, e.in.ID)
 
 	drain := func(ctx workflow.Context) {
@@ -89,6 +96,9 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 			e.wake(ctx, w)
 		}
 		e.showCircuit(ctx)
+		if lifecycle {
+			e.showDisabled(ctx)
+		}
 		if publish {
 			e.publishAdmission(ctx, now)
 		}

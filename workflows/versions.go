@@ -62,6 +62,15 @@ const (
 	// no recorded history takes the old branch.
 	versionPutSettles = "put-settles"
 
+	// versionEndpointLifecycle (part C, issue 12): the endpoint run decides its lifecycle —
+	// disable and enable by hand, disabled on a 410 or a long failing spell — and shows it
+	// in the HeraldDisabled search attribute. No recorded history reaches it.
+	versionEndpointLifecycle = "endpoint-lifecycle"
+
+	// versionDisabledEndpoint (part C, issue 12): a delivery whose endpoint is disabled ends
+	// as skipped (no attempt made) or parks as a dead letter. No recorded history reaches it.
+	versionDisabledEndpoint = "disabled-endpoint"
+
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
 	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
 	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK

@@ -20,7 +20,8 @@ func newEndpointCmd(g *globals) *cobra.Command {
 		Use:   "endpoint",
 		Short: "Register, inspect and list endpoints (the receivers events are sent to)",
 	}
-	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g), newEndpointResetCmd(g))
+	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g), newEndpointResetCmd(g),
+		newEndpointDisableCmd(g), newEndpointEnableCmd(g))
 	return cmd
 }
 
@@ -34,6 +35,9 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		tenant                string
 		maxInFlight           int
 		brk                   breakerFlags
+		disableAfter          time.Duration
+		headers               []string
+		clearHeaders          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "put ID --url URL",
@@ -44,9 +48,16 @@ delivery. A new endpoint without --secret gets a generated signing secret, shown
 
 Policy flags override the worker's defaults for this endpoint only.
 
+--header sets a custom header sent with every attempt (repeat it for several); the headers
+given replace the endpoint's headers, and --clear-headers removes them. Herald's own headers
+(webhook-id, webhook-timestamp, webhook-signature, Content-Type, User-Agent, ...) cannot be
+set. An endpoint whose every attempt fails for --disable-after (5 days unless set) is
+disabled, as is one that answers 410 Gone; see herald endpoint enable.
+
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
-  herald endpoint put acme --schedule 10s,1m,5m --attempts 4`,
+  herald endpoint put acme --schedule 10s,1m,5m --attempts 4
+  herald endpoint put acme --header 'X-Team: billing' --disable-after 72h`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -78,11 +89,15 @@ Policy flags override the worker's defaults for this endpoint only.
 			setDuration(fl, "retention", &c.Retention, retention)
 			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
 			c.Breaker = brk.change(fl)
+			setDuration(fl, "disable-after", &c.DisableAfter, disableAfter)
 			o, err := c.Overrides()
 			if err != nil {
 				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 			}
 			req.Overrides = o
+			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
+				return err
+			}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 				res, err := s.PutEndpoint(ctx, req)
 				if err != nil {
@@ -118,8 +133,85 @@ Policy flags override the worker's defaults for this endpoint only.
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
 	brk.bind(f)
+	f.DurationVar(&disableAfter, "disable-after", policy.DefaultDisableAfter, "disable the endpoint once every attempt has failed for this long (1h..2160h)")
+	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
+	f.BoolVar(&clearHeaders, "clear-headers", false, "remove the endpoint's custom headers")
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
+}
+
+// headerFlags is the headers change of --header and --clear-headers: nil when neither is given.
+func headerFlags(given []string, clear bool) (*[]herald.Header, error) {
+	if clear && len(given) > 0 {
+		return nil, fmt.Errorf("%w: give --header or --clear-headers, not both", errUsage)
+	}
+	if !clear && len(given) == 0 {
+		return nil, nil
+	}
+	hs := make([]herald.Header, 0, len(given))
+	for _, s := range given {
+		h, err := herald.ParseHeader(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --header: %v", starter.ErrInvalid, err)
+		}
+		hs = append(hs, h)
+	}
+	hs, err := herald.NormalizeHeaders(hs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --header: %v", starter.ErrInvalid, err)
+	}
+	return &hs, nil
+}
+
+func newEndpointDisableCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "disable ID [--reason TEXT]",
+		Short: "Stop sending anything to an endpoint until it is enabled again",
+		Long: `Disable an endpoint: once this returns, no request goes to it. A delivery that has made
+no attempt yet ends as skipped (no request, nothing to replay); one whose attempts had
+begun parks as a dead letter at its next attempt, so that a replay after
+herald endpoint enable can recover it.`,
+		Example: `  herald endpoint disable acme --reason "customer asked us to pause"`,
+		Args:    exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
+				return s.DisableEndpoint(ctx, args[0], reason)
+			}, func(w io.Writer, st herald.EndpointState) error {
+				_, err := fmt.Fprintf(w, "Endpoint %s is disabled: %s. Enable it again with: herald endpoint enable %s\n", st.ID, disabledReason(st), st.ID)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for whoever looks at the endpoint later")
+	return cmd
+}
+
+func newEndpointEnableCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "enable ID",
+		Short: "Send to a disabled endpoint again",
+		Long: `Enable a disabled endpoint, whether disabled by hand, by a 410 Gone answer or after
+failing for too long: it starts afresh, with its circuit closed. Deliveries that parked as
+dead letters while it was disabled wait for a replay (herald replay --endpoint ID).`,
+		Args: exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
+				return s.EnableEndpoint(ctx, args[0])
+			}, func(w io.Writer, st herald.EndpointState) error {
+				_, err := fmt.Fprintf(w, "Endpoint %s is enabled; its circuit is %s.\n", st.ID, st.Circuit.State)
+				return err
+			})
+		},
+	}
+}
+
+// disabledReason is why st is disabled, or "not disabled".
+func disabledReason(st herald.EndpointState) string {
+	if st.Disabled == nil {
+		return "not disabled"
+	}
+	return st.Disabled.Reason
 }
 
 // secretOnce is the secret to show: only one Herald generated for this put.
