@@ -198,7 +198,7 @@ func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) 
 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
-	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, policy.Grant{Ticket: w.Ticket, Until: w.Until})
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, policy.Grant{Ticket: w.Ticket, Until: w.Until, Disabled: w.Disabled})
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()
