@@ -27,6 +27,23 @@ import (
 // generated one (PutEndpointResult.SecretGenerated; show it to the user once). Bad input
 // is refused before anything is started; the worker refuses URLs its SSRF policy forbids.
 func (s *Client) PutEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+	if req.ID == herald.OpsEndpointID {
+		return herald.PutEndpointResult{}, fmt.Errorf("%w: endpoint id %s is reserved for the operational endpoint: register it with herald ops-endpoint put", ErrInvalid, req.ID)
+	}
+	return s.putEndpoint(ctx, req)
+}
+
+// PutOpsEndpoint registers the operational endpoint, or changes it: the endpoint that
+// receives Herald's operational events (herald.OpsEvent: endpoint.disabled,
+// endpoint.circuit_opened, endpoint.circuit_closed, delivery.dead_lettered,
+// delivery.recovered), signed like any delivery. req's ID and tenant are set to the
+// reserved herald.OpsEndpointID and herald.OpsTenant.
+func (s *Client) PutOpsEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+	req.ID, req.Tenant = herald.OpsEndpointID, herald.OpsTenant
+	return s.putEndpoint(ctx, req)
+}
+
+func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
 	var res herald.PutEndpointResult
 	// Structural checks here, so that bad input starts nothing; the worker's validator
 	// checks again with its own address policy (allowing every address here).

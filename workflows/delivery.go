@@ -78,6 +78,9 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		if err != nil {
 			return d.status, err
 		}
+		if delivered && d.status.Round > 0 {
+			d.emitOps(ctx, herald.OpsRecovered, "")
+		}
 		if delivered || d.skipped {
 			return d.status, nil
 		}
@@ -227,12 +230,17 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	d.status.ExpiresAt = now.Add(p.Retention)
 	d.setState(ctx, herald.StateDeadLetter, true)
 	endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricDeadLetters).Inc(1)
-	why := "ladder exhausted"
-	if d.status.Reason != "" {
-		why = d.status.Reason
+	reason := d.status.Reason
+	if reason == "" {
+		reason = "ladder exhausted"
+		if n := len(d.status.Attempts); n > 0 {
+			reason += "; last: " + d.status.Attempts[n-1].Result.Summary()
+		}
 	}
-	workflow.GetLogger(ctx).Info("dead letter: "+why, "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
+	workflow.GetLogger(ctx).Info("dead letter: "+reason, "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
 	d.drainReplays()
+	// After the drain: a replay that comes while the event is emitted is for this dead letter.
+	d.emitOps(ctx, herald.OpsDeadLettered, reason)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	expired := false

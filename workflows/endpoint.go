@@ -115,6 +115,8 @@ type endpointRun struct {
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged.
 	waking int
+	// emitting counts the operational events being emitted.
+	emitting int
 	// published is the admission view last written to the memo, encoded.
 	published []byte
 }

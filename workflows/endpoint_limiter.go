@@ -95,9 +95,11 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 		for _, w := range e.in.Limiter.Tick(now) {
 			e.wake(ctx, w)
 		}
+		circuit, disabled := e.in.Circuit, e.in.Disabled
 		e.showCircuit(ctx)
 		if lifecycle {
 			e.showDisabled(ctx)
+			e.emitTransitions(ctx, circuit, disabled)
 		}
 		if publish {
 			e.publishAdmission(ctx, now)
@@ -144,8 +146,9 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 				return err
 			}
 			drain(ctx)
-			// Permits handed out by the last drain go out before this run ends.
-			if err := workflow.Await(ctx, func() bool { return e.waking == 0 }); err != nil {
+			// Permits handed out by the last drain, and operational events, go out before
+			// this run ends.
+			if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
 				return err
 			}
 			return e.continueAsNewError(ctx)

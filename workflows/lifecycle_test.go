@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -92,6 +94,25 @@ func TestEndpointDisabledAfterFailingFiveDays(t *testing.T) {
 	if got := disabled.all(); !slices.Equal(got, want) {
 		t.Errorf("HeraldDisabled upserts %v, want %v", got, want)
 	}
+	// Its circuit never opened (one failure at a time): enabling it closes nothing.
+	wantOps(t, env, []string{herald.OpsEndpointDisabled})
+}
+
+// wantOps checks the types of the operational events env's workflows emitted, in order.
+func wantOps(t *testing.T, env *testsuite.TestWorkflowEnvironment, types []string) []herald.Event {
+	t.Helper()
+	evs := emittedOps(env)
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Type)
+		if ev.EndpointID != herald.OpsEndpointID {
+			t.Errorf("operational event %s goes to %s, want %s", ev.ID, ev.EndpointID, herald.OpsEndpointID)
+		}
+	}
+	if !slices.Equal(got, types) {
+		t.Errorf("operational events %v, want %v", got, types)
+	}
+	return evs
 }
 
 // TestEndpointDisabledByGoneAndByHand: a 410 disables the endpoint at once; a disable by
@@ -127,6 +148,11 @@ func TestEndpointDisabledByGoneAndByHand(t *testing.T) {
 	want := []string{"gone@1m0s", "manual@3m0s"}
 	if got := disabled.all(); !slices.Equal(got, want) {
 		t.Errorf("HeraldDisabled upserts %v, want %v", got, want)
+	}
+	// Disabled once (by the 410); disabling it again by hand is no new event.
+	evs := wantOps(t, env, []string{herald.OpsEndpointDisabled})
+	if len(evs) == 1 && !strings.Contains(string(evs[0].Data), `"cause":"gone"`) {
+		t.Errorf("endpoint.disabled data %s, want cause gone", evs[0].Data)
 	}
 }
 
@@ -184,5 +210,26 @@ func TestDeliveryAtDisabledEndpoint(t *testing.T) {
 		if st.State != herald.StateDelivered || st.Reason != "" || st.Round != 1 {
 			t.Errorf("after the replay: state %q, reason %q, round %d; want delivered in round 1, no reason", st.State, st.Reason, st.Round)
 		}
+		evs := wantOps(t, env, []string{herald.OpsDeadLettered, herald.OpsRecovered})
+		if len(evs) == 2 && (evs[0].ID == evs[1].ID || !strings.Contains(string(evs[0].Data), reason)) {
+			t.Errorf("operational events %s %s: want distinct ids, the dead letter's with its reason (%s)", evs[0].ID, evs[1].ID, evs[0].Data)
+		}
+	})
+	t.Run("an operational delivery emits no operational event", func(t *testing.T) {
+		p := defaultPolicy()
+		env, _ := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+			return failedAttempt(now, p), nil
+		})
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: herald.DeliveryID(herald.OpsTenant, testEventID)})
+		var st herald.Status
+		env.RegisterDelayedCallback(func() { st = queryStatus(t, env) }, 2*24*time.Hour)
+		env.RegisterDelayedCallback(env.CancelWorkflow, 3*24*time.Hour)
+		ev := testEvent()
+		ev.EndpointID = herald.OpsEndpointID
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: ev})
+		if st.State != herald.StateDeadLetter {
+			t.Fatalf("state %q, want a dead letter", st.State)
+		}
+		wantOps(t, env, nil)
 	})
 }

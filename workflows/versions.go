@@ -71,6 +71,11 @@ const (
 	// as skipped (no attempt made) or parks as a dead letter. No recorded history reaches it.
 	versionDisabledEndpoint = "disabled-endpoint"
 
+	// versionOpsEvents (part C, issue 12): a delivery that parks as a dead letter, or is
+	// delivered after a replay, emits an operational event (emitOps). The endpoint run's
+	// operational events ride on versionEndpointLifecycle. No recorded history reaches it.
+	versionOpsEvents = "ops-events"
+
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
 	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
 	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK
