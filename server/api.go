@@ -297,11 +297,18 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 func (s *Server) apiReset(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.endpointAction(ctx, r, p, s.opts.Starter.ResetCircuit)
+}
+
+// endpointAction runs act on the endpoint of the request's path, which p must be allowed to
+// see (the operator, or the tenant that owns it), and answers with its state.
+func (s *Server) endpointAction(ctx context.Context, r *http.Request, p principal,
+	act func(ctx context.Context, id string) (herald.EndpointState, error)) (int, any, error) {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return 0, nil, err
 	}
-	st, err := s.opts.Starter.ResetCircuit(ctx, id)
+	st, err := act(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -321,28 +328,14 @@ func (s *Server) apiDisable(ctx context.Context, w http.ResponseWriter, r *http.
 			return 0, nil, err
 		}
 	}
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
-		return 0, nil, err
-	}
-	st, err := s.opts.Starter.DisableEndpoint(ctx, id, body.Reason)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, forViewer(p, st), nil
+	return s.endpointAction(ctx, r, p, func(ctx context.Context, id string) (herald.EndpointState, error) {
+		return s.opts.Starter.DisableEndpoint(ctx, id, body.Reason)
+	})
 }
 
 // apiEnable enables a disabled endpoint again: the operator, or the tenant that owns it.
 func (s *Server) apiEnable(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
-		return 0, nil, err
-	}
-	st, err := s.opts.Starter.EnableEndpoint(ctx, id)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, forViewer(p, st), nil
+	return s.endpointAction(ctx, r, p, s.opts.Starter.EnableEndpoint)
 }
 
 // bulkReplayRequest is the body of POST /v1/endpoints/{id}/replay; times are RFC 3339.

@@ -605,42 +605,35 @@ func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 func (s *Server) resetForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
-		return err
-	}
-	if _, err := s.opts.Starter.ResetCircuit(ctx, id); err != nil {
-		return err
-	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"reset"}}), http.StatusSeeOther)
-	return nil
+	return s.endpointForm(ctx, w, r, p, "reset", s.opts.Starter.ResetCircuit)
 }
 
 func (s *Server) disableForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
-		return err
-	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if reason == "" {
 		reason = "disabled from the dashboard"
 	}
-	if _, err := s.opts.Starter.DisableEndpoint(ctx, id, reason); err != nil {
-		return err
-	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"disabled"}}), http.StatusSeeOther)
-	return nil
+	return s.endpointForm(ctx, w, r, p, "disabled", func(ctx context.Context, id string) (herald.EndpointState, error) {
+		return s.opts.Starter.DisableEndpoint(ctx, id, reason)
+	})
 }
 
 func (s *Server) enableForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	return s.endpointForm(ctx, w, r, p, "enabled", s.opts.Starter.EnableEndpoint)
+}
+
+// endpointForm runs act on the endpoint of the form's path, which p must be allowed to see,
+// and goes back to the endpoint's page, flashing done (see flash).
+func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal, done string,
+	act func(ctx context.Context, id string) (herald.EndpointState, error)) error {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
 	}
-	if _, err := s.opts.Starter.EnableEndpoint(ctx, id); err != nil {
+	if _, err := act(ctx, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"enabled"}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {done}}), http.StatusSeeOther)
 	return nil
 }
 

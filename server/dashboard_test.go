@@ -164,14 +164,7 @@ func TestCSRFRefused(t *testing.T) {
 	if m == nil {
 		t.Fatalf("endpoint page has no csrf field:\n%s", page)
 	}
-	post := func(path string, v url.Values) int {
-		resp, err := c.PostForm(shared.http.URL+path, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := poster(t, c)
 	for _, bad := range []url.Values{{}, {"csrf": {"forged"}}, {"csrf": {strings.ToUpper(m[1])}}} {
 		if code := post("/events/"+ev+"/replay", bad); code != http.StatusForbidden {
 			t.Fatalf("replay form with csrf %q: status %d, want 403", bad.Get("csrf"), code)
@@ -372,6 +365,19 @@ func TestSessionEndsWithRevokedToken(t *testing.T) {
 	}
 }
 
+// poster returns a function that posts a form with c and returns the answer's status.
+func poster(t *testing.T, c *http.Client) func(path string, v url.Values) int {
+	return func(path string, v url.Values) int {
+		t.Helper()
+		resp, err := c.PostForm(shared.http.URL+path, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
 // TestDashboardDisableEnable: the tenant disables its endpoint from the dashboard with a
 // reason; the page shows the banner and an Enable button, which enables it again.
 func TestDashboardDisableEnable(t *testing.T) {
@@ -385,14 +391,7 @@ func TestDashboardDisableEnable(t *testing.T) {
 	if m == nil || !strings.Contains(page, `id="disable"`) {
 		t.Fatalf("endpoint page has no disable button:\n%s", page)
 	}
-	post := func(path string, v url.Values) int {
-		resp, err := c.PostForm(shared.http.URL+path, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := poster(t, c)
 	if code := post("/endpoints/"+ep+"/disable", url.Values{"reason": {"moving datacenters"}}); code != http.StatusForbidden {
 		t.Fatalf("disable without csrf: status %d, want 403", code)
 	}

@@ -98,27 +98,12 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
 				return err
 			}
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				res, err := s.PutEndpoint(ctx, req)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), map[string]any{
-						"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
-						"version": res.Endpoint.Version, "secret": secretOnce(res),
-					})
-				}
-				w := cmd.OutOrStdout()
+			return runPut(g, cmd, req, (*starter.Client).PutEndpoint, func(res herald.PutEndpointResult) string {
 				verb := "Updated"
 				if res.Created {
 					verb = "Registered"
 				}
-				fmt.Fprintf(w, "%s endpoint %s → %s (version %d)\n", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
-				if s := secretOnce(res); s != "" {
-					fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
-				}
-				return nil
+				return fmt.Sprintf("%s endpoint %s → %s (version %d)", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
 			})
 		},
 	}
@@ -214,6 +199,31 @@ func disabledReason(st herald.EndpointState) string {
 	return st.Disabled.Reason
 }
 
+// runPut sends req with put and prints the result: headline, and the secret once if Herald
+// generated it (or, with -o json, the endpoint's id, URL, version and that secret).
+func runPut(g *globals, cmd *cobra.Command, req herald.PutEndpointRequest,
+	put func(*starter.Client, context.Context, herald.PutEndpointRequest) (herald.PutEndpointResult, error),
+	headline func(herald.PutEndpointResult) string) error {
+	return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+		res, err := put(s, ctx, req)
+		if err != nil {
+			return err
+		}
+		if g.output == "json" {
+			return printJSON(cmd.OutOrStdout(), map[string]any{
+				"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
+				"version": res.Endpoint.Version, "secret": secretOnce(res),
+			})
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintln(w, headline(res))
+		if s := secretOnce(res); s != "" {
+			fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
+		}
+		return nil
+	})
+}
+
 // secretOnce is the secret to show: only one Herald generated for this put.
 func secretOnce(res herald.PutEndpointResult) string {
 	if res.SecretGenerated {
@@ -247,7 +257,11 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 			}, "No endpoints yet. Register one: herald endpoint put ID --url URL", func(w io.Writer, list []herald.EndpointState) error {
 				tw := newTable(w, "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
 				for _, e := range list {
-					tw.row(e.ID, e.Circuit.State, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
+					circuit := string(e.Circuit.State)
+					if e.Disabled != nil {
+						circuit = "disabled (" + string(e.Disabled.Cause) + ")"
+					}
+					tw.row(e.ID, circuit, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
 				}
 				return tw.flush()
 			})

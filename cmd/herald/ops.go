@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -58,23 +57,8 @@ func newOpsEndpointPutCmd(g *globals) *cobra.Command {
 			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
 				return err
 			}
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				res, err := s.PutOpsEndpoint(ctx, req)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), map[string]any{
-						"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
-						"version": res.Endpoint.Version, "secret": secretOnce(res),
-					})
-				}
-				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "Operational events go to %s (endpoint %s, version %d)\n", res.Endpoint.URL, res.Endpoint.ID, res.Endpoint.Version)
-				if s := secretOnce(res); s != "" {
-					fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
-				}
-				return nil
+			return runPut(g, cmd, req, (*starter.Client).PutOpsEndpoint, func(res herald.PutEndpointResult) string {
+				return fmt.Sprintf("Operational events go to %s (endpoint %s, version %d)", res.Endpoint.URL, res.Endpoint.ID, res.Endpoint.Version)
 			})
 		},
 	}
