@@ -329,7 +329,7 @@ func waitSummary(h *herald.Hold) string {
 // under: the last recorded attempt's policy, else Herald's built-in defaults. It must
 // answer as it did when those runs were recorded: its ladder decides between a retry timer
 // and a dead letter, so any other answer (the worker's flags, the endpoint's overrides)
-// would break their replay. It goes with that change.
+// would break their replay. It stays while either of its uses does.
 func lastPolicy(recs []herald.AttemptRecord) herald.Settings {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {
