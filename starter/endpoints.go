@@ -209,7 +209,8 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 }
 
 // ListEndpoints returns every registered endpoint's state, sorted by id. A non-empty
-// circuit ("closed", "open" or "half_open") keeps only endpoints in that state.
+// circuit ("closed", "open" or "half_open") keeps only endpoints in that state; "disabled"
+// keeps the disabled endpoints.
 func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.EndpointState, error) {
 	// HeraldCircuit is set once an endpoint is registered.
 	q := herald.Workflows(herald.EndpointWorkflow).Running().Has(herald.AttrCircuit)
@@ -217,8 +218,10 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.En
 	case "":
 	case policy.CircuitClosed, policy.CircuitOpen, policy.CircuitHalfOpen:
 		q = q.Is(herald.AttrCircuit, circuit)
+	case "disabled":
+		q = q.Has(herald.AttrDisabled)
 	default:
-		return nil, fmt.Errorf("%w: circuit state %q: use closed, open or half_open", ErrInvalid, circuit)
+		return nil, fmt.Errorf("%w: state %q: use closed, open, half_open or disabled", ErrInvalid, circuit)
 	}
 	var listed []herald.EndpointState
 	for ex, err := range herald.Executions(ctx, s.c, q.String(), 500) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,11 @@ func TestEndpointGoneDisables(t *testing.T) {
 		}
 		return false
 	})
+	list, err := shared.starter.ListEndpoints(ctx, "disabled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(list, func(st herald.EndpointState) bool { return st.ID == "gone" && st.Disabled != nil }) {
+		t.Errorf("endpoint list --state disabled lacks the endpoint that answered 410")
+	}
 }

@@ -249,7 +249,7 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
 		Use:   "list [--state open]",
-		Short: "List registered endpoints, with their circuit state",
+		Short: "List registered endpoints, with their circuit state (or disabled)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return showList(g, cmd, func(ctx context.Context, s *starter.Client) ([]herald.EndpointState, error) {
@@ -267,7 +267,7 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&state, "state", "", "only endpoints whose circuit is closed, open or half_open")
+	cmd.Flags().StringVar(&state, "state", "", "only endpoints whose circuit is closed, open or half_open, or those disabled")
 	return cmd
 }
 
