@@ -64,16 +64,20 @@ const (
 
 	// versionEndpointLifecycle (part C, issue 12): the endpoint run decides its lifecycle —
 	// disable and enable by hand, disabled on a 410 or a long failing spell — and shows it
-	// in the HeraldDisabled search attribute. No recorded history reaches it.
+	// in the HeraldDisabled search attribute. Marked in endpoint_disabled_enabled.json; no
+	// recorded history takes the old branch (the endpoint_* ones before it replay without it).
 	versionEndpointLifecycle = "endpoint-lifecycle"
 
 	// versionDisabledEndpoint (part C, issue 12): a delivery whose endpoint is disabled ends
-	// as skipped (no attempt made) or parks as a dead letter. No recorded history reaches it.
+	// as skipped (no attempt made) or parks as a dead letter. Marked in
+	// delivery_skipped_disabled.json and delivery_dead_letter_disabled_replayed.json.
 	versionDisabledEndpoint = "disabled-endpoint"
 
 	// versionOpsEvents (part C, issue 12): a delivery that parks as a dead letter, or is
 	// delivered after a replay, emits an operational event (emitOps). The endpoint run's
-	// operational events ride on versionEndpointLifecycle. No recorded history reaches it.
+	// operational events ride on versionEndpointLifecycle. Marked in
+	// delivery_dead_letter_disabled_replayed.json; delivery_dead_letter_replayed*.json take the
+	// old branch.
 	versionOpsEvents = "ops-events"
 
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
