@@ -64,8 +64,8 @@ const (
 
 	// versionEndpointLifecycle (part C, issue 12): the endpoint run decides its lifecycle —
 	// disable and enable by hand, disabled on a 410 or a long failing spell — and shows it
-	// in the HeraldDisabled search attribute. Marked in endpoint_disabled_enabled.json; no
-	// recorded history takes the old branch (the endpoint_* ones before it replay without it).
+	// in the HeraldDisabled search attribute. Replayed by endpoint_put_and_leases*.json and
+	// endpoint_breaker_probe*.json. Marked in endpoint_disabled_enabled.json.
 	versionEndpointLifecycle = "endpoint-lifecycle"
 
 	// versionDisabledEndpoint (part C, issue 12): a delivery whose endpoint is disabled ends
