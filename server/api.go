@@ -255,6 +255,18 @@ type putEndpointResponse struct {
 }
 
 func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.putEndpoint(ctx, w, r, p, r.PathValue("id"), s.opts.Starter.PutEndpoint)
+}
+
+// apiPutOpsEndpoint registers or changes the operational endpoint (herald.OpsEndpointID),
+// which receives Herald's operational events.
+func (s *Server) apiPutOpsEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.putEndpoint(ctx, w, r, p, herald.OpsEndpointID, s.opts.Starter.PutOpsEndpoint)
+}
+
+// putEndpoint reads a put's body for endpoint id and sends it with put (operator tokens only).
+func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal, id string,
+	put func(context.Context, herald.PutEndpointRequest) (herald.PutEndpointResult, error)) (int, any, error) {
 	if !p.operator() {
 		return 0, nil, fmt.Errorf("%w: registering or changing endpoints needs an operator token; ask your Herald operator", errForbidden)
 	}
@@ -262,7 +274,10 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 	if err := decode(w, r, maxBody, &body); err != nil {
 		return 0, nil, err
 	}
-	req := herald.PutEndpointRequest{ID: r.PathValue("id"), URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
+	if id == herald.OpsEndpointID && body.Tenant != "" && body.Tenant != herald.OpsTenant {
+		return 0, nil, fmt.Errorf("%w: tenant: the operational endpoint belongs to tenant %s; leave tenant out", starter.ErrInvalid, herald.OpsTenant)
+	}
+	req := herald.PutEndpointRequest{ID: id, URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
 	if body.Secret != "" {
 		sec, err := signature.ParseSecret(body.Secret)
 		if err != nil {
@@ -278,7 +293,7 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 	if req.Headers, err = body.HeaderChange(); err != nil {
 		return 0, nil, fmt.Errorf("%w: headers: %v", starter.ErrInvalid, err)
 	}
-	res, err := s.opts.Starter.PutEndpoint(ctx, req)
+	res, err := put(ctx, req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -492,3 +492,26 @@ func TestEventIDsScopedToTenant(t *testing.T) {
 		t.Fatalf("receivers got %d and %d requests, want 1 each", acmeRcv.count(id), globexRcv.count(id))
 	}
 }
+
+// TestOpsEndpointPut: the operator registers the operational endpoint at its own route (a
+// tenant may not, and nobody may through the endpoints' route or for another tenant).
+func TestOpsEndpointPut(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	code, out := call(t, "PUT", "/v1/ops-endpoint", shared.acme, map[string]any{"url": rcv.URL})
+	want(t, "tenant puts the operational endpoint", code, http.StatusForbidden, out)
+	code, out = call(t, "PUT", "/v1/ops-endpoint", shared.operator, map[string]any{"url": rcv.URL, "tenant": "acme"})
+	want(t, "operational endpoint for a tenant", code, http.StatusBadRequest, out)
+	code, out = call(t, "PUT", "/v1/endpoints/"+herald.OpsEndpointID, shared.operator, map[string]any{"url": rcv.URL})
+	want(t, "operational endpoint through the endpoints' route", code, http.StatusBadRequest, out)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, "ops-endpoint") {
+		t.Errorf("error %q does not say where to register it", msg)
+	}
+	code, out = call(t, "PUT", "/v1/ops-endpoint", shared.operator, map[string]any{"url": rcv.URL})
+	t.Cleanup(func() { call(t, "POST", "/v1/endpoints/"+herald.OpsEndpointID+"/disable", shared.operator, nil) })
+	if code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("operator puts the operational endpoint: status %d, %v", code, out)
+	}
+	if out["id"] != herald.OpsEndpointID || out["tenant"] != herald.OpsTenant {
+		t.Errorf("operational endpoint registered as %v of tenant %v, want %s of %s", out["id"], out["tenant"], herald.OpsEndpointID, herald.OpsTenant)
+	}
+}

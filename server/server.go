@@ -135,6 +135,7 @@ func (s *Server) routes() []route {
 		{"PUT", "/v1/endpoints/{id}", true, s.api(s.apiPutEndpoint)},
 		{"POST", "/v1/endpoints/{id}/reset", true, s.api(s.apiReset)},
 		{"POST", "/v1/endpoints/{id}/disable", true, s.api(s.apiDisable)},
+		{"PUT", "/v1/ops-endpoint", true, s.api(s.apiPutOpsEndpoint)},
 		{"POST", "/v1/endpoints/{id}/enable", true, s.api(s.apiEnable)},
 		{"POST", "/v1/endpoints/{id}/replay", true, s.api(s.apiBulkReplay)},
 		{"GET", "/v1/dead-letters", true, s.api(s.apiDeadLetters)},
