@@ -158,8 +158,8 @@ type eventTypeList struct {
 
 func newEventTypeListCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "list",
-		Short:   "List the event types, and whether strict types are on",
+		Use:   "list",
+		Short: "List the event types, and whether strict types are on",
 		Example: `  herald event-type list
   herald event-type list -o json`,
 		Args: cobra.NoArgs,
