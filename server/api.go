@@ -56,7 +56,11 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: event data may be at most 256 KiB compacted; send a reference to large content instead", tooLarge.Limit))
+		what := "event data may be at most 256 KiB compacted; send a reference to large content instead"
+		if strings.HasPrefix(r.URL.Path, "/v1/event-types") {
+			what = "an event type's schema may be at most 64 KiB compacted"
+		}
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: %s", tooLarge.Limit, what))
 		return
 	}
 	code := errStatus(err)
