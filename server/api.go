@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
@@ -71,7 +72,12 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusInternalServerError:
 		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	writeError(w, code, cleanMessage(msg))
+	out := apiError{Error: cleanMessage(msg)}
+	var schemaErr *policy.SchemaError
+	if code == http.StatusBadRequest && errors.As(err, &schemaErr) {
+		out.Violations = schemaErr.Violations
+	}
+	writeJSON(w, code, out)
 }
 
 // cleanMessage drops the sentinel prefixes ("invalid input: ", "not found: ") that wrap starter errors.
@@ -94,6 +100,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // apiError is the body of every error answer.
 type apiError struct {
 	Error string `json:"error"`
+	// Violations lists how event data fails its type's JSON Schema, when that is the error.
+	Violations []policy.Violation `json:"violations,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -88,6 +88,13 @@ func TestEventTypesAPI(t *testing.T) {
 	if msg, _ := out["error"].(string); !strings.Contains(msg, "at /order") || !strings.Contains(msg, "rule /properties/order/minimum") {
 		t.Fatalf("send invalid: error %q should name the path and the rule", msg)
 	}
+	vs, _ := out["violations"].([]any)
+	if len(vs) != 1 {
+		t.Fatalf("send invalid: violations %v, want one", out["violations"])
+	}
+	if v := vs[0].(map[string]any); v["path"] != "/order" || v["rule"] != "/properties/order/minimum" || v["message"] == "" {
+		t.Fatalf("send invalid: violation %v", v)
+	}
 	code, out = call(t, "GET", "/v1/events/"+evt, shared.acme, nil)
 	want(t, "refused event", code, http.StatusNotFound, out)
 	code, out = call(t, "POST", "/v1/events", shared.acme, map[string]any{"endpoint_id": ep, "id": evt, "type": paid, "data": map[string]any{"order": 7}})

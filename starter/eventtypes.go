@@ -141,7 +141,7 @@ func (s *Client) checkType(ctx context.Context, ev Event) error {
 	}
 	if _, ok := cat.Find(ev.Type); !ok {
 		if cat.StrictTypes {
-			return fmt.Errorf("%w: event type %q is not registered, and this installation accepts only registered types (strict types): register it with herald event-type put %s --description TEXT (or PUT /v1/event-types/%s), or turn strict types off (herald event-type strict off)",
+			return fmt.Errorf("%w: event type %q is not registered, and this installation accepts only registered types (strict types): register it first (herald event-type put %s, or PUT /v1/event-types/%s), or turn strict types off (herald event-type strict off, or PUT /v1/settings {\"strict_types\": false})",
 				ErrInvalid, ev.Type, ev.Type, ev.Type)
 		}
 		return nil
@@ -153,7 +153,7 @@ func (s *Client) checkType(ctx context.Context, ev Event) error {
 		return nil
 	}
 	if err := sch.s.Check(ev.Data); err != nil {
-		return fmt.Errorf("%w: event %s: data does not match the schema of event type %s: %w (herald event-type get %s shows the schema)", ErrInvalid, ev.ID, ev.Type, err, ev.Type)
+		return fmt.Errorf("%w: event %s: data does not match the schema of event type %s: %w (herald event-type get %s, or GET /v1/event-types/%s, shows the schema)", ErrInvalid, ev.ID, ev.Type, err, ev.Type, ev.Type)
 	}
 	return nil
 }
