@@ -68,6 +68,10 @@ The whole catalog (names, descriptions, schemas) holds at most 1 MiB.`,
 				}
 				req.Schema = b
 			}
+			// Checked before dialing, so that bad input fails fast; PutEventType checks again.
+			if err := req.Validate(); err != nil {
+				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
+			}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EventType, error) {
 				return s.PutEventType(ctx, req)
 			}, func(w io.Writer, t herald.EventType) error {
