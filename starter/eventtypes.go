@@ -23,12 +23,18 @@ const DefaultEventTypeCacheTTL = 5 * time.Second
 
 // typeCache is what Send knows of the catalog: the catalog as read, and each schema
 // compiled once (keyed by its text, so a changed schema compiles again and an unchanged
-// one is reused across reads).
+// one is reused across reads). One read at a time goes to Temporal; other senders wait
+// for it, each as long as its own context allows.
 type typeCache struct {
 	mu       sync.Mutex
-	read     time.Time
+	read     time.Time // zero: read again before use
 	catalog  herald.EventTypeCatalog
 	compiled map[string]compiledSchema
+	// reading is closed when the read in flight ends; nil when none is.
+	reading chan struct{}
+	// changes counts this client's changes to the catalog: a read that began before one
+	// is not kept as fresh.
+	changes int
 }
 
 // compiledSchema is a schema compiled, or why it did not compile.
@@ -86,6 +92,7 @@ func (s *Client) updateCatalog(ctx context.Context, name string, arg, result any
 	}
 	s.types.mu.Lock()
 	s.types.read = time.Time{}
+	s.types.changes++
 	s.types.mu.Unlock()
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
@@ -163,14 +170,32 @@ func (s *Client) checkType(ctx context.Context, ev Event) error {
 func (s *Client) typeOf(ctx context.Context, name string) (herald.EventTypeCatalog, compiledSchema, error) {
 	c := &s.types
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := s.opts.Now()
-	if c.read.IsZero() || now.Sub(c.read) >= s.opts.EventTypeCacheTTL {
+	for c.read.IsZero() || s.opts.Now().Sub(c.read) >= s.opts.EventTypeCacheTTL {
+		if wait := c.reading; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return herald.EventTypeCatalog{}, compiledSchema{}, fmt.Errorf("read the catalog of event types: %w", ctx.Err())
+			}
+			c.mu.Lock()
+			continue
+		}
+		done, changes := make(chan struct{}), c.changes
+		c.reading = done
+		c.mu.Unlock()
 		cat, err := s.EventTypes(ctx)
+		c.mu.Lock()
+		c.reading = nil
+		close(done)
 		if err != nil {
+			c.mu.Unlock()
 			return cat, compiledSchema{}, err
 		}
-		c.catalog, c.read = cat, now
+		c.catalog = cat
+		if c.changes == changes {
+			c.read = s.opts.Now()
+		}
 		// Keep the schemas compiled before that are still in use.
 		kept := make(map[string]compiledSchema, len(cat.Types))
 		for _, t := range cat.Types {
@@ -179,7 +204,9 @@ func (s *Client) typeOf(ctx context.Context, name string) (herald.EventTypeCatal
 			}
 		}
 		c.compiled = kept
+		break
 	}
+	defer c.mu.Unlock()
 	t, ok := c.catalog.Find(name)
 	if !ok || t.Schema == nil {
 		return c.catalog, compiledSchema{}, nil
