@@ -174,19 +174,8 @@ type EventTypeSettingsChange struct {
 	StrictTypes *bool `json:"strict_types,omitempty"`
 }
 
-// ValidateEventTypeName checks an event type's name: one line of 1 to 255 letters, digits,
-// '.', '_' and '-', e.g. order.paid.
+// ValidateEventTypeName checks an event type's name: 1 to 255 letters, digits, '-', '_'
+// and '.', e.g. order.paid (one line, and no '*': subscriptions use it as a wildcard).
 func ValidateEventTypeName(name string) error {
-	if name == "" {
-		return fmt.Errorf("event type name is empty: give one like order.paid")
-	}
-	if len(name) > MaxEventTypeName {
-		return fmt.Errorf("event type name %.40q... is %d bytes long: use at most %d", name, len(name), MaxEventTypeName)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return fmt.Errorf("event type name %q contains %q: use only letters, digits, '.', '_' and '-' (e.g. order.paid)", name, r)
-		}
-	}
-	return nil
+	return validateNameUpTo("event type name", "order.paid", name, MaxEventTypeName)
 }

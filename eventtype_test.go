@@ -20,9 +20,9 @@ func TestValidateEventTypeName(t *testing.T) {
 		"order\npaid":                     `contains '\n'`,
 		"order/paid":                      `contains '/'`,
 		"ordér":                           `contains 'é'`,
-		strings.Repeat("x", 256):          "256 bytes long: use at most 255",
-		"order:paid":                      "letters, digits, '.', '_' and '-'",
-		strings.Repeat("é", 128) + "long": "bytes long",
+		strings.Repeat("x", 256):          "256 characters long: use at most 255",
+		"order:paid":                      "use only letters, digits, '-', '_' and '.'",
+		strings.Repeat("é", 128) + "long": "characters long",
 	} {
 		err := ValidateEventTypeName(name)
 		if err == nil || !strings.Contains(err.Error(), want) {
