@@ -210,7 +210,7 @@ func newEventTypeStrictCmd(g *globals) *cobra.Command {
 		Long: `With strict types on, herald send, the API and starter.Send refuse an event whose type
 is not in the catalog, saying how to register it. Off (the default), any type is
 accepted and only registered types with a schema are checked. Producers already running
-apply the change within 5 seconds.`,
+apply the change within 5 seconds. (herald settings --strict-types does the same.)`,
 		Example: `  herald event-type strict on
   herald event-type strict off`,
 		Args: exactArgs(1, "say on or off, e.g. herald event-type strict on"),
@@ -235,4 +235,35 @@ apply the change within 5 seconds.`,
 			})
 		},
 	}
+}
+
+func newSettingsCmd(g *globals) *cobra.Command {
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "settings [--strict-types=true|false]",
+		Short: "Show the installation's settings, or change them",
+		Long: `Show the installation's settings, or change those given. --strict-types refuses events
+whose type is not in the catalog of event types (the same as herald event-type strict on);
+--strict-types=false accepts any type again. Producers already running apply a change
+within 5 seconds.`,
+		Example: `  herald settings
+  herald settings --strict-types
+  herald settings --strict-types=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			change := cmd.Flags().Changed("strict-types")
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EventTypeSettings, error) {
+				if change {
+					return s.SetStrictTypes(ctx, strict)
+				}
+				cat, err := s.EventTypes(ctx)
+				return cat.EventTypeSettings, err
+			}, func(w io.Writer, st herald.EventTypeSettings) error {
+				_, err := fmt.Fprintf(w, "Strict types  %s\n", onOff(st.StrictTypes))
+				return err
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&strict, "strict-types", false, "refuse events whose type is not registered (false: accept any type)")
+	return cmd
 }
