@@ -275,9 +275,9 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 
 // waiter grants w a permit of its own now, or queues it.
 func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
-	if i := g.single(w); i >= 0 && !g.Grants[i].Window.IsZero() && !now.Before(g.Grants[i].Window.Add(RateWindow)) {
-		// Granted for a rate window that is over, unused: that window's count stays spent,
-		// and the waiter asks as if anew.
+	if i := g.single(w); i >= 0 && !g.Grants[i].Window.IsZero() && !now.Before(g.Grants[i].Window) && !InWindow(g.Grants[i].Window, now) {
+		// Granted for a rate window it can no longer start in, unused: that window's count
+		// stays spent, and the waiter asks as if anew.
 		g.drop(now, i)
 	}
 	if i := g.single(w); i >= 0 {

@@ -14,10 +14,15 @@ const (
 	// RateWindow is the length of a rate window: a limit of N allows N requests to start
 	// per aligned window (a second of the Unix clock: 12:00:00.000 to 12:00:00.999…).
 	RateWindow = time.Second
+	// RateSendMargin: a request starts in the first RateWindow-RateSendMargin of its window,
+	// never in the last RateSendMargin, so that it still arrives within the same second at
+	// a receiver whose clock agrees with the sender's, if it takes less than the margin to
+	// get there.
+	RateSendMargin = 100 * time.Millisecond
 	// RateLateGrant: no grant is made in the last RateLateGrant of a window, where it would
 	// likely reach its delivery too late to be used; the waiter is granted at the start of
 	// the next window instead.
-	RateLateGrant = 250 * time.Millisecond
+	RateLateGrant = 400 * time.Millisecond
 )
 
 // ValidateRateLimit checks a rate limit in requests per second: 0 (none) or 1..MaxRateLimit.
@@ -31,11 +36,11 @@ func ValidateRateLimit(n int) error {
 // WindowOf returns the start of the aligned rate window holding t.
 func WindowOf(t time.Time) time.Time { return t.Truncate(RateWindow) }
 
-// InWindow reports whether t falls in the rate window that starts at window. A gate sends
-// a request under a grant for window only when the request's own timestamp (the one it
-// signs) is in it.
+// InWindow reports whether a request may start at t under a grant for the rate window that
+// starts at window: t is in the window, before its last RateSendMargin. A gate sends a
+// request under a grant only when the request's own timestamp (the one it signs) is.
 func InWindow(window, t time.Time) bool {
-	return !t.Before(window) && t.Before(window.Add(RateWindow))
+	return !t.Before(window) && t.Before(window.Add(RateWindow-RateSendMargin))
 }
 
 // RateCount counts the requests granted in the current rate window. It is a value that
