@@ -143,10 +143,15 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	if permit != nil {
 		ep, snap := e.ep, e.h.Snapshot
 		e.mu.Unlock()
-		if w := permit.Window; !w.IsZero() && !policy.InWindow(w, time.Now()) {
-			// A rate-limited permit is good for its one second only: ask again (the
-			// endpoint workflow grants the waiter anew once that second is over).
-			return nil, g.wait(ctx, e, waiter, snap, windowReason(w, time.Now())), nil
+		if w := permit.Window; !w.IsZero() {
+			if err := untilWindow(ctx, w); err != nil {
+				return nil, nil, err
+			}
+			if !policy.InWindow(w, time.Now()) {
+				// A rate-limited permit is good for its one second only: ask again (the
+				// endpoint workflow grants the waiter anew once that second is over).
+				return nil, g.wait(ctx, e, waiter, snap, windowReason(w, time.Now())), nil
+			}
 		}
 		if time.Until(permit.Until) > g.timeout(ep) {
 			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, Window: permit.Window, entry: e}, nil, nil
@@ -199,9 +204,9 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 }
 
 // Late checks an admitted attempt about to start its request at start: one for a
-// rate-limited endpoint may start only within its grant's second. Past it (or before it,
-// on a clock behind the endpoint workflow's), Late gives the room back and returns the
-// hold the delivery waits on, asking for a grant again; otherwise it returns nil.
+// rate-limited endpoint may start only within its grant's second (policy.InWindow). Past
+// it, Late gives the room back and returns the hold the delivery waits on, asking for a
+// grant again; otherwise it returns nil.
 func (g *Gate) Late(ctx context.Context, a *Admission, start time.Time) *herald.Hold {
 	if a.Window.IsZero() || policy.InWindow(a.Window, start) {
 		return nil
@@ -212,6 +217,25 @@ func (g *Gate) Late(ctx context.Context, a *Admission, start time.Time) *herald.
 	a.entry.mu.Unlock()
 	// The grant stays with the endpoint workflow, which takes it back when asked again.
 	return g.wait(ctx, a.entry, a.Waiter, snap, windowReason(a.Window, start))
+}
+
+// untilWindow waits for the rate window a permit is for to begin, when it begins within a
+// window's length: a permit granted in the second half of a second is for the next one
+// (policy.RateAhead), so an attempt waits here at most half a second. A permit for a later
+// window (this worker's clock is behind the endpoint workflow's) is not waited for.
+func untilWindow(ctx context.Context, window time.Time) error {
+	early := time.Until(window)
+	if early <= 0 || early > policy.RateWindow {
+		return nil
+	}
+	t := time.NewTimer(early)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // windowReason says why a rate-limited permit for window cannot be used at now.

@@ -419,7 +419,7 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 		take(l.Expires)
 	}
 	if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.Rate.Open(now, g.Config.RateLimit) {
-		take(g.Rate.NextOpen(now)) // waiters held back by the rate limit: the next window
+		take(NextOpen(now)) // waiters held back by the rate limit: the next window's grants
 	}
 	if len(g.Ledger.Waiting) > 0 {
 		if g.Breaker.SlotBusy {

@@ -19,10 +19,12 @@ const (
 	// a receiver whose clock agrees with the sender's, if it takes less than the margin to
 	// get there.
 	RateSendMargin = 100 * time.Millisecond
-	// RateLateGrant: no grant is made in the last RateLateGrant of a window, where it would
-	// likely reach its delivery too late to be used; the waiter is granted at the start of
-	// the next window instead.
-	RateLateGrant = 400 * time.Millisecond
+	// RateAhead: from this far into a window on, grants are for the next window, whose
+	// requests wait in their worker (at most RateWindow-RateAhead) for it to begin. A grant
+	// made later in a window would often reach its delivery after the window's send
+	// margin; and the endpoint workflow's timers, which may fire late, never leave the
+	// queue stuck in the part of a window where nothing may be granted.
+	RateAhead = 500 * time.Millisecond
 )
 
 // ValidateRateLimit checks a rate limit in requests per second: 0 (none) or 1..MaxRateLimit.
@@ -43,31 +45,35 @@ func InWindow(window, t time.Time) bool {
 	return !t.Before(window) && t.Before(window.Add(RateWindow-RateSendMargin))
 }
 
-// RateCount counts the requests granted in the current rate window. It is a value that
-// round-trips through encoding/json (continue-as-new); change it only through its methods.
+// RateCount counts the requests granted for the rate window grants are for now (Target).
+// It is a value that round-trips through encoding/json (continue-as-new); change it only
+// through its methods.
 type RateCount struct {
 	// Window is the start of the window counted; Granted how many requests it was given.
 	Window  time.Time `json:"window,omitzero"`
 	Granted int       `json:"granted,omitempty"`
 }
 
-// Open reports whether a request may be granted at now under limit requests per second
-// (0: no limit): the window has room, and is not in its last RateLateGrant.
-func (r RateCount) Open(now time.Time, limit int) bool {
-	if limit <= 0 {
-		return true
-	}
+// Target is the window a grant made at now is for: the current one until RateAhead into
+// it, the next one after. It never goes back as now goes on.
+func Target(now time.Time) time.Time {
 	w := WindowOf(now)
-	if now.Sub(w) >= RateWindow-RateLateGrant {
-		return false
+	if now.Sub(w) >= RateAhead {
+		w = w.Add(RateWindow)
 	}
-	return !w.Equal(r.Window) || r.Granted < limit
+	return w
+}
+
+// Open reports whether a request may be granted at now under limit requests per second
+// (0: no limit): the target window (Target) has room.
+func (r RateCount) Open(now time.Time, limit int) bool {
+	return limit <= 0 || !Target(now).Equal(r.Window) || r.Granted < limit
 }
 
 // Take counts one request granted at now and returns the window it is for. Call it only
 // when Open says so.
 func (r *RateCount) Take(now time.Time) time.Time {
-	w := WindowOf(now)
+	w := Target(now)
 	if !w.Equal(r.Window) {
 		r.Window, r.Granted = w, 0
 	}
@@ -76,5 +82,5 @@ func (r *RateCount) Take(now time.Time) time.Time {
 }
 
 // NextOpen returns when a request may next be granted, for a limiter that may not grant one
-// at now: the start of the next window.
-func (r RateCount) NextOpen(now time.Time) time.Time { return WindowOf(now).Add(RateWindow) }
+// at now: when the target moves on to the next window.
+func NextOpen(now time.Time) time.Time { return Target(now).Add(RateAhead) }

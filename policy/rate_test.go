@@ -59,27 +59,44 @@ func TestWindowOfAndInWindow(t *testing.T) {
 	}
 }
 
+func TestTarget(t *testing.T) {
+	for _, c := range []struct {
+		at, want time.Duration // from limiterEpoch
+	}{
+		{0, 0}, {ms(499), 0}, {ms(500), time.Second}, {ms(999), time.Second}, {time.Second, time.Second},
+		{time.Second + ms(500), 2 * time.Second},
+	} {
+		if got := Target(limiterEpoch.Add(c.at)); !got.Equal(limiterEpoch.Add(c.want)) {
+			t.Errorf("Target(epoch+%s) = epoch+%s, want epoch+%s", c.at, got.Sub(limiterEpoch), c.want)
+		}
+		if got := NextOpen(limiterEpoch.Add(c.at)); !got.Equal(limiterEpoch.Add(c.want + RateAhead)) {
+			t.Errorf("NextOpen(epoch+%s) = epoch+%s, want epoch+%s", c.at, got.Sub(limiterEpoch), c.want+RateAhead)
+		}
+	}
+}
+
 func TestRateCount(t *testing.T) {
 	type step struct {
-		at   time.Duration // from limiterEpoch
-		take bool          // take one if open
-		open bool          // want Open before taking
+		at     time.Duration // from limiterEpoch
+		open   bool          // want Open (then take one)
+		window time.Duration // the window taken, from limiterEpoch
 	}
 	for _, c := range []struct {
 		name  string
 		limit int
 		steps []step
 	}{
-		{"no limit is always open", 0, []step{{0, true, true}, {ms(900), true, true}, {ms(999), true, true}}},
-		{"two per second, then the next window", 2, []step{
-			{0, true, true}, {ms(100), true, true}, {ms(200), false, false},
-			{time.Second, true, true}, {time.Second + ms(1), true, true}, {time.Second + ms(2), false, false},
+		{"no limit is always open", 0, []step{{0, true, 0}, {ms(400), true, 0}, {ms(900), true, time.Second}}},
+		{"two per second, then the next window from its middle", 2, []step{
+			{0, true, 0}, {ms(100), true, 0}, {ms(200), false, 0},
+			{ms(500), true, time.Second}, {ms(900), true, time.Second}, {time.Second, false, 0}, {time.Second + ms(499), false, 0},
+			{time.Second + ms(500), true, 2 * time.Second},
 		}},
-		{"no grant in the last 400 ms of a window", 5, []step{
-			{ms(599), true, true}, {ms(600), false, false}, {ms(999), false, false}, {time.Second, true, true},
+		{"a late timer grants for the window it fires in", 5, []step{
+			{ms(700), true, time.Second}, {3*time.Second + ms(200), true, 3 * time.Second},
 		}},
 		{"an idle window starts from zero", 1, []step{
-			{0, true, true}, {ms(10), false, false}, {5*time.Second + ms(10), true, true}, {5*time.Second + ms(20), false, false},
+			{0, true, 0}, {ms(10), false, 0}, {5*time.Second + ms(10), true, 5 * time.Second}, {5*time.Second + ms(20), false, 0},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,14 +106,9 @@ func TestRateCount(t *testing.T) {
 				if got := r.Open(now, c.limit); got != s.open {
 					t.Fatalf("step %d at +%s: Open = %v, want %v (count %+v)", i, s.at, got, s.open, r)
 				}
-				if !s.open {
-					if next := r.NextOpen(now); !next.Equal(WindowOf(now).Add(time.Second)) {
-						t.Fatalf("step %d: NextOpen = %s, want the next window", i, next)
-					}
-				}
-				if s.take && s.open {
-					if w := r.Take(now); !w.Equal(WindowOf(now)) {
-						t.Fatalf("step %d: Take = %s, want %s", i, w, WindowOf(now))
+				if s.open {
+					if w := r.Take(now); !w.Equal(limiterEpoch.Add(s.window)) {
+						t.Fatalf("step %d: Take = epoch+%s, want epoch+%s", i, w.Sub(limiterEpoch), s.window)
 					}
 				}
 			}
@@ -137,13 +149,13 @@ func TestLimiterRateLimit(t *testing.T) {
 	if !slices.Equal(g.Ledger.Waiting, []string{"w2", "w3", "w4"}) {
 		t.Fatalf("queue %v, want w2 w3 w4", g.Ledger.Waiting)
 	}
-	if next := g.NextDeadline(now); !next.Equal(limiterEpoch.Add(time.Second)) {
-		t.Errorf("NextDeadline = %s, want the next window %s", next, limiterEpoch.Add(time.Second))
+	if next := g.NextDeadline(now); !next.Equal(limiterEpoch.Add(RateAhead)) {
+		t.Errorf("NextDeadline = %s, want the middle of the window %s", next, limiterEpoch.Add(RateAhead))
 	}
 	if s := g.Snapshot(now); s.RateLimit != 2 || s.Reason == "" {
 		t.Errorf("snapshot %+v: want the rate limit and a reason", s)
 	}
-	if wakes := g.Tick(now.Add(ms(500))); len(wakes) != 0 {
+	if wakes := g.Tick(now.Add(ms(300))); len(wakes) != 0 {
 		t.Errorf("woke %v within the spent window", wakes)
 	}
 	// A holder gets no new permits: every attempt of a rate-limited endpoint is granted.
@@ -154,14 +166,14 @@ func TestLimiterRateLimit(t *testing.T) {
 		t.Errorf("lease of %d permits to a holder running 1", r.Permits)
 	}
 	// w0 asks again within its window (its permit signal may be lost): the same grant.
-	if s, ok := g.Wait(limiterEpoch.Add(ms(800)), "w0"); !ok || !s.Window.Equal(limiterEpoch) {
+	if s, ok := g.Wait(limiterEpoch.Add(ms(400)), "w0"); !ok || !s.Window.Equal(limiterEpoch) {
 		t.Errorf("w0 asking again in its window: %+v, %v; want its grant for %s", s, ok, limiterEpoch)
 	}
-	// The next window wakes two more, in order.
+	// From the middle of the window, two more are woken for the next, in order.
 	next := limiterEpoch.Add(time.Second)
-	wakes := g.Tick(next)
+	wakes := g.Tick(limiterEpoch.Add(RateAhead))
 	if len(wakes) != 2 || wakes[0].Waiter != "w2" || wakes[1].Waiter != "w3" {
-		t.Fatalf("woke %+v at the next window, want w2 and w3", wakes)
+		t.Fatalf("woke %+v at the middle of the window, want w2 and w3", wakes)
 	}
 	for _, s := range wakes {
 		if !s.Window.Equal(next) {
@@ -179,9 +191,9 @@ func TestLimiterRateLimit(t *testing.T) {
 	if g.single("w1") >= 0 {
 		t.Errorf("w1's missed grant kept")
 	}
-	wakes = g.Tick(next.Add(time.Second))
-	if len(wakes) != 2 || wakes[0].Waiter != "w4" || wakes[1].Waiter != "w1" {
-		t.Fatalf("woke %+v at the third window, want w4 and w1", wakes)
+	wakes = g.Tick(next.Add(RateAhead))
+	if len(wakes) != 2 || wakes[0].Waiter != "w4" || wakes[1].Waiter != "w1" || !wakes[0].Window.Equal(next.Add(time.Second)) {
+		t.Fatalf("woke %+v in the middle of the second window, want w4 and w1 for the third", wakes)
 	}
 	// Round trip through JSON (continue-as-new) keeps the count and the windows.
 	b, err := json.Marshal(g)
@@ -199,19 +211,23 @@ func TestLimiterRateLimit(t *testing.T) {
 	}
 }
 
-// TestLimiterRateLimitLateInWindow: a waiter arriving in the last RateLateGrant of a window
-// is queued for the next, even with room in this one.
-func TestLimiterRateLimitLateInWindow(t *testing.T) {
-	g := rateLimiter(5)
-	late := limiterEpoch.Add(RateWindow - RateLateGrant)
-	if s, ok := g.Wait(late, "w"); ok {
-		t.Fatalf("granted %+v in the last %s of a window", s, RateLateGrant)
+// TestLimiterRateAhead: a waiter arriving from the middle of a window on is granted for
+// the next window; with that window's budget spent, the queue waits for the middle of it.
+func TestLimiterRateAhead(t *testing.T) {
+	g := rateLimiter(1)
+	mid := limiterEpoch.Add(RateAhead)
+	s, ok := g.Wait(mid, "a")
+	if !ok || !s.Window.Equal(limiterEpoch.Add(time.Second)) {
+		t.Fatalf("granted %+v, %v at the middle of a window; want a grant for the next", s, ok)
 	}
-	if next := g.NextDeadline(late); !next.Equal(limiterEpoch.Add(time.Second)) {
-		t.Errorf("NextDeadline = %s, want the next window", next)
+	if _, ok := g.Wait(mid.Add(ms(10)), "b"); ok {
+		t.Fatalf("b granted beyond the next window's budget")
 	}
-	if wakes := g.Tick(limiterEpoch.Add(time.Second)); len(wakes) != 1 || !wakes[0].Window.Equal(limiterEpoch.Add(time.Second)) {
-		t.Errorf("woke %+v at the next window", wakes)
+	if next := g.NextDeadline(mid.Add(ms(10))); !next.Equal(limiterEpoch.Add(time.Second + RateAhead)) {
+		t.Errorf("NextDeadline = epoch+%s, want epoch+%s", next.Sub(limiterEpoch), time.Second+RateAhead)
+	}
+	if wakes := g.Tick(limiterEpoch.Add(time.Second + RateAhead)); len(wakes) != 1 || !wakes[0].Window.Equal(limiterEpoch.Add(2*time.Second)) {
+		t.Errorf("woke %+v at the middle of the next window", wakes)
 	}
 }
 
@@ -255,14 +271,11 @@ func TestLimiterRateProperties(t *testing.T) {
 		state := map[string]string{} // waiter → queued, granted, done
 		var ids []string
 		record := func(s Grant) {
-			if s.Window.IsZero() || !s.Window.Equal(WindowOf(now)) {
-				t.Fatalf("seed %d: grant %+v at %s, want its window %s", seed, s, now, WindowOf(now))
-			}
 			if old, ok := granted[s.Waiter]; ok && old.Window.Equal(s.Window) {
 				return // the same grant repeated: counted once
 			}
-			if now.Sub(s.Window) >= RateWindow-RateLateGrant {
-				t.Fatalf("seed %d: new grant at %s late in window %s", seed, now, s.Window)
+			if s.Window.IsZero() || !s.Window.Equal(Target(now)) {
+				t.Fatalf("seed %d: grant %+v at %s, want its window %s", seed, s, now, Target(now))
 			}
 			perWindow[s.Window]++
 			if perWindow[s.Window] > limit {

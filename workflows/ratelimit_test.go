@@ -9,10 +9,10 @@ import (
 )
 
 // TestLimiterRateLimit: an endpoint limited to 3 requests per second grants a burst of 8
-// waiters 3 per aligned second, each permit for the second it was sent in, the rest woken
-// by the timer at the next second's start; a holder leases no permits; a waiter whose
-// second passed unused asks again and is granted in the current second; an admission
-// snapshot tells the gates the limit.
+// waiters 3 per aligned second: those that came in the first half of a second for that
+// second, the rest woken by the timer in the middle of a second for the next one; a holder
+// leases no permits; a waiter whose second passed unused asks again and is granted in the
+// current second; an admission snapshot tells the gates the limit.
 func TestLimiterRateLimit(t *testing.T) {
 	env, rec := newGuardEnv(t)
 	limit := 3
@@ -37,8 +37,9 @@ func TestLimiterRateLimit(t *testing.T) {
 
 	want := []permitSignal{
 		{Waiter: waiterID(1), At: at(burst)}, {Waiter: waiterID(2), At: at(burst)}, {Waiter: waiterID(3), At: at(burst)},
-		{Waiter: waiterID(4), At: at(11 * time.Second)}, {Waiter: waiterID(5), At: at(11 * time.Second)}, {Waiter: waiterID(6), At: at(11 * time.Second)},
-		{Waiter: waiterID(7), At: at(12 * time.Second)}, {Waiter: waiterID(8), At: at(12 * time.Second)},
+		{Waiter: waiterID(4), At: at(10*time.Second + policy.RateAhead)}, {Waiter: waiterID(5), At: at(10*time.Second + policy.RateAhead)},
+		{Waiter: waiterID(6), At: at(10*time.Second + policy.RateAhead)},
+		{Waiter: waiterID(7), At: at(11*time.Second + policy.RateAhead)}, {Waiter: waiterID(8), At: at(11*time.Second + policy.RateAhead)},
 		{Waiter: waiterID(1), At: at(12*time.Second + 300*time.Millisecond)},
 	}
 	kinds := make([]policy.TicketKind, len(want))
@@ -48,8 +49,8 @@ func TestLimiterRateLimit(t *testing.T) {
 	wantSignals(t, rec.signals(), want, kinds)
 	perWindow := map[time.Time]int{}
 	for _, s := range rec.signals() {
-		if w := s.Permit.Window; !w.Equal(policy.WindowOf(s.At)) {
-			t.Errorf("permit to %s sent at %s is for window %s, want %s", s.Waiter, s.At.Sub(testStart), w.Sub(testStart), policy.WindowOf(s.At).Sub(testStart))
+		if w := s.Permit.Window; !w.Equal(policy.Target(s.At)) {
+			t.Errorf("permit to %s sent at %s is for window %s, want %s", s.Waiter, s.At.Sub(testStart), w.Sub(testStart), policy.Target(s.At).Sub(testStart))
 		}
 		perWindow[s.Permit.Window]++
 	}
