@@ -93,3 +93,25 @@ func TestRateLimitTwoWorkers(t *testing.T) {
 		t.Errorf("after --rate-limit 0: rate limit %d, override %v; want none", st.RateLimit, st.Overrides.RateLimit)
 	}
 }
+
+// TestRecordRateLimitHistories records the histories of a rate-limited endpoint (grants per
+// second, the versionRateLimit marker) and of a delivery that waited for its grant, for
+// TestReplayHistories. It runs only with -record:
+//
+//	go test ./tests -run TestRecordRateLimitHistories -record
+func TestRecordRateLimitHistories(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	rcv := newReceiver(t, status(http.StatusNoContent))
+	o := fast(3, time.Second)
+	one := 1
+	o.RateLimit = &one
+	putEndpoint(t, "rec-rated", rcv.URL, o)
+	ids := sendN(t, "rec-rated", 3)
+	for _, id := range ids {
+		waitState(t, id, herald.StateDelivered)
+	}
+	save(t, "endpoint_rate_limited.json", herald.EndpointWorkflowID("rec-rated"))
+	save(t, "delivery_rate_limited.json", herald.DeliveryID(herald.DefaultTenant, ids[len(ids)-1]))
+}

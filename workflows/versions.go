@@ -65,7 +65,8 @@ const (
 	// versionRateLimit (issue 12, part D: rate limits): the endpoint run enforces an
 	// endpoint's rate limit (grants per aligned second, timers at window starts); a run
 	// replaying a history made before drops the limit, which its worker ignored. Asked
-	// for only once an endpoint has a rate limit: no recorded history reaches it.
+	// for only once an endpoint has a rate limit. Marked in endpoint_rate_limited.json; no
+	// recorded history takes the old branch.
 	versionRateLimit = "endpoint-rate-limit"
 
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
