@@ -124,9 +124,9 @@ func rateLimiter(n int) Limiter {
 }
 
 // TestLimiterRateLimit walks a rate-limited limiter through a burst: waiters granted at
-// most the limit per window, each grant for the window it was made in, the others queued
-// and woken at the next window; no lease beyond what a holder runs; a grant whose window
-// passed unused taken back and the waiter granted anew.
+// most the limit per window, each grant for its target window, the others queued and woken
+// from the middle of the window for the next; no lease beyond what a holder runs; a grant
+// whose window passed unused taken back and the waiter queued again.
 func TestLimiterRateLimit(t *testing.T) {
 	g := rateLimiter(2)
 	g.Config.Capacity.MaxInFlight = 10
