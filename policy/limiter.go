@@ -75,7 +75,7 @@ type Limiter struct {
 	Ledger   Ledger        `json:"permits"`
 	// Grants are the one-permit grants to woken waiters, with the ticket each runs under.
 	Grants []Grant `json:"singles,omitempty"`
-	// Rate counts the grants of the current rate window (Config.RateLimit).
+	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit).
 	Rate RateCount `json:"rate,omitzero"`
 }
 

@@ -80,9 +80,6 @@ func TestRateLimitTwoWorkers(t *testing.T) {
 	}
 	t.Logf("requests per second (by webhook-timestamp): %v over %d s; most in one second of the receiver's clock: %d",
 		counts, len(secs), maxArrived)
-	if len(secs) < events/limit {
-		t.Errorf("%d requests in %d seconds: more than %d per second", len(reqs), len(secs), limit)
-	}
 	// The limit can be lifted: 0 removes it.
 	zero := 0
 	if _, err := shared.starter.PutEndpoint(context.Background(), herald.PutEndpointRequest{ID: "rated",
