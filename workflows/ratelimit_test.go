@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
@@ -70,5 +72,32 @@ func TestLimiterRateLimit(t *testing.T) {
 	}
 	if st.Queue != 0 {
 		t.Errorf("%d still queued, want none", st.Queue)
+	}
+}
+
+// TestLimiterRateLimitBeforeVersion: a run whose history was made by a worker that knew no
+// rate limits (versionRateLimit at its default) drops the limit as that worker did: the
+// endpoint shows none and a burst is granted at once, within the cap.
+func TestLimiterRateLimitBeforeVersion(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	env.OnGetVersion(versionRateLimit, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	limit := 2
+	register(t, env, &herald.Overrides{RateLimit: &limit})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: waiterIDs(1, 5)})
+	}, 10*time.Second)
+	var st herald.EndpointState
+	env.RegisterDelayedCallback(func() { st = queryState(t, env) }, 11*time.Second)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 20*time.Second)
+
+	var want []permitSignal
+	var kinds []policy.TicketKind
+	for i := 1; i <= 5; i++ {
+		want = append(want, permitSignal{Waiter: waiterID(i), At: at(10 * time.Second)})
+		kinds = append(kinds, policy.TicketNormal)
+	}
+	wantSignals(t, rec.signals(), want, kinds)
+	if st.RateLimit != 0 || st.Overrides.RateLimit != nil {
+		t.Errorf("rate limit %d, override %v in a run before rate limits; want none", st.RateLimit, st.Overrides.RateLimit)
 	}
 }
