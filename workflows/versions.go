@@ -63,7 +63,7 @@ const (
 	versionPutSettles = "put-settles"
 
 	// versionRateLimit (issue 12, part D: rate limits): the endpoint run enforces an
-	// endpoint's rate limit (grants per aligned second, timers at window starts); a run
+	// endpoint's rate limit (grants per aligned second, timers in mid-second); a run
 	// replaying a history made before drops the limit, which its worker ignored. Asked
 	// for only once an endpoint has a rate limit. Marked in endpoint_rate_limited.json; no
 	// recorded history takes the old branch.
