@@ -57,6 +57,9 @@ type Overrides struct {
 	Breaker *policy.BreakerOverride `json:"breaker,omitempty"`
 	// Capacity replaces the adaptive cap's settings (MaxInFlight, when set, still wins).
 	Capacity *policy.CapacityConfig `json:"capacity,omitempty"`
+	// RateLimit is the most requests that may start per second (1..policy.MaxRateLimit);
+	// nil is no rate limit. In a change, a pointer to 0 removes the limit.
+	RateLimit *int `json:"rate_limit,omitempty"`
 	// DisableAfter is how long every attempt must fail before the endpoint is disabled
 	// (default policy.DefaultDisableAfter).
 	DisableAfter time.Duration `json:"disable_after,omitempty"`
@@ -104,6 +107,12 @@ func (o *Overrides) Merge(n Overrides) {
 	if n.Capacity != nil {
 		o.Capacity = n.Capacity
 	}
+	if n.RateLimit != nil {
+		o.RateLimit = nil
+		if v := *n.RateLimit; v != 0 {
+			o.RateLimit = &v
+		}
+	}
 	if n.DisableAfter != 0 {
 		o.DisableAfter = n.DisableAfter
 	}
@@ -121,6 +130,9 @@ func (o Overrides) Limiter() policy.LimiterConfig {
 	}
 	if o.MaxInFlight != 0 {
 		c.Capacity.MaxInFlight = o.MaxInFlight
+	}
+	if o.RateLimit != nil {
+		c.RateLimit = *o.RateLimit
 	}
 	c.DisableAfter = o.DisableAfter
 	return c
@@ -173,6 +185,11 @@ func (o Overrides) ValidateChange() error {
 		c := policy.DefaultCapacityConfig()
 		c.MaxInFlight = o.MaxInFlight
 		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
+	if o.RateLimit != nil {
+		if err := policy.ValidateRateLimit(*o.RateLimit); err != nil {
 			return err
 		}
 	}

@@ -62,6 +62,13 @@ const (
 	// no recorded history takes the old branch.
 	versionPutSettles = "put-settles"
 
+	// versionRateLimit (issue 12, part D: rate limits): the endpoint run enforces an
+	// endpoint's rate limit (grants per aligned second, timers in mid-second); a run
+	// replaying a history made before drops the limit, which its worker ignored. Asked
+	// for only once an endpoint has a rate limit. Marked in endpoint_rate_limited.json; no
+	// recorded history takes the old branch.
+	versionRateLimit = "endpoint-rate-limit"
+
 	// versionEndpointLifecycle (part C, issue 12): the endpoint run decides its lifecycle —
 	// disable and enable by hand, disabled on a 410 or a long failing spell — and shows it
 	// in the HeraldDisabled search attribute. Replayed by endpoint_put_and_leases*.json and

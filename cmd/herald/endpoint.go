@@ -34,6 +34,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		clear                 bool
 		tenant                string
 		maxInFlight           int
+		rateLimit             int
 		brk                   breakerFlags
 		disableAfter          time.Duration
 		headers               []string
@@ -57,6 +58,7 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4
+  herald endpoint put acme --rate-limit 5
   herald endpoint put acme --header 'X-Team: billing' --disable-after 72h`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -88,6 +90,7 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 			setDuration(fl, "timeout", &c.Timeout, timeout)
 			setDuration(fl, "retention", &c.Retention, retention)
 			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
+			setInt(fl, "rate-limit", &c.RateLimit, rateLimit)
 			c.Breaker = brk.change(fl)
 			setDuration(fl, "disable-after", &c.DisableAfter, disableAfter)
 			o, err := c.Overrides()
@@ -117,6 +120,7 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
+	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
 	brk.bind(f)
 	f.DurationVar(&disableAfter, "disable-after", policy.DefaultDisableAfter, "disable the endpoint once every attempt has failed for this long (1h..2160h)")
 	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
