@@ -23,6 +23,10 @@ type EndpointChange struct {
 	Timeout     *Duration      `json:"timeout,omitempty"`
 	Retention   *Duration      `json:"retention,omitempty"`
 	Breaker     *BreakerChange `json:"breaker,omitempty"`
+	// Types replaces the event types the endpoint subscribes to (exact names, prefixes
+	// such as "order.*", or "*" for every type); nil keeps them. It is not an override:
+	// copy it to PutEndpointRequest.Types, which validates it.
+	Types []string `json:"types,omitempty"`
 }
 
 // BreakerChange changes some of an endpoint's circuit breaker settings; nil fields keep

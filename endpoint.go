@@ -21,9 +21,13 @@ type Endpoint struct {
 	PreviousSecret signature.Secret `json:"previous_secret,omitempty"`
 	PreviousUntil  time.Time        `json:"previous_until,omitempty"`
 	Overrides      Overrides        `json:"overrides"`
-	Version        int              `json:"version"`
-	CreatedAt      time.Time        `json:"created_at"`
-	UpdatedAt      time.Time        `json:"updated_at"`
+	// Types are the event types the endpoint receives when events are sent to its tenant:
+	// exact names, prefixes such as "order.*", or "*"; none means every type
+	// (policy.MatchesType).
+	Types     []string  `json:"types,omitempty"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Secrets returns the secrets that sign an attempt made at t: the current one first,
@@ -242,6 +246,9 @@ type PutEndpointRequest struct {
 	Overrides *Overrides `json:"overrides,omitempty"`
 	// ClearOverrides drops every override first, so the worker's defaults apply.
 	ClearOverrides bool `json:"clear_overrides,omitempty"`
+	// Types replaces the event types the endpoint subscribes to; nil keeps them, ["*"]
+	// subscribes to every type (policy.ValidateTypePatterns).
+	Types []string `json:"types,omitempty"`
 }
 
 // Validate makes the structural checks of a put: everything but the URL's address, which
@@ -286,6 +293,9 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 		if err := o.ValidateChange(); err != nil {
 			return fmt.Errorf("endpoint %s: %w", req.ID, err)
 		}
+	}
+	if err := policy.ValidateTypePatterns(req.Types); err != nil {
+		return fmt.Errorf("endpoint %s: types: %w", req.ID, err)
 	}
 	return nil
 }

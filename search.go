@@ -25,10 +25,14 @@ var (
 	AttrEventType = temporal.NewSearchAttributeKeyKeyword("HeraldEventType")
 	// AttrCircuit is an endpoint workflow's circuit state (closed, open, half_open).
 	AttrCircuit = temporal.NewSearchAttributeKeyKeyword("HeraldCircuit")
+	// AttrEventID is the event id of a delivery started by a send to a tenant (fan-out),
+	// and of the record of such an event with no destination: it lists one event's
+	// deliveries. Deliveries sent to one endpoint by id do not set it.
+	AttrEventID = temporal.NewSearchAttributeKeyKeyword("HeraldEventId")
 )
 
 // SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
-var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName()}
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrEventID.GetName()}
 
 // SearchAttributeTypes maps Herald's search attributes to their type (all Keyword), as a
 // namespace must register them.

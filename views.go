@@ -15,10 +15,12 @@ type EndpointState struct {
 	SecretHint string    `json:"secret_hint,omitempty"`
 	Rotating   time.Time `json:"previous_secret_until,omitempty"`
 	Overrides  Overrides `json:"overrides"`
-	Version    int       `json:"version"`
-	CreatedAt  time.Time `json:"created_at,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at,omitempty"`
-	Counters   Report    `json:"counters"`
+	// Types are the event types the endpoint subscribes to; none means every type.
+	Types     []string  `json:"types,omitempty"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
+	Counters  Report    `json:"counters"`
 	// CountersSince is when the counters started.
 	CountersSince time.Time `json:"counters_since,omitempty"`
 

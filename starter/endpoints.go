@@ -39,6 +39,11 @@ func (s *Client) PutEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		}
 		req.DefaultSecret = sec
 	}
+	if req.Tenant != "" {
+		if err := s.leaveTenant(ctx, req.ID, req.Tenant); err != nil {
+			return res, fmt.Errorf("put endpoint %s: nothing changed: moving it to tenant %s failed: %w", req.ID, req.Tenant, err)
+		}
+	}
 	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       herald.EndpointWorkflowID(req.ID),
 		TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
@@ -68,6 +73,11 @@ func (s *Client) PutEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		return res, fmt.Errorf("put endpoint %s: %w", req.ID, err)
 	}
 	s.remember(req.ID, res.Endpoint.Tenant)
+	// Read-your-writes for sends to the tenant: the put returns once its directory has it.
+	if err := s.subscribe(ctx, res.Endpoint); err != nil {
+		return res, fmt.Errorf("put endpoint %s: the endpoint was saved (version %d), but its subscriptions could not be recorded in tenant %s's directory, so events sent to the tenant may miss it: %w; run the same put again",
+			req.ID, res.Endpoint.Version, cmpTenant(res.Endpoint.Tenant), err)
+	}
 	return res, nil
 }
 

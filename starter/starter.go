@@ -72,6 +72,11 @@ type Options struct {
 	DataConverter converter.DataConverter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// FanoutParallelism bounds the deliveries Publish starts at once; default 16.
+	FanoutParallelism int
+	// BeforeFanoutStart, if set, is called before Publish starts each endpoint's delivery,
+	// with the endpoint's id: a hook for tests and instrumentation.
+	BeforeFanoutStart func(endpointID string)
 }
 
 // Client is Herald's producer and operator API over a Temporal client.
@@ -101,6 +106,7 @@ func New(c client.Client, o Options) *Client {
 	o.TaskQueue = cmp.Or(o.TaskQueue, herald.DefaultTaskQueue)
 	o.EndpointCacheTTL = cmp.Or(o.EndpointCacheTTL, 30*time.Second)
 	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
+	o.FanoutParallelism = cmp.Or(o.FanoutParallelism, 16)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -127,15 +133,21 @@ func NewEventID() string {
 // type and creation time, and compacting its data (json.Compact: whitespace goes, nothing
 // is escaped): those are the bytes a receiver gets, and the ones herald.MaxDataBytes
 // limits. Errors wrap ErrInvalid (and ErrTooLarge for data over the limit) and say what to fix.
-func ValidateEvent(ev *Event, now time.Time) error {
+func ValidateEvent(ev *Event, now time.Time) error { return validateEvent(ev, now, true) }
+
+// validateEvent is ValidateEvent; the endpoint is checked when toEndpoint is set (a send
+// to a tenant has none).
+func validateEvent(ev *Event, now time.Time, toEndpoint bool) error {
 	if ev.ID == "" {
 		ev.ID = NewEventID()
 	}
 	if err := signature.ValidateID(ev.ID); err != nil {
 		return fmt.Errorf("%w: event id: %v", ErrInvalid, err)
 	}
-	if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	if toEndpoint {
+		if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
 	}
 	if ev.Type == "" {
 		ev.Type = "event"
@@ -371,8 +383,12 @@ func (s *Client) Status(ctx context.Context, eventID string) (herald.Status, err
 // StatusOf returns the delivery status of a tenant's event. A delivery no worker could
 // start because it lacks the payload's key is reported as StateWaitingKey.
 func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (herald.Status, error) {
+	return s.deliveryStatus(ctx, herald.DeliveryID(tenant, eventID), tenant, eventID)
+}
+
+// deliveryStatus returns the status of the delivery workflow wfID of a tenant's event.
+func (s *Client) deliveryStatus(ctx context.Context, wfID, tenant, eventID string) (herald.Status, error) {
 	var st herald.Status
-	wfID := herald.DeliveryID(tenant, eventID)
 	v, err := s.c.QueryWorkflow(ctx, wfID, "", herald.QueryStatus)
 	if err != nil {
 		if isNotFound(err) {
@@ -448,7 +464,11 @@ func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
 	if err != nil {
 		return err
 	}
-	wfID := herald.DeliveryID(tenant, eventID)
+	return s.replay(ctx, herald.DeliveryID(tenant, eventID), eventID, st)
+}
+
+// replay replays the delivery wfID of event eventID, whose status is st.
+func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Status) error {
 	switch st.State {
 	case herald.StateDeadLetter:
 		err := s.c.SignalWorkflow(ctx, wfID, "", herald.SignalReplay, nil)
@@ -476,16 +496,20 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 	if err := v.Get(&ev); err != nil {
 		return fmt.Errorf("replay event %s: read event: %w", eventID, err)
 	}
+	attrs := []temporal.SearchAttributeUpdate{
+		herald.AttrEndpoint.ValueSet(ev.EndpointID),
+		herald.AttrEventType.ValueSet(ev.Type),
+	}
+	if _, _, _, fanout := herald.ParseFanoutDeliveryID(wfID); fanout {
+		attrs = append(attrs, herald.AttrEventID.ValueSet(ev.ID)) // a fan-out delivery stays listed with its event
+	}
 	_, err = s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       wfID,
 		TaskQueue:                s.opts.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			herald.AttrEndpoint.ValueSet(ev.EndpointID),
-			herald.AttrEventType.ValueSet(ev.Type),
-		),
-		StaticSummary: fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+		StaticSummary:            fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
 	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted

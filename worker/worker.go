@@ -110,16 +110,18 @@ func Register(r interface {
 	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.NoDestination, workflow.RegisterOptions{Name: herald.NoDestinationWorkflow})
 }
 
-// RegisterEndpoints registers the endpoint workflow on r, the worker of the endpoints' own
-// task queue.
+// RegisterEndpoints registers the endpoint, stats and subscription directory workflows on
+// r, the worker of the endpoints' own task queue.
 func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy) {
 	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.SubscriptionsWorkflow, workflow.RegisterOptions{Name: herald.SubscriptionsWorkflow})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.
