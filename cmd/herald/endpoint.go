@@ -33,6 +33,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		clear                 bool
 		tenant                string
 		maxInFlight           int
+		types                 []string
 		brk                   breakerFlags
 	)
 	cmd := &cobra.Command{
@@ -44,9 +45,15 @@ delivery. A new endpoint without --secret gets a generated signing secret, shown
 
 Policy flags override the worker's defaults for this endpoint only.
 
+--types sets the event types the endpoint receives when events are sent to its tenant
+(herald send --tenant): exact names (order.paid), prefixes (order.* matches order.paid and
+order.refund.created) or * for every type. An endpoint registered without --types receives
+every type. The put returns once sends to the tenant use the new list.
+
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
-  herald endpoint put acme --schedule 10s,1m,5m --attempts 4`,
+  herald endpoint put acme --schedule 10s,1m,5m --attempts 4
+  herald endpoint put acme-billing --tenant acme --url https://acme.example.com/billing --types order.paid,invoice.*`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -78,11 +85,17 @@ Policy flags override the worker's defaults for this endpoint only.
 			setDuration(fl, "retention", &c.Retention, retention)
 			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
 			c.Breaker = brk.change(fl)
+			if fl.Changed("types") {
+				if len(types) == 0 {
+					return fmt.Errorf("%w: --types is empty: give event types such as order.paid,order.*, or * for every type", errUsage)
+				}
+				c.Types = types
+			}
 			o, err := c.Overrides()
 			if err != nil {
 				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 			}
-			req.Overrides = o
+			req.Overrides, req.Types = o, c.Types
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 				res, err := s.PutEndpoint(ctx, req)
 				if err != nil {
@@ -92,6 +105,7 @@ Policy flags override the worker's defaults for this endpoint only.
 					return printJSON(cmd.OutOrStdout(), map[string]any{
 						"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
 						"version": res.Endpoint.Version, "secret": secretOnce(res),
+						"tenant": res.Endpoint.Tenant, "types": res.Endpoint.Types,
 					})
 				}
 				w := cmd.OutOrStdout()
@@ -100,6 +114,7 @@ Policy flags override the worker's defaults for this endpoint only.
 					verb = "Registered"
 				}
 				fmt.Fprintf(w, "%s endpoint %s → %s (version %d)\n", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
+				fmt.Fprintf(w, "Receives %s from tenant %s\n", typesText(res.Endpoint.Types), res.Endpoint.Tenant)
 				if s := secretOnce(res); s != "" {
 					fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
 				}
@@ -117,6 +132,7 @@ Policy flags override the worker's defaults for this endpoint only.
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
+	f.StringSliceVar(&types, "types", nil, "event types this endpoint receives from sends to its tenant: names, prefixes like order.* or * (default: every type)")
 	brk.bind(f)
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
