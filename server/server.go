@@ -145,6 +145,7 @@ func (s *Server) routes() []route {
 		{"GET", "/endpoints/{id}", false, s.page(s.endpointPage)},
 		{"POST", "/endpoints/{id}/reset", false, s.page(s.resetForm)},
 		{"POST", "/endpoints/{id}/replay", false, s.page(s.bulkReplayForm)},
+		{"POST", "/endpoints/{id}/types", false, s.page(s.typesForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
 	}

@@ -439,11 +439,8 @@ func (s *Client) EventStatus(ctx context.Context, tenant, eventID string) (heral
 func (s *Client) ReplayEvent(ctx context.Context, tenant, eventID, endpoint string) ([]string, error) {
 	tenant = cmpTenant(tenant)
 	if endpoint != "" {
-		if err := herald.ValidateEndpointID(endpoint); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
 		wfID := herald.FanoutDeliveryID(tenant, endpoint, eventID)
-		st, err := s.deliveryStatus(ctx, wfID, tenant, eventID)
+		st, err := s.DeliveryStatus(ctx, tenant, endpoint, eventID)
 		if errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("%w: event %s of tenant %s has no delivery to endpoint %s", ErrNotFound, eventID, tenant, endpoint)
 		}
@@ -475,4 +472,17 @@ func (s *Client) ReplayEvent(ctx context.Context, tenant, eventID, endpoint stri
 		return replayed, fmt.Errorf("replay event %s: %w", eventID, err)
 	}
 	return replayed, nil
+}
+
+// DeliveryStatus returns the status of a tenant's event's delivery: to endpoint, for an
+// event sent to the tenant (Publish), or, with endpoint empty, of an event sent to one
+// endpoint (StatusOf).
+func (s *Client) DeliveryStatus(ctx context.Context, tenant, endpoint, eventID string) (herald.Status, error) {
+	if endpoint == "" {
+		return s.StatusOf(ctx, tenant, eventID)
+	}
+	if err := herald.ValidateEndpointID(endpoint); err != nil {
+		return herald.Status{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return s.deliveryStatus(ctx, herald.FanoutDeliveryID(tenant, endpoint, eventID), cmpTenant(tenant), eventID)
 }
