@@ -26,6 +26,10 @@ type ThroughputResult struct {
 	Events    int `json:"events"`
 	Endpoints int `json:"endpoints"`
 	Senders   int `json:"senders"`
+	// Fanout is how many subscribed endpoints each event went to (0: sent to one endpoint
+	// each); then Events are deliveries, made by FanoutEvents events per phase.
+	Fanout       int `json:"fanout,omitempty"`
+	FanoutEvents int `json:"fanout_events,omitempty"`
 	// Herald at full load, the baselines at full load, and Herald at a steady rate.
 	Herald Phase   `json:"herald"`
 	Naive  Phase   `json:"naive"`
@@ -55,13 +59,26 @@ func arrivalTimeout(n int) time.Duration { return time.Minute + time.Duration(n)
 func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	cfg := e.cfg
 	res := &ThroughputResult{Events: cfg.Events, Endpoints: cfg.Endpoints, Senders: cfg.Senders, Rate: cfg.Rate}
-	eps := make([]string, cfg.Endpoints)
+	fanout := cfg.Fanout > 1
+	n := cfg.Endpoints
+	if fanout {
+		n = cfg.Fanout
+		res.Endpoints, res.Fanout, res.FanoutEvents = cfg.Fanout, cfg.Fanout, (cfg.Events+cfg.Fanout-1)/cfg.Fanout
+	}
+	eps := make([]string, n)
 	for i := range eps {
 		eps[i] = e.endpointID(fmt.Sprintf("tp-%d", i))
 	}
+	tenant := e.endpointID("tp-tenant")
 	registered := herald.Workflows(herald.EndpointWorkflow).Running().Has(herald.AttrCircuit).String()
 	before := max(e.countVisible(ctx, registered), 0)
-	if err := e.putEndpoints(ctx, eps, noContent); err != nil {
+	var err error
+	if fanout {
+		err = e.putSubscribed(ctx, tenant, eps, noContent)
+	} else {
+		err = e.putEndpoints(ctx, eps, noContent)
+	}
+	if err != nil {
 		return nil, err
 	}
 	// The registrations' own work (their visibility records above all) is done before the
@@ -71,6 +88,18 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	e.progress("throughput: %d endpoints registered; visible %.1fs later: %v", len(eps), time.Since(began).Seconds(), settled)
 	endpoint := func(i int) string { return eps[i%len(eps)] }
 	herald := func(rate float64) (Phase, error) {
+		if fanout {
+			ids := newIDs(res.FanoutEvents)
+			sentAt, err := e.publishEvents(ctx, tenant, ids, cfg.Senders, rate/float64(cfg.Fanout))
+			if err != nil {
+				return Phase{}, err
+			}
+			ds, at := fannedOut(ids, sentAt, eps)
+			if !waitUntil(ctx, arrivalTimeout(len(ds)), func() bool { return e.rcv.allSeen(ids, cfg.Fanout) }) {
+				e.progress("throughput: not every delivery arrived in time")
+			}
+			return phaseOf(at, e.rcv.firstSeenAt(ds)), nil
+		}
 		ids := newIDs(cfg.Events)
 		sentAt, err := e.sendEvents(ctx, ids, endpoint, cfg.Senders, rate)
 		if err != nil {
@@ -84,13 +113,20 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 
 	// Warm up: connections, caches, the endpoints' first reports.
 	warm := newIDs(min(100, cfg.Events))
-	if _, err := e.sendEvents(ctx, warm, endpoint, cfg.Senders, 0); err != nil {
-		return nil, err
+	if fanout {
+		warm = warm[:max(1, len(warm)/cfg.Fanout)]
+		if _, err := e.publishEvents(ctx, tenant, warm, cfg.Senders, 0); err != nil {
+			return nil, err
+		}
+		waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, cfg.Fanout) })
+		e.progress("throughput: Herald, %d events to tenant %s fanned out to %d endpoints each (%d deliveries), %d senders", res.FanoutEvents, tenant, cfg.Fanout, res.FanoutEvents*cfg.Fanout, cfg.Senders)
+	} else {
+		if _, err := e.sendEvents(ctx, warm, endpoint, cfg.Senders, 0); err != nil {
+			return nil, err
+		}
+		waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
+		e.progress("throughput: Herald, %d events over %d endpoints, %d senders", cfg.Events, cfg.Endpoints, cfg.Senders)
 	}
-	waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
-
-	e.progress("throughput: Herald, %d events over %d endpoints, %d senders", cfg.Events, cfg.Endpoints, cfg.Senders)
-	var err error
 	if res.Herald, err = herald(0); err != nil {
 		return nil, err
 	}
