@@ -1,0 +1,75 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald"
+)
+
+// TestSubscriptionsDirectory: the directory keeps one entry per endpoint, sorted, the one
+// of the latest version; a removal takes the endpoint out; a backfill adds only endpoints
+// it lacks and marks it backfilled; an entry no put could make is refused.
+func TestSubscriptionsDirectory(t *testing.T) {
+	env := newTestEnv()
+	env.RegisterWorkflowWithOptions(SubscriptionsWorkflow, workflow.RegisterOptions{Name: herald.SubscriptionsWorkflow})
+	var outcomes []*updateOutcome[any]
+	subscribe := func(s herald.Subscription) {
+		outcomes = append(outcomes, sendUpdate[any](env, herald.UpdateSubscribe, s))
+	}
+	var bad *updateOutcome[any]
+	var backfilled *updateOutcome[herald.Directory]
+	var mid, end herald.Directory
+	env.RegisterDelayedCallback(func() {
+		subscribe(herald.Subscription{Endpoint: "b", Version: 1})
+		subscribe(herald.Subscription{Endpoint: "a", Types: []string{"order.*"}, Version: 1})
+		subscribe(herald.Subscription{Endpoint: "a", Types: []string{"invoice.sent"}, Version: 3})
+		subscribe(herald.Subscription{Endpoint: "a", Types: []string{"stale"}, Version: 2})
+		bad = sendUpdate[any](env, herald.UpdateSubscribe, herald.Subscription{Endpoint: "c", Types: []string{"order.*.x"}})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		mid = mustQuery[herald.Directory](t, env, herald.QuerySubscriptions)
+		subscribe(herald.Subscription{Endpoint: "b", Version: 2, Remove: true})
+		backfilled = sendUpdate[herald.Directory](env, herald.UpdateBackfill, []herald.Subscription{
+			{Endpoint: "a", Types: []string{"old"}, Version: 9}, {Endpoint: "c", Version: 1},
+		})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		end = mustQuery[herald.Directory](t, env, herald.QuerySubscriptions)
+		env.CancelWorkflow()
+	}, time.Hour)
+	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: herald.Directory{Tenant: "acme"}})
+
+	for i, o := range outcomes {
+		o.check(t, fmt.Sprintf("subscribe %d", i+1))
+	}
+	if bad == nil || bad.rejected == nil {
+		t.Errorf("a subscription with a bad pattern was not refused: %+v", bad)
+	}
+	want := []herald.Subscription{{Endpoint: "a", Types: []string{"invoice.sent"}, Version: 3}, {Endpoint: "b", Version: 1}}
+	if !slices.EqualFunc(mid.Entries, want, sameSubscription) || mid.Backfilled {
+		t.Errorf("directory after the subscribes = %+v, want %+v", mid, want)
+	}
+	backfilled.mustSucceed(t, "backfill")
+	want = []herald.Subscription{{Endpoint: "a", Types: []string{"invoice.sent"}, Version: 3}, {Endpoint: "c", Version: 1}}
+	if !slices.EqualFunc(end.Entries, want, sameSubscription) || !end.Backfilled || end.Tenant != "acme" {
+		t.Errorf("directory after the removal and the backfill = %+v, want %+v, backfilled", end, want)
+	}
+	if !slices.EqualFunc(backfilled.result.Entries, want, sameSubscription) {
+		t.Errorf("backfill answered %+v", backfilled.result)
+	}
+	if got := end.Matching("invoice.sent"); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("matching invoice.sent = %v", got)
+	}
+	if got := end.Matching("order.paid"); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("matching order.paid = %v", got)
+	}
+}
+
+func sameSubscription(a, b herald.Subscription) bool {
+	return a.Endpoint == b.Endpoint && a.Version == b.Version && slices.Equal(a.Types, b.Types) && a.Remove == b.Remove
+}
