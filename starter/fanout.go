@@ -83,11 +83,14 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 	res.Deliveries = make([]FanoutDelivery, len(matches))
 	// The first delivery alone: when it exists, the event was sent before, and a conflicting
 	// resend is refused before anything starts.
-	first, err := s.startFanout(ctx, tenant, matches[0], ev)
+	first, sent, err := s.startFanout(ctx, tenant, matches[0], ev)
 	if err != nil {
 		return PublishResult{}, err
 	}
 	res.Deliveries[0] = first
+	if first.Existed {
+		ev.CreatedAt = sent.CreatedAt // the deliveries a resend adds carry the event as first sent
+	}
 	errs := make([]error, len(matches))
 	sem := make(chan struct{}, s.opts.FanoutParallelism)
 	var wg sync.WaitGroup
@@ -97,7 +100,7 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res.Deliveries[i], errs[i] = s.startFanout(ctx, tenant, matches[i], ev)
+			res.Deliveries[i], _, errs[i] = s.startFanout(ctx, tenant, matches[i], ev)
 		}()
 	}
 	wg.Wait()
@@ -126,8 +129,8 @@ func cmpTenant(t string) string {
 }
 
 // startFanout starts endpoint's delivery of ev, or finds the one an earlier send started
-// and checks that it carries the same event.
-func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event) (FanoutDelivery, error) {
+// and checks that it carries the same event, which it returns.
+func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event) (FanoutDelivery, Event, error) {
 	if h := s.opts.BeforeFanoutStart; h != nil {
 		h(endpoint)
 	}
@@ -150,16 +153,17 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &started) {
-			return d, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
+			return d, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
 		}
-		if err := s.sameEvent(ctx, wfID, ev); err != nil {
-			return d, err
+		was, err := s.sentBefore(ctx, wfID, ev)
+		if err != nil {
+			return d, Event{}, err
 		}
 		d.RunID, d.Existed = started.RunId, true
-		return d, nil
+		return d, was, nil
 	}
 	d.RunID = run.GetRunID()
-	return d, nil
+	return d, Event{}, nil
 }
 
 // recordNoDestination records that ev was sent to tenant while no endpoint subscribed to

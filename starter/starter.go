@@ -222,18 +222,24 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 // sameEvent checks that ev is the event the delivery wfID carries (its latest run's input):
 // the same endpoint, type and data (compared compacted). Otherwise it says which differs.
 func (s *Client) sameEvent(ctx context.Context, wfID string, ev Event) error {
+	_, err := s.sentBefore(ctx, wfID, ev)
+	return err
+}
+
+// sentBefore is sameEvent, returning the event sent before.
+func (s *Client) sentBefore(ctx context.Context, wfID string, ev Event) (Event, error) {
 	in, err := s.startInput(ctx, wfID)
 	if err != nil {
-		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
 	var was workflows.DeliveryInput
 	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
-		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
 	if diff := difference(was.Event, ev); diff != "" {
-		return fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
+		return Event{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
 	}
-	return nil
+	return was.Event, nil
 }
 
 // difference says in which field (endpoint, type, data) the event sent before (was) and

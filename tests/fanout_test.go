@@ -385,7 +385,13 @@ func TestFanoutSurvivesSenderCrash(t *testing.T) {
 	if len(res.Deliveries) != endpoints || existed != passing {
 		t.Fatalf("the resend reached %d endpoints, %d of them started before; want %d and %d", len(res.Deliveries), existed, endpoints, passing)
 	}
-	waitEventSettled(t, tenant, event, endpoints, herald.StateDelivered)
+	v = waitEventSettled(t, tenant, event, endpoints, herald.StateDelivered)
+	for _, d := range v.Deliveries {
+		if !d.Status.Event.CreatedAt.Equal(v.Deliveries[0].Status.Event.CreatedAt) {
+			t.Errorf("delivery to %s carries the event created at %s, the first at %s: a resend must add the event as first sent",
+				d.EndpointID, d.Status.Event.CreatedAt, v.Deliveries[0].Status.Event.CreatedAt)
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range endpoints {
