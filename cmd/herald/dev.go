@@ -95,7 +95,9 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		go func() { _ = httpSrv.Serve(httpLn) }()
 		defer httpSrv.Close()
 
-		c, err := client.DialContext(ctx, g.clientOptions(srv.FrontendAddress(), rec))
+		copts := g.clientOptions(srv.FrontendAddress(), rec)
+		copts.ConnectionOptions = srv.Connection()
+		c, err := client.DialContext(ctx, copts)
 		if err != nil {
 			return fmt.Errorf("connect to the embedded Temporal: %w", err)
 		}

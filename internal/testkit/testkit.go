@@ -64,7 +64,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	copts := client.Options{
 		HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(Quiet),
 		DataConverter: codec.DataConverter(o.Keys), FailureConverter: codec.FailureConverter(o.Keys),
-		Identity: codec.Identity("", o.Keys),
+		Identity: codec.Identity("", o.Keys), ConnectionOptions: srv.Connection(),
 	}
 	if o.Client != nil {
 		o.Client(&copts)
