@@ -131,6 +131,12 @@ func cmpTenant(t string) string {
 // startFanout starts endpoint's delivery of ev, or finds the one an earlier send started
 // and checks that it carries the same event, which it returns.
 func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event) (FanoutDelivery, Event, error) {
+	select {
+	case s.fanout <- struct{}{}:
+		defer func() { <-s.fanout }()
+	case <-ctx.Done():
+		return FanoutDelivery{EndpointID: endpoint}, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, ctx.Err())
+	}
 	if h := s.opts.BeforeFanoutStart; h != nil {
 		h(endpoint)
 	}

@@ -72,7 +72,9 @@ type Options struct {
 	DataConverter converter.DataConverter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// FanoutParallelism bounds the deliveries Publish starts at once; default 16.
+	// FanoutParallelism bounds the deliveries Publish starts at once, across every Publish
+	// call of the client: a burst of starts beyond what the workers take at once only
+	// makes every delivery slower. Default 32.
 	FanoutParallelism int
 	// BeforeFanoutStart, if set, is called before Publish starts each endpoint's delivery,
 	// with the endpoint's id: a hook for tests and instrumentation.
@@ -87,6 +89,8 @@ type Client struct {
 	mu         sync.Mutex
 	known      map[string]knownEndpoint // endpoint id → its tenant, when last confirmed
 	workerKeys workerKeys
+
+	fanout chan struct{} // a slot per fan-out start in progress (Options.FanoutParallelism)
 }
 
 // knownEndpoint is what Send remembers of an endpoint.
@@ -106,11 +110,11 @@ func New(c client.Client, o Options) *Client {
 	o.TaskQueue = cmp.Or(o.TaskQueue, herald.DefaultTaskQueue)
 	o.EndpointCacheTTL = cmp.Or(o.EndpointCacheTTL, 30*time.Second)
 	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
-	o.FanoutParallelism = cmp.Or(o.FanoutParallelism, 16)
+	o.FanoutParallelism = cmp.Or(o.FanoutParallelism, 32)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}}
+	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}, fanout: make(chan struct{}, o.FanoutParallelism)}
 }
 
 // SendResult identifies the delivery started (or found) by Send.
