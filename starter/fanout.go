@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald"
@@ -241,7 +242,12 @@ func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory
 	if dir.Backfilled {
 		return dir, nil
 	}
-	return s.backfill(ctx, tenant)
+	// One backfill at a time per tenant in this process; others wait for it and read again.
+	v, err, _ := s.backfills.Do(tenant, func() (any, error) { return s.backfill(ctx, tenant) })
+	if err != nil {
+		return herald.Directory{}, err
+	}
+	return v.(herald.Directory), nil
 }
 
 // backfill adds to tenant's directory the endpoints of the tenant registered before
@@ -294,7 +300,15 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 		}
 	}
 	var dir herald.Directory
-	if err := s.updateDirectory(ctx, tenant, herald.UpdateBackfill, found, &dir); err != nil {
+	err := s.updateDirectory(ctx, tenant, herald.UpdateBackfill, found, &dir)
+	if err != nil && strings.Contains(err.Error(), workflows.ErrBackfilled.Error()) {
+		// Another sender backfilled it meanwhile: read what it holds.
+		var v converter.EncodedValue
+		if v, err = s.c.QueryWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "", herald.QuerySubscriptions); err == nil {
+			err = v.Get(&dir)
+		}
+	}
+	if err != nil {
 		return dir, fmt.Errorf("add the endpoints registered before subscriptions to tenant %s's directory: %w", tenant, err)
 	}
 	return dir, nil

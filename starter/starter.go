@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
@@ -90,7 +91,8 @@ type Client struct {
 	known      map[string]knownEndpoint // endpoint id → its tenant, when last confirmed
 	workerKeys workerKeys
 
-	fanout chan struct{} // a slot per fan-out start in progress (Options.FanoutParallelism)
+	fanout    chan struct{}      // a slot per fan-out start in progress (Options.FanoutParallelism)
+	backfills singleflight.Group // tenant → its directory's backfill in progress
 }
 
 // knownEndpoint is what Send remembers of an endpoint.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -399,5 +400,43 @@ func TestFanoutSurvivesSenderCrash(t *testing.T) {
 		if n := got[id][event]; n != 1 || len(got[id]) != 1 {
 			t.Errorf("endpoint %s received %v, want %s once", id, got[id], event)
 		}
+	}
+}
+
+// TestFanoutBackfillsOnce: the first sends to a tenant, many at once from two clients (as
+// from two processes), add the endpoints registered before subscriptions to its directory
+// once: one backfill in its history, the others refused without a trace.
+func TestFanoutBackfillsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const tenant = "fan-backfill"
+	r := newReceiver(t, status(http.StatusOK))
+	putSubscribed(t, "fb-1", tenant, r.URL, nil, 3)
+	clients := []*starter.Client{starter.New(shared.client, starter.Options{}), starter.New(shared.client, starter.Options{})}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := clients[i%2].Publish(ctx, tenant, starter.Event{ID: fmt.Sprintf("fb-%d", i), Type: "x", Data: json.RawMessage(`{}`)}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, "20 deliveries", func() bool { return len(r.requests()) >= 20 })
+	backfills := 0
+	it := shared.client.GetWorkflowHistory(ctx, herald.SubscriptionsWorkflowID(tenant), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == herald.UpdateBackfill {
+			backfills++
+		}
+	}
+	if backfills != 1 {
+		t.Fatalf("the directory recorded %d backfills, want 1", backfills)
 	}
 }

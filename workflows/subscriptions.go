@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
@@ -59,6 +60,10 @@ func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
 			return d, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, subs []herald.Subscription) error {
+			if d.Backfilled {
+				// Another sender's backfill came first: refused, this one leaves no trace.
+				return ErrBackfilled
+			}
 			for _, s := range subs {
 				if err := validateSubscription(s); err != nil {
 					return err
@@ -80,6 +85,9 @@ func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
 	}
 	return workflow.NewContinueAsNewError(ctx, herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: d})
 }
+
+// ErrBackfilled refuses a backfill of a directory that has had one (herald.UpdateBackfill).
+var ErrBackfilled = errors.New("the directory is backfilled already")
 
 // validateSubscription refuses an entry no put could have made; a refused update leaves no
 // trace in history.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ func TestSubscriptionsDirectory(t *testing.T) {
 			{Endpoint: "a", Types: []string{"old"}, Version: 9}, {Endpoint: "c", Version: 1},
 		})
 	}, time.Minute)
+	var again *updateOutcome[herald.Directory]
+	env.RegisterDelayedCallback(func() {
+		again = sendUpdate[herald.Directory](env, herald.UpdateBackfill, []herald.Subscription{{Endpoint: "d"}})
+	}, 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		end = mustQuery[herald.Directory](t, env, herald.QuerySubscriptions)
 		env.CancelWorkflow()
@@ -58,6 +63,9 @@ func TestSubscriptionsDirectory(t *testing.T) {
 	want = []herald.Subscription{{Endpoint: "a", Types: []string{"invoice.sent"}, Version: 3}, {Endpoint: "c", Version: 1}}
 	if !slices.EqualFunc(end.Entries, want, sameSubscription) || !end.Backfilled || end.Tenant != "acme" {
 		t.Errorf("directory after the removal and the backfill = %+v, want %+v, backfilled", end, want)
+	}
+	if again == nil || again.rejected == nil || !strings.Contains(again.rejected.Error(), ErrBackfilled.Error()) {
+		t.Errorf("a second backfill was not refused (a refused update leaves no trace): %+v", again)
 	}
 	if !slices.EqualFunc(backfilled.result.Entries, want, sameSubscription) {
 		t.Errorf("backfill answered %+v", backfilled.result)
