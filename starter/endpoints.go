@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -204,26 +203,17 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.En
 	// polls its task queue) is listed with what visibility knows and the error.
 	out := make([]herald.EndpointState, len(listed))
 	errs := make([]error, len(listed))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, l := range listed {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			st, err := s.GetEndpoint(qctx, l.ID)
-			if err != nil {
-				st = l
-				st.Error = err.Error()
-				errs[i] = err
-			}
-			out[i] = st
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(listed), 8, func(i int) {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		st, err := s.GetEndpoint(qctx, listed[i].ID)
+		if err != nil {
+			st = listed[i]
+			st.Error = err.Error()
+			errs[i] = err
+		}
+		out[i] = st
+	})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

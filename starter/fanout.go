@@ -7,13 +7,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
@@ -93,18 +90,9 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		ev.CreatedAt = sent.CreatedAt // the deliveries a resend adds carry the event as first sent
 	}
 	errs := make([]error, len(matches))
-	sem := make(chan struct{}, s.opts.FanoutParallelism)
-	var wg sync.WaitGroup
-	for i := 1; i < len(matches); i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			res.Deliveries[i], _, errs[i] = s.startFanout(ctx, tenant, matches[i], ev)
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(matches)-1, s.opts.FanoutParallelism, func(i int) {
+		res.Deliveries[i+1], _, errs[i+1] = s.startFanout(ctx, tenant, matches[i+1], ev)
+	})
 	var failed []string
 	for i, err := range errs {
 		if err == nil {
@@ -144,57 +132,30 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	ev.EndpointID = endpoint
 	wfID := herald.FanoutDeliveryID(tenant, endpoint, ev.ID)
 	d := FanoutDelivery{EndpointID: endpoint, WorkflowID: wfID}
-	run, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       wfID,
-		TaskQueue:                                s.opts.TaskQueue,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		EnableEagerStart:                         s.opts.EagerStart,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			herald.AttrEndpoint.ValueSet(endpoint),
-			herald.AttrEventType.ValueSet(ev.Type),
-			herald.AttrEventID.ValueSet(ev.ID),
-		),
-		StaticSummary: fmt.Sprintf("%s → %s (tenant %s)", ev.Type, endpoint, tenant),
-	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev})
+	var err error
+	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)", ev.Type, endpoint, tenant), herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev},
+		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID))
 	if err != nil {
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if !errors.As(err, &started) {
-			return d, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
-		}
-		was, err := s.sentBefore(ctx, wfID, ev)
-		if err != nil {
-			return d, Event{}, err
-		}
-		d.RunID, d.Existed = started.RunId, true
-		return d, was, nil
+		return d, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
 	}
-	d.RunID = run.GetRunID()
-	return d, Event{}, nil
+	if !d.Existed {
+		return d, Event{}, nil
+	}
+	was, err := s.sentBefore(ctx, wfID, ev)
+	return d, was, err
 }
 
 // recordNoDestination records that ev was sent to tenant while no endpoint subscribed to
 // its type, once: a resend finds the record and checks it is the same event.
 func (s *Client) recordNoDestination(ctx context.Context, tenant string, ev Event) error {
 	wfID := herald.NoDestinationID(tenant, ev.ID)
-	_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       wfID,
-		TaskQueue:                                s.opts.TaskQueue,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		EnableEagerStart:                         s.opts.EagerStart,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			herald.AttrEventType.ValueSet(ev.Type),
-			herald.AttrEventID.ValueSet(ev.ID),
-		),
-		StaticSummary: fmt.Sprintf("%s for tenant %s: no endpoint subscribed", ev.Type, tenant),
-	}, herald.NoDestinationWorkflow, ev)
-	if err == nil {
-		return nil
-	}
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if !errors.As(err, &started) {
+	_, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s for tenant %s: no endpoint subscribed", ev.Type, tenant), herald.NoDestinationWorkflow, ev,
+		herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID))
+	if err != nil {
 		return fmt.Errorf("send event %s to tenant %s: record that no endpoint subscribed to %s: %w", ev.ID, tenant, ev.Type, err)
+	}
+	if !existed {
+		return nil
 	}
 	was, err := s.noDestinationEvent(ctx, wfID)
 	if err != nil {
@@ -268,28 +229,19 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 	ids = slices.Compact(ids)
 	subs := make([]*herald.Subscription, len(ids))
 	errs := make([]error, len(ids))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			v, err := activities.ReadAdmission(ctx, s.c, id)
-			if errors.Is(err, herald.ErrNoEndpoint) {
-				return // started, never registered
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if cmpTenant(v.Endpoint.Tenant) == tenant {
-				subs[i] = &herald.Subscription{Endpoint: id, Types: v.Endpoint.Types, Version: v.Endpoint.Version}
-			}
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(ids), 8, func(i int) {
+		v, err := activities.ReadAdmission(ctx, s.c, ids[i])
+		if errors.Is(err, herald.ErrNoEndpoint) {
+			return // started, never registered
+		}
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		if cmpTenant(v.Endpoint.Tenant) == tenant {
+			subs[i] = &herald.Subscription{Endpoint: ids[i], Types: v.Endpoint.Types, Version: v.Endpoint.Version}
+		}
+	})
 	if err := errors.Join(errs...); err != nil {
 		return herald.Directory{}, fmt.Errorf("add the endpoints registered before subscriptions to tenant %s's directory: %w", tenant, err)
 	}
@@ -404,29 +356,20 @@ func (s *Client) EventStatus(ctx context.Context, tenant, eventID string) (heral
 	sort.Strings(ids)
 	views := make([]herald.DeliveryView, len(ids))
 	found := make([]bool, len(ids))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, ep := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			wfID := herald.FanoutDeliveryID(tenant, ep, eventID)
-			views[i] = herald.DeliveryView{EndpointID: ep, WorkflowID: wfID}
-			st, err := s.deliveryStatus(ctx, wfID, tenant, eventID)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				return
-			case err != nil:
-				views[i].Error = err.Error()
-			default:
-				views[i].Status = &st
-			}
-			found[i] = true
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(ids), 8, func(i int) {
+		wfID := herald.FanoutDeliveryID(tenant, ids[i], eventID)
+		views[i] = herald.DeliveryView{EndpointID: ids[i], WorkflowID: wfID}
+		st, err := s.deliveryStatus(ctx, wfID, tenant, eventID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return
+		case err != nil:
+			views[i].Error = err.Error()
+		default:
+			views[i].Status = &st
+		}
+		found[i] = true
+	})
 	for i, v := range views {
 		if found[i] {
 			view.Deliveries = append(view.Deliveries, v)

@@ -199,6 +199,23 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		return SendResult{}, err
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
+	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev},
+		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type))
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+	}
+	if existed {
+		if err := s.sameEvent(ctx, wfID, ev); err != nil {
+			return SendResult{}, err
+		}
+	}
+	return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: runID}, nil
+}
+
+// startOnce starts workflow wfID of type wfType on the deliveries' task queue (eagerly
+// when the client is set so) unless it was ever started: existed then says so, with the
+// run found, so that the caller checks the id is reused for the same event.
+func (s *Client) startOnce(ctx context.Context, wfID, summary, wfType string, in any, attrs ...temporal.SearchAttributeUpdate) (runID string, existed bool, err error) {
 	run, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    wfID,
 		TaskQueue:             s.opts.TaskQueue,
@@ -206,23 +223,34 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		EnableEagerStart:      s.opts.EagerStart,
 		// Told apart from a new start, so that a reused id is checked against its event.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			herald.AttrEndpoint.ValueSet(ev.EndpointID),
-			herald.AttrEventType.ValueSet(ev.Type),
-		),
-		StaticSummary: fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID),
-	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev})
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(attrs...),
+		StaticSummary:                            summary,
+	}, wfType, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if !errors.As(err, &started) {
-			return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+		if errors.As(err, &started) {
+			return started.RunId, true, nil
 		}
-		if err := s.sameEvent(ctx, wfID, ev); err != nil {
-			return SendResult{}, err
-		}
-		return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: started.RunId}, nil
+		return "", false, err
 	}
-	return SendResult{EventID: ev.ID, WorkflowID: run.GetID(), RunID: run.GetRunID()}, nil
+	return run.GetRunID(), false, nil
+}
+
+// eachAtOnce calls f for every i in [0, n), at most limit at once, and returns when all
+// have returned.
+func eachAtOnce(n, limit int, f func(i int)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // sameEvent checks that ev is the event the delivery wfID carries (its latest run's input):
