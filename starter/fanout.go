@@ -183,6 +183,21 @@ func (s *Client) noDestinationEvent(ctx context.Context, wfID string) (Event, er
 // endpoints registered before directories existed are added to it (backfill).
 func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory, error) {
 	tenant = cmpTenant(tenant)
+	dir, err := s.readDirectory(ctx, tenant)
+	if err != nil || dir.Backfilled {
+		return dir, err
+	}
+	// One backfill at a time per tenant in this process; others wait for it and read again.
+	v, err, _ := s.backfills.Do(tenant, func() (any, error) { return s.backfill(ctx, tenant) })
+	if err != nil {
+		return herald.Directory{}, err
+	}
+	return v.(herald.Directory), nil
+}
+
+// readDirectory reads a tenant's directory as its workflow published it (an empty one when
+// there is none yet).
+func (s *Client) readDirectory(ctx context.Context, tenant string) (herald.Directory, error) {
 	dir := herald.Directory{Tenant: tenant}
 	desc, err := s.c.DescribeWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "")
 	switch {
@@ -200,15 +215,7 @@ func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory
 			}
 		}
 	}
-	if dir.Backfilled {
-		return dir, nil
-	}
-	// One backfill at a time per tenant in this process; others wait for it and read again.
-	v, err, _ := s.backfills.Do(tenant, func() (any, error) { return s.backfill(ctx, tenant) })
-	if err != nil {
-		return herald.Directory{}, err
-	}
-	return v.(herald.Directory), nil
+	return dir, nil
 }
 
 // backfill adds to tenant's directory the endpoints of the tenant registered before
@@ -293,8 +300,16 @@ func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, 
 }
 
 // subscribe records a put endpoint's subscription in its tenant's directory.
+// A directory that holds the endpoint with its types already is left alone (most puts
+// change neither types nor tenant): a describe, not an update.
 func (s *Client) subscribe(ctx context.Context, ep herald.Endpoint) error {
-	return s.updateDirectory(ctx, cmpTenant(ep.Tenant), herald.UpdateSubscribe,
+	tenant := cmpTenant(ep.Tenant)
+	if dir, err := s.readDirectory(ctx, tenant); err == nil {
+		if e, ok := dir.Find(ep.ID); ok && slices.Equal(e.Types, ep.Types) {
+			return nil
+		}
+	}
+	return s.updateDirectory(ctx, tenant, herald.UpdateSubscribe,
 		herald.Subscription{Endpoint: ep.ID, Types: ep.Types, Version: ep.Version}, nil)
 }
 
