@@ -1,12 +1,14 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
@@ -80,4 +82,45 @@ func TestSubscriptionsDirectory(t *testing.T) {
 
 func sameSubscription(a, b herald.Subscription) bool {
 	return a.Endpoint == b.Endpoint && a.Version == b.Version && slices.Equal(a.Types, b.Types) && a.Remove == b.Remove
+}
+
+// TestSubscriptionsContinueAsNew: a directory continues as new once its history is long
+// (the test environment counts no events: the length is set), carrying every entry, sorted;
+// an update is never accepted and then dropped by the continue-as-new (one not accepted is
+// retried by the server on the new run).
+func TestSubscriptionsContinueAsNew(t *testing.T) {
+	env := newTestEnv()
+	env.RegisterWorkflowWithOptions(SubscriptionsWorkflow, workflow.RegisterOptions{Name: herald.SubscriptionsWorkflow})
+	const n = 50
+	for i := range n {
+		env.RegisterDelayedCallback(func() {
+			sendUpdate[any](env, herald.UpdateSubscribe, herald.Subscription{Endpoint: fmt.Sprintf("ep-%04d", n-1-i), Version: 1})
+		}, time.Duration(i+1)*time.Second)
+	}
+	var last *updateOutcome[any]
+	env.RegisterDelayedCallback(func() {
+		env.SetCurrentHistoryLength(subscriptionsContinueAsNewEvents + 1)
+		last = sendUpdate[any](env, herald.UpdateSubscribe, herald.Subscription{Endpoint: "ep-9999", Types: []string{"order.*"}, Version: 1})
+	}, time.Minute)
+	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: herald.Directory{Tenant: "acme", Backfilled: true}})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want a continue-as-new", err)
+	}
+	var next SubscriptionsInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	got := next.Directory.Entries
+	if len(got) < n || next.Directory.Tenant != "acme" || !next.Directory.Backfilled {
+		t.Fatalf("continued with %d entries of tenant %q (backfilled %v), want %d, acme, backfilled", len(got), next.Directory.Tenant, next.Directory.Backfilled, n)
+	}
+	for i, e := range got[:n] {
+		if e.Endpoint != fmt.Sprintf("ep-%04d", i) {
+			t.Fatalf("entry %d is %s: entries are lost or out of order", i, e.Endpoint)
+		}
+	}
+	if _, kept := next.Directory.Find("ep-9999"); last.accepted != kept {
+		t.Fatalf("the update that came with the continue-as-new: accepted %v, in the next run %v", last.accepted, kept)
+	}
 }
