@@ -68,6 +68,19 @@ func TestFanoutThroughTheAPI(t *testing.T) {
 		t.Fatalf("status of the event with no destination: %v", out)
 	}
 
+	// The dashboard links an endpoint's deliveries of events sent to its tenant to their page.
+	c := browserClient(t)
+	signIn(t, c, shared.operator)
+	_, page := get(t, c, "/endpoints/"+e2)
+	link := "/events/fan-api-2?endpoint=" + url.QueryEscape(e2) + "&amp;tenant=" + url.QueryEscape(tenant)
+	if !strings.Contains(page, link) {
+		t.Fatalf("the endpoint page does not link its delivery of fan-api-2 (%s):\n%s", link, page)
+	}
+	code, page = get(t, c, strings.ReplaceAll(link, "&amp;", "&"))
+	if code != http.StatusOK || !strings.Contains(page, "delivered") {
+		t.Fatalf("the delivery's page: status %d\n%s", code, page)
+	}
+
 	code, out = call(t, "POST", "/v1/events", shared.operator, map[string]any{"tenant": tenant, "endpoint_id": e1, "data": 1})
 	want(t, "tenant and endpoint_id both", code, http.StatusBadRequest, out)
 	code, out = call(t, "POST", "/v1/events", shared.acme, map[string]any{"tenant": tenant, "data": 1})
