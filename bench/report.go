@@ -42,6 +42,9 @@ func round(d time.Duration) time.Duration {
 
 func phaseRow(s, name string, p Phase) Row {
 	v := fmt.Sprintf("%.1f/s  %s  (%d/%d in %.1fs)", p.PerSecond, lat(p.Latency), p.Arrived, p.Events, float64(p.Seconds))
+	if p.CPUms > 0 {
+		v += fmt.Sprintf("  %.1f ms CPU each", p.CPUms)
+	}
 	return Row{Scenario: s, Figure: name, Value: v}
 }
 
@@ -61,6 +64,7 @@ func (r *Report) Rows() []Row {
 			phaseRow(s, fmt.Sprintf("Herald, steady %.0f/s", t.Rate), t.Steady),
 			Row{s, "Herald ÷ naive", fmt.Sprintf("%.2f×", t.VsNaive), "≥ 2.5×", naiveVerdict(t)},
 			Row{s, "Herald ÷ engine limit", fmt.Sprintf("%.2f×", t.VsEngine), "≥ 0.85×", verdict(t.VsEngine >= 0.85)},
+			Row{s, "engine CPU ÷ Herald CPU, per workflow", fmt.Sprintf("%.2f×", t.CPUVsEngine), "", ""},
 			Row{s, "steady p50 / p99 (peer: 1.4s / 2.9s)", lat(t.Steady.Latency), "< 1.4s / 2.9s",
 				verdict(t.Steady.Latency.Count > 0 && t.Steady.Latency.P50 < 1400*time.Millisecond && t.Steady.Latency.P99 < 2900*time.Millisecond)},
 			Row{s, "full-load rate (peer: 106-154/s)", fmt.Sprintf("%.1f/s", t.Herald.PerSecond), "> 154/s", verdict(t.Herald.PerSecond > 154)},
