@@ -50,7 +50,8 @@ type FanoutDelivery struct {
 // Publish is idempotent and safe to repeat after an error or a crash: sending the same
 // event id again starts nothing twice and adds any delivery a cut-short send left out. The
 // same id with another type or data fails with ErrConflict. No matching endpoint is not an
-// error: the event is recorded as having no destination (PublishResult.NoDestination).
+// error: the event is recorded as having no destination (PublishResult.NoDestination). The
+// event is checked against the catalog of event types first, as by Send.
 func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishResult, error) {
 	tenant = cmpTenant(tenant)
 	if err := herald.ValidateTenant(tenant); err != nil {
@@ -60,6 +61,9 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		return PublishResult{}, fmt.Errorf("%w: the event names endpoint %s and tenant %s: send to one endpoint (Send) or to every subscribed endpoint of a tenant (Publish), not both", ErrInvalid, ev.EndpointID, tenant)
 	}
 	if err := validateEvent(&ev, s.opts.Now(), false); err != nil {
+		return PublishResult{}, err
+	}
+	if err := s.checkType(ctx, ev); err != nil {
 		return PublishResult{}, err
 	}
 	if err := s.requireWorkerKey(ctx); err != nil {

@@ -113,14 +113,16 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(workflows.NoDestination, workflow.RegisterOptions{Name: herald.NoDestinationWorkflow})
 }
 
-// RegisterEndpoints registers the endpoint, stats and subscription directory workflows on
-// r, the worker of the endpoints' own task queue.
+// RegisterEndpoints registers the endpoint workflow, the stats shards, the catalog of
+// event types and the tenants' subscription directories on r, the worker of the endpoints'
+// own task queue.
 func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy) {
 	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, workflow.RegisterOptions{Name: herald.EventTypesWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.SubscriptionsWorkflow, workflow.RegisterOptions{Name: herald.SubscriptionsWorkflow})
 }
 

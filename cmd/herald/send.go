@@ -33,7 +33,11 @@ Sending the same --id again is safe: it starts nothing twice, and for a tenant i
 delivery a cut-short send left out. The same id with another type or data is refused.
 
 --data takes JSON inline, @FILE to read a file, or - to read standard input (256 KiB at
-most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.`,
+most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.
+
+The event's --type is checked against the catalog of event types (herald event-type
+--help): data that does not match its type's JSON Schema is refused, naming where and
+which rule, and so is a type that is not registered when strict types are on.`,
 		Example: `  herald send --tenant acme --type order.paid --data '{"order":42}'
   herald send --tenant acme --type order.paid --id evt_order_42_paid --data @event.json
   herald send --endpoint acme-billing --type order.paid --data '{"order":42}'`,
