@@ -96,41 +96,36 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	endpoint := func(i int) string { return eps[i%len(eps)] }
 	closed := herald.Workflows(herald.DeliveryWorkflow).Closed().String()
 	herald := func(rate float64) (Phase, error) {
+		base := max(e.countVisible(ctx, closed), 0)
+		cpu := startCPU()
+		var sentAt, arrived []time.Time // per delivery
 		if fanout {
 			ids := newIDs(res.FanoutEvents)
-			base := max(e.countVisible(ctx, closed), 0)
-			cpu := startCPU()
-			sentAt, err := e.publishEvents(ctx, tenant, ids, cfg.Senders, rate/float64(cfg.Fanout))
+			at, err := e.publishEvents(ctx, tenant, ids, cfg.Senders, rate/float64(cfg.Fanout))
 			if err != nil {
 				return Phase{}, err
 			}
-			ds, at := fannedOut(ids, sentAt, eps)
+			var ds []delivery
+			ds, sentAt = fannedOut(ids, at, eps)
 			if !waitUntil(ctx, arrivalTimeout(len(ds)), func() bool { return e.rcv.allSeen(ids, cfg.Fanout) }) {
 				e.progress("throughput: not every delivery arrived in time")
 			}
-			p := phaseOf(at, e.rcv.firstSeenAt(ds))
-			if rate == 0 {
-				var settled bool
-				if p.CPUms, settled = cpu.perWorkflow(ctx, e, closed, base+int64(len(ds)), len(ds)); !settled {
-					e.progress("throughput: not every delivery was closed in the visibility store in time; its CPU figure is low")
-				}
+			arrived = e.rcv.firstSeenAt(ds)
+		} else {
+			ids := newIDs(cfg.Events)
+			var err error
+			if sentAt, err = e.sendEvents(ctx, ids, endpoint, cfg.Senders, rate); err != nil {
+				return Phase{}, err
 			}
-			return p, nil
+			if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return e.rcv.allSeen(ids, 1) }) {
+				e.progress("throughput: not every event arrived in time")
+			}
+			arrived = e.rcv.firstSeen(ids)
 		}
-		ids := newIDs(cfg.Events)
-		base := max(e.countVisible(ctx, closed), 0)
-		cpu := startCPU()
-		sentAt, err := e.sendEvents(ctx, ids, endpoint, cfg.Senders, rate)
-		if err != nil {
-			return Phase{}, err
-		}
-		if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return e.rcv.allSeen(ids, 1) }) {
-			e.progress("throughput: not every event arrived in time")
-		}
-		p := phaseOf(sentAt, e.rcv.firstSeen(ids))
+		p := phaseOf(sentAt, arrived)
 		if rate == 0 {
 			var settled bool
-			if p.CPUms, settled = cpu.perWorkflow(ctx, e, closed, base+int64(len(ids)), len(ids)); !settled {
+			if p.CPUms, settled = cpu.perWorkflow(ctx, e, closed, base+int64(len(sentAt)), len(sentAt)); !settled {
 				e.progress("throughput: not every delivery was closed in the visibility store in time; its CPU figure is low")
 			}
 		}
