@@ -23,6 +23,9 @@ type EndpointChange struct {
 	Timeout     *Duration      `json:"timeout,omitempty"`
 	Retention   *Duration      `json:"retention,omitempty"`
 	Breaker     *BreakerChange `json:"breaker,omitempty"`
+	// RateLimit sets the most requests per second (1..policy.MaxRateLimit); 0 removes the
+	// rate limit.
+	RateLimit *int `json:"rate_limit,omitempty"`
 	// Types replaces the event types the endpoint subscribes to (exact names, prefixes
 	// such as "order.*", or "*" for every type); nil keeps them. It is not an override:
 	// copy it to PutEndpointRequest.Types, which validates it.
@@ -75,6 +78,13 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if c.RateLimit != nil {
+		if err := policy.ValidateRateLimit(*c.RateLimit); err != nil {
+			return nil, fmt.Errorf("rate_limit: %v", err)
+		}
+		v := *c.RateLimit
+		o.RateLimit, set = &v, true
 	}
 	if c.Breaker != nil {
 		b, err := c.Breaker.override()

@@ -33,6 +33,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		clear                 bool
 		tenant                string
 		maxInFlight           int
+		rateLimit             int
 		types                 []string
 		brk                   breakerFlags
 	)
@@ -53,6 +54,7 @@ every type. The put returns once sends to the tenant use the new list.
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4
+  herald endpoint put acme --rate-limit 5
   herald endpoint put acme-billing --tenant acme --url https://acme.example.com/billing --types order.paid,invoice.*`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,6 +86,7 @@ every type. The put returns once sends to the tenant use the new list.
 			setDuration(fl, "timeout", &c.Timeout, timeout)
 			setDuration(fl, "retention", &c.Retention, retention)
 			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
+			setInt(fl, "rate-limit", &c.RateLimit, rateLimit)
 			c.Breaker = brk.change(fl)
 			if fl.Changed("types") {
 				if len(types) == 0 {
@@ -132,6 +135,7 @@ every type. The put returns once sends to the tenant use the new list.
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
+	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
 	f.StringSliceVar(&types, "types", nil, "event types this endpoint receives from sends to its tenant: names, prefixes like order.* or * (default: every type)")
 	brk.bind(f)
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
