@@ -31,6 +31,10 @@ type EndpointChange struct {
 	// Headers, when given, replace the endpoint's custom headers (name → value); {} removes
 	// them all. See HeaderChange.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Types replaces the event types the endpoint subscribes to (exact names, prefixes
+	// such as "order.*", or "*" for every type); nil keeps them. It is not an override:
+	// copy it to PutEndpointRequest.Types, which validates it.
+	Types []string `json:"types,omitempty"`
 }
 
 // HeaderChange is the change's custom headers as a put carries them (nil: keep the

@@ -23,7 +23,11 @@ type Endpoint struct {
 	PreviousUntil  time.Time        `json:"previous_until,omitempty"`
 	Overrides      Overrides        `json:"overrides"`
 	// Headers are custom headers every attempt carries, sorted by name (NormalizeHeaders).
-	Headers   []Header  `json:"headers,omitempty"`
+	Headers []Header `json:"headers,omitempty"`
+	// Types are the event types the endpoint receives when events are sent to its tenant:
+	// exact names, prefixes such as "order.*", or "*"; none means every type
+	// (policy.MatchesType).
+	Types     []string  `json:"types,omitempty"`
 	Version   int       `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -276,6 +280,9 @@ type PutEndpointRequest struct {
 	ClearOverrides bool `json:"clear_overrides,omitempty"`
 	// Headers, when set, replace the endpoint's custom headers (an empty list removes them).
 	Headers *[]Header `json:"headers,omitempty"`
+	// Types replaces the event types the endpoint subscribes to; nil keeps them, ["*"]
+	// subscribes to every type (policy.ValidateTypePatterns).
+	Types []string `json:"types,omitempty"`
 }
 
 // Validate makes the structural checks of a put: everything but the URL's address, which
@@ -329,6 +336,9 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 		if !slices.Equal(hs, *req.Headers) {
 			return fmt.Errorf("endpoint %s: headers must have canonical names, sorted by name (NormalizeHeaders)", req.ID)
 		}
+	}
+	if err := policy.ValidateTypePatterns(req.Types); err != nil {
+		return fmt.Errorf("endpoint %s: types: %w", req.ID, err)
 	}
 	return nil
 }

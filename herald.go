@@ -25,6 +25,30 @@ const (
 	BulkReplayWorkflow = "BulkReplay"
 	// StatsWorkflow is the workflow type of a shard of endpoint attempt counts.
 	StatsWorkflow = "EndpointStats"
+	// SubscriptionsWorkflow is the workflow type of a tenant's subscription directory
+	// (one per tenant, SubscriptionsWorkflowID): its endpoints and the event types each
+	// receives.
+	SubscriptionsWorkflow = "Subscriptions"
+	// NoDestinationWorkflow is the workflow type of the record of an event sent to a tenant
+	// when none of its endpoints subscribed to the event's type (NoDestinationID). It
+	// completes at once; its input is the event.
+	NoDestinationWorkflow = "NoDestination"
+)
+
+// Messages of the subscription directory workflow.
+const (
+	// UpdateSubscribe records one endpoint's subscription in its tenant's directory, or
+	// removes it (Subscription → Directory).
+	UpdateSubscribe = "subscribe"
+	// UpdateBackfill adds the subscriptions of endpoints registered before directories
+	// existed, keeping the entries the directory has, and marks it backfilled
+	// ([]Subscription → Directory).
+	UpdateBackfill = "backfill"
+	// QuerySubscriptions returns the Directory.
+	QuerySubscriptions = "subscriptions"
+	// MemoSubscriptions is the memo field where a directory publishes itself (Directory)
+	// whenever it changes: senders read it with a describe, which involves no worker.
+	MemoSubscriptions = "subscriptions"
 )
 
 // Messages of the delivery workflow.

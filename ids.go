@@ -19,11 +19,57 @@ func DeliveryID(tenant, eventID string) string {
 	return "delivery@" + tenant + ":" + eventID
 }
 
-// ParseDeliveryID is the inverse of DeliveryID: the tenant (DefaultTenant for the
-// "delivery:" form) and the event id; ok is false for other ids.
+// FanoutDeliveryID is the workflow id of the delivery of a tenant's event eventID to one
+// of the tenant's endpoints when the event was sent to the tenant (fan-out):
+// "delivery+<endpoint>@<tenant>:<event-id>", the tenant always named. It cannot collide
+// with DeliveryID's forms, nor with another endpoint's or tenant's (endpoint ids and
+// tenant names have neither '@' nor ':').
+func FanoutDeliveryID(tenant, endpointID, eventID string) string {
+	return "delivery+" + endpointID + "@" + tenantOrDefault(tenant) + ":" + eventID
+}
+
+// ParseFanoutDeliveryID is the inverse of FanoutDeliveryID; ok is false for other ids.
+func ParseFanoutDeliveryID(workflowID string) (tenant, endpointID, eventID string, ok bool) {
+	rest, ok := strings.CutPrefix(workflowID, "delivery+")
+	if !ok {
+		return "", "", "", false
+	}
+	endpointID, rest, ok = strings.Cut(rest, "@")
+	if !ok || endpointID == "" {
+		return "", "", "", false
+	}
+	tenant, eventID, ok = strings.Cut(rest, ":")
+	if !ok || tenant == "" {
+		return "", "", "", false
+	}
+	return tenant, endpointID, eventID, true
+}
+
+// NoDestinationID is the workflow id that records a tenant's event sent when no endpoint
+// of the tenant subscribed to its type: "event+none@<tenant>:<event-id>".
+func NoDestinationID(tenant, eventID string) string {
+	return "event+none@" + tenantOrDefault(tenant) + ":" + eventID
+}
+
+// SubscriptionsWorkflowID is the workflow id of a tenant's subscription directory:
+// "subscriptions:<tenant>".
+func SubscriptionsWorkflowID(tenant string) string { return "subscriptions:" + tenantOrDefault(tenant) }
+
+func tenantOrDefault(tenant string) string {
+	if tenant == "" {
+		return DefaultTenant
+	}
+	return tenant
+}
+
+// ParseDeliveryID is the inverse of DeliveryID and FanoutDeliveryID: the tenant
+// (DefaultTenant for the "delivery:" form) and the event id; ok is false for other ids.
 func ParseDeliveryID(workflowID string) (tenant, eventID string, ok bool) {
 	if id, ok := strings.CutPrefix(workflowID, "delivery:"); ok {
 		return DefaultTenant, id, true
+	}
+	if tenant, _, eventID, ok := ParseFanoutDeliveryID(workflowID); ok {
+		return tenant, eventID, true
 	}
 	rest, ok := strings.CutPrefix(workflowID, "delivery@")
 	if !ok {

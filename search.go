@@ -28,10 +28,14 @@ var (
 	// AttrDisabled is set on an endpoint workflow while its endpoint is disabled, to the
 	// cause (policy.DisableCause: manual, gone, failing); unset once enabled.
 	AttrDisabled = temporal.NewSearchAttributeKeyKeyword("HeraldDisabled")
+	// AttrEventID is the event id of a delivery started by a send to a tenant (fan-out),
+	// and of the record of such an event with no destination: it lists one event's
+	// deliveries. Deliveries sent to one endpoint by id do not set it.
+	AttrEventID = temporal.NewSearchAttributeKeyKeyword("HeraldEventId")
 )
 
 // SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
-var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName()}
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName(), AttrEventID.GetName()}
 
 // SearchAttributeTypes maps Herald's search attributes to their type (all Keyword), as a
 // namespace must register them.

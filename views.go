@@ -17,11 +17,13 @@ type EndpointState struct {
 	Overrides  Overrides `json:"overrides"`
 	// HeaderNames are the names of the endpoint's custom headers (their values may be
 	// credentials: never shown).
-	HeaderNames []string  `json:"header_names,omitempty"`
-	Version     int       `json:"version"`
-	CreatedAt   time.Time `json:"created_at,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at,omitempty"`
-	Counters    Report    `json:"counters"`
+	HeaderNames []string `json:"header_names,omitempty"`
+	// Types are the event types the endpoint subscribes to; none means every type.
+	Types     []string  `json:"types,omitempty"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
+	Counters  Report    `json:"counters"`
 	// CountersSince is when the counters started.
 	CountersSince time.Time `json:"counters_since,omitempty"`
 

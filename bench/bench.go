@@ -66,6 +66,12 @@ type Config struct {
 	// minutes at thousands of events).
 	SkipNaive bool    `json:"skip_naive,omitempty"`
 	Rate      float64 `json:"rate"`
+	// Fanout, above 1, makes the throughput scenario send its events to a tenant with
+	// Fanout subscribed endpoints (starter.Publish) instead of to Endpoints endpoints one
+	// by one. Each phase still makes Events deliveries (Events/Fanout events), at Rate
+	// deliveries per second in the steady phase, so that the rates compare with the engine
+	// limit's.
+	Fanout int `json:"fanout,omitempty"`
 	// CostEvents first-try deliveries, spread over CostEndpoints endpoints, are read back
 	// for the cost scenario.
 	CostEvents    int `json:"cost_events"`
@@ -417,6 +423,50 @@ func (e *env) sendEvents(ctx context.Context, ids []string, endpoint func(i int)
 		return sentAt, fmt.Errorf("%d of %d sends failed, first: %w", failed, len(ids), err)
 	}
 	return sentAt, nil
+}
+
+// putSubscribed registers the endpoints ids in tenant, 16 at a time, each subscribed to
+// every type and answering with a.
+func (e *env) putSubscribed(ctx context.Context, tenant string, ids []string, a answer) error {
+	_, failed, err := drive(ctx, len(ids), 16, 0, func(ctx context.Context, i int) error {
+		sec, err := signature.GenerateSecret()
+		if err != nil {
+			return err
+		}
+		_, err = e.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: ids[i], Tenant: tenant, URL: e.rcv.url(ids[i], a), Secret: sec})
+		return err
+	})
+	if failed > 0 {
+		return fmt.Errorf("register %d of %d endpoints of tenant %s: %w", failed, len(ids), tenant, err)
+	}
+	return nil
+}
+
+// publishEvents sends one event per id to tenant (fan-out), and returns when each send began.
+func (e *env) publishEvents(ctx context.Context, tenant string, ids []string, senders int, rate float64) ([]time.Time, error) {
+	data := benchData
+	sentAt, failed, err := drive(ctx, len(ids), senders, rate, func(ctx context.Context, i int) error {
+		_, err := e.starter.Publish(ctx, tenant, starter.Event{ID: ids[i], Type: "bench.event", Data: data})
+		return err
+	})
+	if failed > 0 {
+		return sentAt, fmt.Errorf("%d of %d sends to tenant %s failed, first: %w", failed, len(ids), tenant, err)
+	}
+	return sentAt, nil
+}
+
+// fannedOut expands events sent at sentAt to every one of eps into their deliveries, each
+// with its event's send time.
+func fannedOut(ids []string, sentAt []time.Time, eps []string) ([]delivery, []time.Time) {
+	ds := make([]delivery, 0, len(ids)*len(eps))
+	at := make([]time.Time, 0, len(ids)*len(eps))
+	for i, id := range ids {
+		for _, ep := range eps {
+			ds = append(ds, delivery{ep, id})
+			at = append(at, sentAt[i])
+		}
+	}
+	return ds, at
 }
 
 // benchData is every event's payload: a small order, as webhooks usually carry.

@@ -70,6 +70,14 @@ func TestAllScenariosTiny(t *testing.T) {
 	if c.EndpointEvents < 0 || c.PerDelivery != c.DeliveryEvents+c.EndpointShare {
 		t.Errorf("cost: endpoint events %d, share %v, per delivery %v", c.EndpointEvents, c.EndpointShare, c.PerDelivery)
 	}
+	if len(c.Fanout) != 2 || c.Fanout[0].Fanout != 1 || c.Fanout[1].Fanout != 10 {
+		t.Fatalf("cost: fan-out figures %+v, want fan-out 1 and 10", c.Fanout)
+	}
+	for _, f := range c.Fanout {
+		if f.Deliveries != f.Events*f.Fanout || f.DeliveryEvents < 5 || f.PerDelivery < f.DeliveryEvents {
+			t.Errorf("cost: fan-out %d: %+v", f.Fanout, f)
+		}
+	}
 
 	st := rep.Storm
 	if st == nil || st.Seconds != 20 || st.Delivered != 20 {
@@ -224,5 +232,34 @@ func TestBreakerTimeline(t *testing.T) {
 	}
 	if got := histogram([]int{0, 3, 0, 2}); got != "1s:3 3s:2" {
 		t.Errorf("histogram = %q", got)
+	}
+}
+
+// TestThroughputFanoutTiny: with a fan-out, the throughput phases count deliveries, every
+// one of which arrives.
+func TestThroughputFanoutTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	cfg := tiny()
+	cfg.Scenarios, cfg.Fanout, cfg.SkipNaive = []string{Throughput}, 5, true
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := rep.Throughput
+	if tp == nil {
+		t.Fatalf("no throughput result: %v", rep.Errors)
+	}
+	if tp.Fanout != 5 || tp.FanoutEvents != 4 {
+		t.Fatalf("fan-out %d with %d events, want 5 and 4", tp.Fanout, tp.FanoutEvents)
+	}
+	for name, p := range map[string]Phase{"herald": tp.Herald, "steady": tp.Steady} {
+		if p.Events != 20 || p.Arrived != 20 || p.Latency.Count != 20 {
+			t.Errorf("throughput %s: %d of %d deliveries arrived (latency of %d), want 20", name, p.Arrived, p.Events, p.Latency.Count)
+		}
+	}
+	if tp.VsEngine <= 0 {
+		t.Errorf("throughput vs engine %v", tp.VsEngine)
 	}
 }

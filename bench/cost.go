@@ -45,6 +45,29 @@ type CostResult struct {
 	EndpointContinuedAsNew bool `json:"endpoint_continued_as_new,omitempty"`
 	// EndpointEventTypes counts the endpoint workflow's new events by type.
 	EndpointEventTypes map[string]int `json:"endpoint_event_types,omitempty"`
+	// Fanout are the same figures for events sent to a tenant (starter.Publish) with 1 and
+	// with 10 subscribed endpoints.
+	Fanout []FanoutCost `json:"fanout,omitempty"`
+}
+
+// FanoutCost is the history cost of first-try deliveries of events sent to a tenant with
+// Fanout subscribed endpoints: every workflow's share counted (the deliveries', the
+// endpoints', the stats shards' and the tenant's subscription directory's).
+type FanoutCost struct {
+	Fanout int `json:"fanout"`
+	// Events were sent, making Deliveries deliveries.
+	Events     int `json:"events"`
+	Deliveries int `json:"deliveries"`
+	// DeliveryEvents is the mean of the delivery workflows' events.
+	DeliveryEvents float64 `json:"delivery_events"`
+	// EndpointShare is the endpoint and stats workflows' new events over the deliveries.
+	EndpointShare float64 `json:"endpoint_share"`
+	// DirectoryEvents are the events the subscription directory gained during the sends
+	// (the fan-out's own cost: reading it adds none); PerEvent is those over the events.
+	DirectoryEvents int     `json:"directory_events"`
+	PerEvent        float64 `json:"fanout_events_per_event"`
+	// PerDelivery is DeliveryEvents + EndpointShare.
+	PerDelivery float64 `json:"per_delivery"`
 }
 
 func (e *env) cost(ctx context.Context) (*CostResult, error) {
@@ -59,41 +82,123 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 	if err := e.putEndpoints(ctx, eps, noContent); err != nil {
 		return nil, err
 	}
+	mc, err := e.measureCost(ctx, eps, nil, func(ctx context.Context) ([]string, error) {
+		ids := newIDs(n)
+		if _, err := e.sendEvents(ctx, ids, func(i int) string { return eps[i%m] }, e.cfg.Senders, 0); err != nil {
+			return nil, err
+		}
+		wf := make([]string, n)
+		for i, id := range ids {
+			wf[i] = herald.DeliveryID(herald.DefaultTenant, id)
+		}
+		return wf, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := mc.CostResult
+	if res.EngineEvents, res.EngineBytes, err = e.engineHistory(ctx); err != nil {
+		return nil, err
+	}
+	for _, f := range []int{1, 10} {
+		fc, err := e.fanoutCost(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("fan-out %d: %w", f, err)
+		}
+		res.Fanout = append(res.Fanout, fc)
+	}
+	return res, nil
+}
+
+// fanoutCost measures first-try deliveries of events sent to a tenant of f endpoints: as
+// many deliveries as the direct measure, CostEvents/f events.
+func (e *env) fanoutCost(ctx context.Context, f int) (FanoutCost, error) {
+	tenant := e.endpointID(fmt.Sprintf("cost-fan%d", f))
+	eps := make([]string, f)
+	for i := range eps {
+		eps[i] = e.endpointID(fmt.Sprintf("cost-fan%d-%d", f, i))
+	}
+	if err := e.putSubscribed(ctx, tenant, eps, noContent); err != nil {
+		return FanoutCost{}, err
+	}
+	events := max(1, e.cfg.CostEvents/f)
+	dir := herald.SubscriptionsWorkflowID(tenant)
+	// The tenant's first send adds the endpoints registered before subscriptions existed
+	// (once per tenant): done before the measure, which is of the sends that follow.
+	if _, err := e.starter.Directory(ctx, tenant); err != nil {
+		return FanoutCost{}, err
+	}
+	r, err := e.measureCost(ctx, eps, []string{dir}, func(ctx context.Context) ([]string, error) {
+		ids := newIDs(events)
+		if _, err := e.publishEvents(ctx, tenant, ids, e.cfg.Senders, 0); err != nil {
+			return nil, err
+		}
+		var wf []string
+		for _, id := range ids {
+			for _, ep := range eps {
+				wf = append(wf, herald.FanoutDeliveryID(tenant, ep, id))
+			}
+		}
+		return wf, nil
+	})
+	if err != nil {
+		return FanoutCost{}, err
+	}
+	fc := FanoutCost{Fanout: f, Events: events, Deliveries: r.Deliveries, DeliveryEvents: r.DeliveryEvents,
+		EndpointShare: r.EndpointShare, DirectoryEvents: r.extra}
+	fc.PerEvent = float64(fc.DirectoryEvents) / float64(events)
+	fc.PerDelivery = r.PerDelivery + float64(fc.DirectoryEvents)/float64(r.Deliveries)
+	return fc, nil
+}
+
+// measuredCost is a CostResult and the events the extra workflows gained.
+type measuredCost struct {
+	*CostResult
+	extra int
+}
+
+// measureCost sends first-try deliveries to eps with send, which returns their workflow
+// ids, and measures their history cost: the deliveries' own, and what the endpoint and
+// stats workflows (and the extra ones) gained meanwhile.
+func (e *env) measureCost(ctx context.Context, eps, extra []string, send func(ctx context.Context) ([]string, error)) (measuredCost, error) {
+	m := len(eps)
 	// Every workflow a delivery may cost events to: the endpoints' and the stats shards'.
-	side := make([]string, 0, m+herald.StatsShards)
+	side := make([]string, 0, m+herald.StatsShards+len(extra))
 	for _, ep := range eps {
 		side = append(side, herald.EndpointWorkflowID(ep))
 	}
 	for i := range herald.StatsShards {
 		side = append(side, fmt.Sprintf("endpoint-stats:%d", i))
 	}
+	side = append(side, extra...)
 	// Let earlier scenarios' counts settle first.
 	time.Sleep(activities.StatsInterval + time.Second)
 	before, err := e.footprint(ctx, side, nil)
 	if err != nil {
-		return nil, err
+		return measuredCost{}, err
 	}
-	ids := newIDs(n)
-	if _, err := e.sendEvents(ctx, ids, func(i int) string { return eps[i%m] }, e.cfg.Senders, 0); err != nil {
-		return nil, err
+	wfs, err := send(ctx)
+	if err != nil {
+		return measuredCost{}, err
 	}
+	n := len(wfs)
 	res := &CostResult{Deliveries: n, Endpoints: m, DeliveryEventsMin: -1}
 	total, bytes := 0, 0
-	for _, id := range ids {
-		run := e.client.GetWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, id), "")
+	for _, wf := range wfs {
+		run := e.client.GetWorkflow(ctx, wf, "")
 		var st herald.Status
 		wctx, cancel := context.WithTimeout(ctx, arrivalTimeout(n))
 		err := run.Get(wctx, &st)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("delivery %s: %w", id, err)
+			return measuredCost{}, fmt.Errorf("delivery %s: %w", wf, err)
 		}
 		if len(st.Attempts) != 1 {
-			return nil, fmt.Errorf("delivery %s took %d attempts; the cost scenario needs first-try deliveries", id, len(st.Attempts))
+			return measuredCost{}, fmt.Errorf("delivery %s took %d attempts; the cost scenario needs first-try deliveries", wf, len(st.Attempts))
 		}
-		k, size, err := e.history(ctx, herald.DeliveryID(herald.DefaultTenant, id))
+		k, size, err := e.history(ctx, wf)
 		if err != nil {
-			return nil, err
+			return measuredCost{}, err
 		}
 		total += k
 		bytes += size
@@ -104,14 +209,18 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 	time.Sleep(activities.StatsInterval + 2*time.Second)
 	after, err := e.footprint(ctx, side, before)
 	if err != nil {
-		return nil, err
+		return measuredCost{}, err
 	}
+	extraEvents := 0
 	for i, id := range side {
 		d := after[id].events - before[id].events
-		if i < m {
+		switch {
+		case i < m:
 			res.EndpointEvents += d
-		} else {
+		case i < m+herald.StatsShards:
 			res.StatsEvents += d
+		default:
+			extraEvents += d
 		}
 		if after[id].run != before[id].run {
 			res.EndpointContinuedAsNew = true
@@ -124,7 +233,7 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
-				return nil, fmt.Errorf("endpoint history: %w", err)
+				return measuredCost{}, fmt.Errorf("endpoint history: %w", err)
 			}
 			if ev.GetEventId() > int64(before[id].current) {
 				res.EndpointEventTypes[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
@@ -133,12 +242,9 @@ func (e *env) cost(ctx context.Context) (*CostResult, error) {
 	}
 	res.DeliveryEvents = float64(total) / float64(n)
 	res.DeliveryBytes = float64(bytes) / float64(n)
-	if res.EngineEvents, res.EngineBytes, err = e.engineHistory(ctx); err != nil {
-		return nil, err
-	}
 	res.EndpointShare = float64(res.EndpointEvents+res.StatsEvents) / float64(n)
 	res.PerDelivery = res.DeliveryEvents + res.EndpointShare
-	return res, nil
+	return measuredCost{res, extraEvents}, nil
 }
 
 // runs is what a workflow id has cost so far: events in all its runs, and its current run.

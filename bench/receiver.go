@@ -33,6 +33,7 @@ type receivers struct {
 	mu       sync.Mutex
 	answers  map[string]answer
 	first    map[string]time.Time
+	firstAt  map[delivery]time.Time // per endpoint and webhook-id
 	count    map[string]int
 	arrivals []arrival
 	inFlight map[string]int
@@ -46,7 +47,7 @@ func startReceivers() (*receivers, error) {
 	}
 	r := &receivers{
 		base:    "http://" + ln.Addr().String(),
-		answers: map[string]answer{}, first: map[string]time.Time{}, count: map[string]int{},
+		answers: map[string]answer{}, first: map[string]time.Time{}, firstAt: map[delivery]time.Time{}, count: map[string]int{},
 		inFlight: map[string]int{}, maxIn: map[string]int{},
 	}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
@@ -84,6 +85,9 @@ func (r *receivers) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if n == 1 {
 		r.first[id] = now
 	}
+	if d := (delivery{endpoint, id}); r.firstAt[d].IsZero() {
+		r.firstAt[d] = now
+	}
 	r.arrivals = append(r.arrivals, arrival{At: now, Endpoint: endpoint, ID: id, N: n})
 	r.inFlight[endpoint]++
 	r.maxIn[endpoint] = max(r.maxIn[endpoint], r.inFlight[endpoint])
@@ -105,6 +109,20 @@ func (r *receivers) firstSeen(ids []string) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return timesOf(r.first, ids)
+}
+
+// delivery names one event's delivery to one endpoint.
+type delivery struct{ endpoint, id string }
+
+// firstSeenAt returns when each of ds first arrived at its endpoint (zero when not yet).
+func (r *receivers) firstSeenAt(ds []delivery) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]time.Time, len(ds))
+	for i, d := range ds {
+		out[i] = r.firstAt[d]
+	}
+	return out
 }
 
 // timesOf returns at[id] for each of ids, zero where at has none.

@@ -53,8 +53,12 @@ func (r *Report) Rows() []Row {
 	var rows []Row
 	if t := r.Throughput; t != nil {
 		s := Throughput
+		full := fmt.Sprintf("Herald, full load (%d senders)", t.Senders)
+		if t.Fanout > 1 {
+			full = fmt.Sprintf("Herald, full load (%d senders), fan-out %d: %d events to a tenant, rates in deliveries/s", t.Senders, t.Fanout, t.FanoutEvents)
+		}
 		rows = append(rows,
-			phaseRow(s, fmt.Sprintf("Herald, full load (%d senders)", t.Senders), t.Herald),
+			phaseRow(s, full, t.Herald),
 			phaseRow(s, "naive: 1 regular activity, no eager start", t.Naive),
 			phaseRow(s, "engine limit: eager start, 1 local activity", t.Engine),
 			phaseRow(s, fmt.Sprintf("Herald, steady %.0f/s", t.Rate), t.Steady),
@@ -80,6 +84,15 @@ func (r *Report) Rows() []Row {
 			Row{s, "engine-limit workflow, for comparison", fmt.Sprintf("%d events; %d bytes", c.EngineEvents, c.EngineBytes), "", ""},
 			Row{s, "history events per first-try delivery", fmt.Sprintf("%.2f", c.PerDelivery), "≤ 8", verdict(c.PerDelivery <= 8)},
 		)
+		for _, f := range c.Fanout {
+			rows = append(rows,
+				Row{s, fmt.Sprintf("fan-out %d: history events per delivery", f.Fanout),
+					fmt.Sprintf("%.2f (delivery %.2f + endpoints and stats %.2f; %d events → %d deliveries)", f.PerDelivery, f.DeliveryEvents, f.EndpointShare, f.Events, f.Deliveries),
+					"≤ 8", verdict(f.PerDelivery <= 8)},
+				Row{s, fmt.Sprintf("fan-out %d: events per event for the fan-out itself", f.Fanout),
+					fmt.Sprintf("%.2f (the subscription directory gained %d)", f.PerEvent, f.DirectoryEvents), "≤ 4", verdict(f.PerEvent <= 4)},
+			)
+		}
 	}
 	if st := r.Storm; st != nil {
 		s := Storm

@@ -30,6 +30,10 @@ type ThroughputResult struct {
 	Events    int `json:"events"`
 	Endpoints int `json:"endpoints"`
 	Senders   int `json:"senders"`
+	// Fanout is how many subscribed endpoints each event went to (0: sent to one endpoint
+	// each); then Events are deliveries, made by FanoutEvents events per phase.
+	Fanout       int `json:"fanout,omitempty"`
+	FanoutEvents int `json:"fanout_events,omitempty"`
 	// Herald at full load, the baselines at full load, and Herald at a steady rate.
 	Herald Phase   `json:"herald"`
 	Naive  Phase   `json:"naive"`
@@ -62,13 +66,26 @@ func arrivalTimeout(n int) time.Duration { return time.Minute + time.Duration(n)
 func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	cfg := e.cfg
 	res := &ThroughputResult{Events: cfg.Events, Endpoints: cfg.Endpoints, Senders: cfg.Senders, Rate: cfg.Rate}
-	eps := make([]string, cfg.Endpoints)
+	fanout := cfg.Fanout > 1
+	n := cfg.Endpoints
+	if fanout {
+		n = cfg.Fanout
+		res.Endpoints, res.Fanout, res.FanoutEvents = cfg.Fanout, cfg.Fanout, (cfg.Events+cfg.Fanout-1)/cfg.Fanout
+	}
+	eps := make([]string, n)
 	for i := range eps {
 		eps[i] = e.endpointID(fmt.Sprintf("tp-%d", i))
 	}
+	tenant := e.endpointID("tp-tenant")
 	registered := herald.Workflows(herald.EndpointWorkflow).Running().Has(herald.AttrCircuit).String()
 	before := max(e.countVisible(ctx, registered), 0)
-	if err := e.putEndpoints(ctx, eps, noContent); err != nil {
+	var err error
+	if fanout {
+		err = e.putSubscribed(ctx, tenant, eps, noContent)
+	} else {
+		err = e.putEndpoints(ctx, eps, noContent)
+	}
+	if err != nil {
 		return nil, err
 	}
 	// The registrations' own work (their visibility records above all) is done before the
@@ -79,20 +96,36 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	endpoint := func(i int) string { return eps[i%len(eps)] }
 	closed := herald.Workflows(herald.DeliveryWorkflow).Closed().String()
 	herald := func(rate float64) (Phase, error) {
-		ids := newIDs(cfg.Events)
 		base := max(e.countVisible(ctx, closed), 0)
 		cpu := startCPU()
-		sentAt, err := e.sendEvents(ctx, ids, endpoint, cfg.Senders, rate)
-		if err != nil {
-			return Phase{}, err
+		var sentAt, arrived []time.Time // per delivery
+		if fanout {
+			ids := newIDs(res.FanoutEvents)
+			at, err := e.publishEvents(ctx, tenant, ids, cfg.Senders, rate/float64(cfg.Fanout))
+			if err != nil {
+				return Phase{}, err
+			}
+			var ds []delivery
+			ds, sentAt = fannedOut(ids, at, eps)
+			if !waitUntil(ctx, arrivalTimeout(len(ds)), func() bool { return e.rcv.allSeen(ids, cfg.Fanout) }) {
+				e.progress("throughput: not every delivery arrived in time")
+			}
+			arrived = e.rcv.firstSeenAt(ds)
+		} else {
+			ids := newIDs(cfg.Events)
+			var err error
+			if sentAt, err = e.sendEvents(ctx, ids, endpoint, cfg.Senders, rate); err != nil {
+				return Phase{}, err
+			}
+			if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return e.rcv.allSeen(ids, 1) }) {
+				e.progress("throughput: not every event arrived in time")
+			}
+			arrived = e.rcv.firstSeen(ids)
 		}
-		if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return e.rcv.allSeen(ids, 1) }) {
-			e.progress("throughput: not every event arrived in time")
-		}
-		p := phaseOf(sentAt, e.rcv.firstSeen(ids))
+		p := phaseOf(sentAt, arrived)
 		if rate == 0 {
 			var settled bool
-			if p.CPUms, settled = cpu.perWorkflow(ctx, e, closed, base+int64(len(ids)), len(ids)); !settled {
+			if p.CPUms, settled = cpu.perWorkflow(ctx, e, closed, base+int64(len(sentAt)), len(sentAt)); !settled {
 				e.progress("throughput: not every delivery was closed in the visibility store in time; its CPU figure is low")
 			}
 		}
@@ -102,14 +135,22 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	// Warm up: connections, caches, the endpoints' first reports.
 	warm := newIDs(min(100, cfg.Events))
 	warmBase := max(e.countVisible(ctx, closed), 0)
-	if _, err := e.sendEvents(ctx, warm, endpoint, cfg.Senders, 0); err != nil {
-		return nil, err
+	if fanout {
+		warm = warm[:max(1, len(warm)/cfg.Fanout)]
+		if _, err := e.publishEvents(ctx, tenant, warm, cfg.Senders, 0); err != nil {
+			return nil, err
+		}
+		waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, cfg.Fanout) })
+		e.awaitVisible(ctx, closed, warmBase+int64(len(warm)*cfg.Fanout), time.Minute)
+		e.progress("throughput: Herald, %d events to tenant %s fanned out to %d endpoints each (%d deliveries), %d senders", res.FanoutEvents, tenant, cfg.Fanout, res.FanoutEvents*cfg.Fanout, cfg.Senders)
+	} else {
+		if _, err := e.sendEvents(ctx, warm, endpoint, cfg.Senders, 0); err != nil {
+			return nil, err
+		}
+		waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
+		e.awaitVisible(ctx, closed, warmBase+int64(len(warm)), time.Minute)
+		e.progress("throughput: Herald, %d events over %d endpoints, %d senders", cfg.Events, cfg.Endpoints, cfg.Senders)
 	}
-	waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
-	e.awaitVisible(ctx, closed, warmBase+int64(len(warm)), time.Minute)
-
-	e.progress("throughput: Herald, %d events over %d endpoints, %d senders", cfg.Events, cfg.Endpoints, cfg.Senders)
-	var err error
 	if res.Herald, err = herald(0); err != nil {
 		return nil, err
 	}

@@ -144,18 +144,30 @@ func (s *Server) apiOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(openAPI)
 }
 
-// sendRequest is the body of POST /v1/events.
+// sendRequest is the body of POST /v1/events: to one endpoint (endpoint_id) or to every
+// endpoint of a tenant subscribed to the type (tenant).
 type sendRequest struct {
-	EndpointID string          `json:"endpoint_id"`
+	EndpointID string          `json:"endpoint_id,omitempty"`
+	Tenant     string          `json:"tenant,omitempty"`
 	ID         string          `json:"id,omitempty"`
 	Type       string          `json:"type"`
 	Data       json.RawMessage `json:"data"`
 }
 
-// sendResponse answers POST /v1/events.
+// sendResponse answers POST /v1/events sent to one endpoint.
 type sendResponse struct {
 	ID         string `json:"id"`
 	WorkflowID string `json:"workflow_id"`
+}
+
+// publishResponse answers POST /v1/events sent to a tenant.
+type publishResponse struct {
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	Type   string `json:"type"`
+	// NoDestination is set when no endpoint of the tenant subscribes to the type.
+	NoDestination bool                     `json:"no_destination"`
+	Deliveries    []starter.FanoutDelivery `json:"deliveries"`
 }
 
 func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -163,8 +175,20 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err := decode(w, r, maxEventBody, &req); err != nil {
 		return 0, nil, err
 	}
-	if req.EndpointID == "" {
-		return 0, nil, fmt.Errorf("%w: endpoint_id is missing: name the endpoint to deliver to", starter.ErrInvalid)
+	switch {
+	case req.EndpointID == "" && req.Tenant == "":
+		return 0, nil, fmt.Errorf("%w: endpoint_id is missing: name the endpoint to deliver to, or give tenant to deliver to every endpoint of the tenant subscribed to the type", starter.ErrInvalid)
+	case req.EndpointID != "" && req.Tenant != "":
+		return 0, nil, fmt.Errorf("%w: give either tenant (every subscribed endpoint) or endpoint_id (one endpoint), not both", starter.ErrInvalid)
+	case req.Tenant != "":
+		if !p.canSee(req.Tenant) {
+			return 0, nil, fmt.Errorf("%w: this token may send only to its own tenant's endpoints, not to tenant %s", errForbidden, req.Tenant)
+		}
+		res, err := s.opts.Starter.Publish(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data})
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries}, nil
 	}
 	if !p.operator() {
 		if _, err := s.endpointFor(ctx, p, req.EndpointID); err != nil {
@@ -181,7 +205,17 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (s *Server) apiEvent(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	_, st, err := s.pathEvent(ctx, r, p)
+	tenant, st, err := s.pathEvent(ctx, r, p)
+	if errors.Is(err, starter.ErrNotFound) {
+		// Not sent to one endpoint: an event sent to the tenant, if any.
+		v, ferr := s.opts.Starter.EventStatus(ctx, tenant, r.PathValue("id"))
+		if ferr == nil {
+			return http.StatusOK, v, nil
+		}
+		if !errors.Is(ferr, starter.ErrNotFound) {
+			return 0, nil, ferr
+		}
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -195,18 +229,43 @@ func (s *Server) apiEvent(ctx context.Context, _ http.ResponseWriter, r *http.Re
 type replayResponse struct {
 	ID       string `json:"id"`
 	Replayed bool   `json:"replayed"`
+	// Endpoints are the endpoints whose delivery was replayed, for an event sent to a tenant.
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 func (s *Server) apiReplay(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	id := r.PathValue("id")
+	only := r.URL.Query().Get("endpoint")
+	// With endpoint: that delivery of an event sent to the tenant; else the delivery of an
+	// event sent to one endpoint.
 	tenant, _, err := s.pathEvent(ctx, r, p)
+	switch {
+	case err == nil && only != "":
+		eps, err := s.opts.Starter.ReplayEvent(ctx, tenant, id, only)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusAccepted, replayResponse{ID: id, Replayed: true, Endpoints: eps}, nil
+	case err == nil:
+		if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusAccepted, replayResponse{ID: id, Replayed: true}, nil
+	case !errors.Is(err, starter.ErrNotFound) || only != "":
+		return 0, nil, err
+	}
+	// An event sent to the tenant: every dead-lettered delivery of it.
+	if _, ferr := s.opts.Starter.EventStatus(ctx, tenant, id); ferr != nil {
+		if errors.Is(ferr, starter.ErrNotFound) {
+			return 0, nil, err
+		}
+		return 0, nil, ferr
+	}
+	eps, err := s.opts.Starter.ReplayEvent(ctx, tenant, id, "")
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
-		return 0, nil, err
-	}
-	return http.StatusAccepted, replayResponse{ID: id, Replayed: true}, nil
+	return http.StatusAccepted, replayResponse{ID: id, Replayed: len(eps) > 0, Endpoints: eps}, nil
 }
 
 // endpointList answers GET /v1/endpoints.
@@ -262,6 +321,8 @@ type putEndpointResponse struct {
 	URL     string `json:"url"`
 	Version int    `json:"version"`
 	Created bool   `json:"created"`
+	// Types are the event types the endpoint subscribes to; empty means every type.
+	Types []string `json:"types"`
 	// Secret is the generated signing secret, present only when Herald generated one (once).
 	Secret string `json:"secret,omitempty"`
 }
@@ -301,7 +362,7 @@ func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
-	req.Overrides = o
+	req.Overrides, req.Types = o, body.Types
 	if req.Headers, err = body.HeaderChange(); err != nil {
 		return 0, nil, fmt.Errorf("%w: headers: %v", starter.ErrInvalid, err)
 	}
@@ -309,7 +370,10 @@ func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http
 	if err != nil {
 		return 0, nil, err
 	}
-	out := putEndpointResponse{ID: res.Endpoint.ID, Tenant: res.Endpoint.Tenant, URL: res.Endpoint.URL, Version: res.Endpoint.Version, Created: res.Created}
+	out := putEndpointResponse{ID: res.Endpoint.ID, Tenant: res.Endpoint.Tenant, URL: res.Endpoint.URL, Version: res.Endpoint.Version, Created: res.Created, Types: res.Endpoint.Types}
+	if out.Types == nil {
+		out.Types = []string{}
+	}
 	if res.SecretGenerated {
 		out.Secret = string(res.Endpoint.Secret)
 	}

@@ -88,10 +88,11 @@ func eventTenant(p principal, r *http.Request) (string, error) {
 }
 
 // eventFor returns the status of tenant's event id if p may see it (its endpoint is p's),
-// else not found. Event ids are scoped to the tenant: another tenant's events are never
-// looked up.
-func (s *Server) eventFor(ctx context.Context, p principal, tenant, id string) (herald.Status, error) {
-	st, err := s.opts.Starter.StatusOf(ctx, tenant, id)
+// else not found: its delivery to endpoint for an event sent to the tenant, or with
+// endpoint empty, the delivery of an event sent to one endpoint. Event ids are scoped to
+// the tenant: another tenant's events are never looked up.
+func (s *Server) eventFor(ctx context.Context, p principal, tenant, endpoint, id string) (herald.Status, error) {
+	st, err := s.opts.Starter.DeliveryStatus(ctx, tenant, endpoint, id)
 	if err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
 			return st, notFoundFor("event", id)

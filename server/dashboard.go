@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -208,6 +209,8 @@ type endpointView struct {
 	Disabled       bool
 	DisabledReason string
 	DisabledAt     string
+	// Types are the event types the endpoint subscribes to, comma-separated; "*" for all.
+	Types string
 }
 
 func circuitState(c policy.CircuitView) string {
@@ -233,6 +236,10 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	}
 	if v.Tenant == "" {
 		v.Tenant = herald.DefaultTenant
+	}
+	v.Types = "*"
+	if len(e.Types) > 0 {
+		v.Types = strings.Join(e.Types, ", ")
 	}
 	if v.Cap == 0 {
 		v.Cap = e.MaxInFlight
@@ -359,6 +366,25 @@ func tenantQuery(tenant string) string {
 	return "?tenant=" + url.QueryEscape(tenant)
 }
 
+// deliveryQuery is the query that names the delivery workflow wfID in links: its tenant,
+// and its endpoint for a delivery of an event sent to the tenant (fan-out).
+func deliveryQuery(wfID string) string {
+	if tenant, endpoint, _, ok := herald.ParseFanoutDeliveryID(wfID); ok {
+		return eventQuery(tenant, endpoint)
+	}
+	tenant, _, _ := herald.ParseDeliveryID(wfID)
+	return tenantQuery(tenant)
+}
+
+// eventQuery is the query naming a tenant's event and, for an event sent to the tenant,
+// its delivery to endpoint.
+func eventQuery(tenant, endpoint string) string {
+	if endpoint == "" {
+		return tenantQuery(tenant)
+	}
+	return "?" + url.Values{"tenant": {tenant}, "endpoint": {endpoint}}.Encode()
+}
+
 // recentLimit is how many of an endpoint's deliveries its page shows (and charts).
 const recentLimit = 40
 
@@ -398,13 +424,17 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []heral
 	sem := make(chan struct{}, 6)
 	for i, rw := range rows {
 		tenant, evID, _ := herald.ParseDeliveryID(rw.wf)
-		out[i] = deliveryView{EventID: evID, TenantQuery: tenantQuery(tenant), State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
+		fanout := "" // the endpoint, for a delivery of an event sent to the tenant
+		if _, _, _, ok := herald.ParseFanoutDeliveryID(rw.wf); ok {
+			fanout = id
+		}
+		out[i] = deliveryView{EventID: evID, TenantQuery: deliveryQuery(rw.wf), State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st, err := s.opts.Starter.StatusOf(ctx, tenant, evID)
+			st, err := s.opts.Starter.DeliveryStatus(ctx, tenant, fanout, evID)
 			if err == nil {
 				sts[i], ok[i] = st, true
 			}
@@ -447,7 +477,7 @@ func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	for i := len(dls) - 1; i >= 0; i-- { // newest first
-		v.DeadLetters = append(v.DeadLetters, deadLetterView{EventID: dls[i].EventID, TenantQuery: tenantQuery(dls[i].Tenant), Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt)})
+		v.DeadLetters = append(v.DeadLetters, deadLetterView{EventID: dls[i].EventID, TenantQuery: deliveryQuery(dls[i].WorkflowID), Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt)})
 	}
 	s.render(w, r, http.StatusOK, "endpoint.html", v)
 	return nil
@@ -467,6 +497,8 @@ func flash(r *http.Request) string {
 		return "The endpoint is disabled: nothing is sent to it until it is enabled."
 	case "enabled":
 		return "The endpoint is enabled: new deliveries go to it. Replay the dead letters it parked while disabled."
+	case "types":
+		return "Subscriptions saved: events sent to the tenant from now on reach this endpoint if their type matches."
 	}
 	return ""
 }
@@ -500,12 +532,14 @@ type eventView struct {
 
 // pathEvent returns the tenant and status of the event the request's path names, if p may
 // see it.
+// The "endpoint" query parameter names the endpoint of a delivery of an event sent to the
+// tenant (fan-out).
 func (s *Server) pathEvent(ctx context.Context, r *http.Request, p principal) (string, herald.Status, error) {
 	tenant, err := eventTenant(p, r)
 	if err != nil {
 		return "", herald.Status{}, err
 	}
-	st, err := s.eventFor(ctx, p, tenant, r.PathValue("id"))
+	st, err := s.eventFor(ctx, p, tenant, r.URL.Query().Get("endpoint"), r.PathValue("id"))
 	return tenant, st, err
 }
 
@@ -515,10 +549,15 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	if err != nil {
 		return err
 	}
+	fanout := r.URL.Query().Get("endpoint")
+	wfID := herald.DeliveryID(tenant, id)
+	if fanout != "" {
+		wfID = herald.FanoutDeliveryID(tenant, fanout, id)
+	}
 	v := s.newView(p, "Event "+id)
 	v.Flash = flash(r)
 	ev := eventView{
-		ID: st.Event.ID, TenantQuery: tenantQuery(tenant), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
+		ID: st.Event.ID, TenantQuery: eventQuery(tenant, fanout), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
 		State: string(st.State), Round: st.Round, Dropped: st.Dropped,
 		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped,
 	}
@@ -540,7 +579,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		ev.When += " (" + st.Reason + ")"
 	}
 	if p.operator() && s.opts.TemporalUI != "" {
-		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(herald.DeliveryID(tenant, id))
+		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(wfID)
 	}
 	for _, a := range st.Attempts {
 		res := a.Result
@@ -570,13 +609,22 @@ func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.
 	if err != nil {
 		return err
 	}
-	if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
+	fanout := r.URL.Query().Get("endpoint")
+	if fanout != "" {
+		_, err = s.opts.Starter.ReplayEvent(ctx, tenant, id, fanout)
+	} else {
+		err = s.opts.Starter.ReplayOf(ctx, tenant, id)
+	}
+	if err != nil {
 		return err
 	}
-	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id)+tenantQuery(tenant))
+	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id)+eventQuery(tenant, fanout))
 	q := url.Values{"done": {"replayed"}, "event": {id}}
-	if tenantQuery(tenant) != "" {
+	if tenantQuery(tenant) != "" || fanout != "" {
 		q.Set("tenant", tenant)
+	}
+	if fanout != "" && !strings.HasPrefix(back, "/endpoints/") {
+		q.Set("endpoint", fanout)
 	}
 	http.Redirect(w, r, withQuery(back, q), http.StatusSeeOther)
 	return nil
@@ -636,6 +684,24 @@ func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {done}}), http.StatusSeeOther)
+	return nil
+}
+
+// typesForm changes the event types an endpoint subscribes to. Tenants may change their
+// own endpoints' subscriptions, and nothing else of them.
+func (s *Server) typesForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	id := r.PathValue("id")
+	if _, err := s.endpointFor(ctx, p, id); err != nil {
+		return err
+	}
+	types := strings.FieldsFunc(r.PostFormValue("types"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	if len(types) == 0 {
+		types = []string{"*"}
+	}
+	if _, err := s.opts.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, Types: types}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"types"}}), http.StatusSeeOther)
 	return nil
 }
 

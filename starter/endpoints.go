@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -57,6 +56,11 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		}
 		req.DefaultSecret = sec
 	}
+	if req.Tenant != "" {
+		if err := s.leaveTenant(ctx, req.ID, req.Tenant); err != nil {
+			return res, fmt.Errorf("put endpoint %s: nothing changed: moving it to tenant %s failed: %w", req.ID, req.Tenant, err)
+		}
+	}
 	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       herald.EndpointWorkflowID(req.ID),
 		TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
@@ -86,6 +90,11 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		return res, fmt.Errorf("put endpoint %s: %w", req.ID, err)
 	}
 	s.remember(req.ID, res.Endpoint.Tenant)
+	// Read-your-writes for sends to the tenant: the put returns once its directory has it.
+	if err := s.subscribe(ctx, res.Endpoint); err != nil {
+		return res, fmt.Errorf("put endpoint %s: the endpoint was saved (version %d), but its subscriptions could not be recorded in tenant %s's directory, so events sent to the tenant may miss it: %w; run the same put again",
+			req.ID, res.Endpoint.Version, cmpTenant(res.Endpoint.Tenant), err)
+	}
 	return res, nil
 }
 
@@ -241,26 +250,17 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.En
 	// polls its task queue) is listed with what visibility knows and the error.
 	out := make([]herald.EndpointState, len(listed))
 	errs := make([]error, len(listed))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, l := range listed {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			st, err := s.GetEndpoint(qctx, l.ID)
-			if err != nil {
-				st = l
-				st.Error = err.Error()
-				errs[i] = err
-			}
-			out[i] = st
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(listed), 8, func(i int) {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		st, err := s.GetEndpoint(qctx, listed[i].ID)
+		if err != nil {
+			st = listed[i]
+			st.Error = err.Error()
+			errs[i] = err
+		}
+		out[i] = st
+	})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
@@ -76,6 +77,13 @@ type Options struct {
 	DataConverter converter.DataConverter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// FanoutParallelism bounds the deliveries Publish starts at once, across every Publish
+	// call of the client: a burst of starts beyond what the workers take at once only
+	// makes every delivery slower. Default 32.
+	FanoutParallelism int
+	// BeforeFanoutStart, if set, is called before Publish starts each endpoint's delivery,
+	// with the endpoint's id: a hook for tests and instrumentation.
+	BeforeFanoutStart func(endpointID string)
 }
 
 // Client is Herald's producer and operator API over a Temporal client.
@@ -87,6 +95,9 @@ type Client struct {
 	known      map[string]knownEndpoint // endpoint id → its tenant, when last confirmed
 	workerKeys workerKeys
 	types      typeCache
+
+	fanout    chan struct{}      // a slot per fan-out start in progress (Options.FanoutParallelism)
+	backfills singleflight.Group // tenant → its directory's backfill in progress
 }
 
 // knownEndpoint is what Send remembers of an endpoint.
@@ -107,10 +118,11 @@ func New(c client.Client, o Options) *Client {
 	o.EndpointCacheTTL = cmp.Or(o.EndpointCacheTTL, 30*time.Second)
 	o.EventTypeCacheTTL = cmp.Or(o.EventTypeCacheTTL, DefaultEventTypeCacheTTL)
 	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
+	o.FanoutParallelism = cmp.Or(o.FanoutParallelism, 32)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}}
+	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}, fanout: make(chan struct{}, o.FanoutParallelism)}
 }
 
 // SendResult identifies the delivery started (or found) by Send.
@@ -133,15 +145,21 @@ func NewEventID() string {
 // type and creation time, and compacting its data (json.Compact: whitespace goes, nothing
 // is escaped): those are the bytes a receiver gets, and the ones herald.MaxDataBytes
 // limits. Errors wrap ErrInvalid (and ErrTooLarge for data over the limit) and say what to fix.
-func ValidateEvent(ev *Event, now time.Time) error {
+func ValidateEvent(ev *Event, now time.Time) error { return validateEvent(ev, now, true) }
+
+// validateEvent is ValidateEvent; the endpoint is checked when toEndpoint is set (a send
+// to a tenant has none).
+func validateEvent(ev *Event, now time.Time, toEndpoint bool) error {
 	if ev.ID == "" {
 		ev.ID = NewEventID()
 	}
 	if err := signature.ValidateID(ev.ID); err != nil {
 		return fmt.Errorf("%w: event id: %v", ErrInvalid, err)
 	}
-	if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	if toEndpoint {
+		if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
 	}
 	if ev.Type == "" {
 		ev.Type = "event"
@@ -193,6 +211,23 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		return SendResult{}, err
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
+	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev},
+		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type))
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+	}
+	if existed {
+		if err := s.sameEvent(ctx, wfID, ev); err != nil {
+			return SendResult{}, err
+		}
+	}
+	return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: runID}, nil
+}
+
+// startOnce starts workflow wfID of type wfType on the deliveries' task queue (eagerly
+// when the client is set so) unless it was ever started: existed then says so, with the
+// run found, so that the caller checks the id is reused for the same event.
+func (s *Client) startOnce(ctx context.Context, wfID, summary, wfType string, in any, attrs ...temporal.SearchAttributeUpdate) (runID string, existed bool, err error) {
 	run, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    wfID,
 		TaskQueue:             s.opts.TaskQueue,
@@ -200,40 +235,57 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		EnableEagerStart:      s.opts.EagerStart,
 		// Told apart from a new start, so that a reused id is checked against its event.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			herald.AttrEndpoint.ValueSet(ev.EndpointID),
-			herald.AttrEventType.ValueSet(ev.Type),
-		),
-		StaticSummary: fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID),
-	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev})
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(attrs...),
+		StaticSummary:                            summary,
+	}, wfType, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if !errors.As(err, &started) {
-			return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+		if errors.As(err, &started) {
+			return started.RunId, true, nil
 		}
-		if err := s.sameEvent(ctx, wfID, ev); err != nil {
-			return SendResult{}, err
-		}
-		return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: started.RunId}, nil
+		return "", false, err
 	}
-	return SendResult{EventID: ev.ID, WorkflowID: run.GetID(), RunID: run.GetRunID()}, nil
+	return run.GetRunID(), false, nil
+}
+
+// eachAtOnce calls f for every i in [0, n), at most limit at once, and returns when all
+// have returned.
+func eachAtOnce(n, limit int, f func(i int)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // sameEvent checks that ev is the event the delivery wfID carries (its latest run's input):
 // the same endpoint, type and data (compared compacted). Otherwise it says which differs.
 func (s *Client) sameEvent(ctx context.Context, wfID string, ev Event) error {
+	_, err := s.sentBefore(ctx, wfID, ev)
+	return err
+}
+
+// sentBefore is sameEvent, returning the event sent before.
+func (s *Client) sentBefore(ctx context.Context, wfID string, ev Event) (Event, error) {
 	in, err := s.startInput(ctx, wfID)
 	if err != nil {
-		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
 	var was workflows.DeliveryInput
 	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
-		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
 	if diff := difference(was.Event, ev); diff != "" {
-		return fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
+		return Event{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
 	}
-	return nil
+	return was.Event, nil
 }
 
 // difference says in which field (endpoint, type, data) the event sent before (was) and
@@ -383,8 +435,12 @@ func (s *Client) Status(ctx context.Context, eventID string) (herald.Status, err
 // StatusOf returns the delivery status of a tenant's event. A delivery no worker could
 // start because it lacks the payload's key is reported as StateWaitingKey.
 func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (herald.Status, error) {
+	return s.deliveryStatus(ctx, herald.DeliveryID(tenant, eventID), tenant, eventID)
+}
+
+// deliveryStatus returns the status of the delivery workflow wfID of a tenant's event.
+func (s *Client) deliveryStatus(ctx context.Context, wfID, tenant, eventID string) (herald.Status, error) {
 	var st herald.Status
-	wfID := herald.DeliveryID(tenant, eventID)
 	v, err := s.c.QueryWorkflow(ctx, wfID, "", herald.QueryStatus)
 	if err != nil {
 		if isNotFound(err) {
@@ -460,7 +516,11 @@ func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
 	if err != nil {
 		return err
 	}
-	wfID := herald.DeliveryID(tenant, eventID)
+	return s.replay(ctx, herald.DeliveryID(tenant, eventID), eventID, st)
+}
+
+// replay replays the delivery wfID of event eventID, whose status is st.
+func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Status) error {
 	switch st.State {
 	case herald.StateDeadLetter:
 		err := s.c.SignalWorkflow(ctx, wfID, "", herald.SignalReplay, nil)
@@ -488,16 +548,20 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 	if err := v.Get(&ev); err != nil {
 		return fmt.Errorf("replay event %s: read event: %w", eventID, err)
 	}
+	attrs := []temporal.SearchAttributeUpdate{
+		herald.AttrEndpoint.ValueSet(ev.EndpointID),
+		herald.AttrEventType.ValueSet(ev.Type),
+	}
+	if _, _, _, fanout := herald.ParseFanoutDeliveryID(wfID); fanout {
+		attrs = append(attrs, herald.AttrEventID.ValueSet(ev.ID)) // a fan-out delivery stays listed with its event
+	}
 	_, err = s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       wfID,
 		TaskQueue:                s.opts.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			herald.AttrEndpoint.ValueSet(ev.EndpointID),
-			herald.AttrEventType.ValueSet(ev.Type),
-		),
-		StaticSummary: fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+		StaticSummary:            fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
 	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted

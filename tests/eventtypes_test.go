@@ -82,6 +82,14 @@ func TestEventTypes(t *testing.T) {
 	if _, err := stk.Client.DescribeWorkflow(ctx, herald.DeliveryID("", "evt_bad"), ""); err == nil {
 		t.Fatal("refused event evt_bad has a delivery")
 	}
+	// A send to the tenant (fan-out) is checked the same way, before anything starts.
+	_, err = h.Publish(ctx, herald.DefaultTenant, starter.Event{ID: "evt_bad_fan", Type: "order.paid", Data: json.RawMessage(`{"order":{"id":"forty-two"}}`)})
+	if !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "at /order/id") {
+		t.Fatalf("invalid data sent to a tenant: error %v, want ErrInvalid naming /order/id", err)
+	}
+	if _, err := stk.Client.DescribeWorkflow(ctx, herald.FanoutDeliveryID("", "shop", "evt_bad_fan"), ""); err == nil {
+		t.Fatal("refused event evt_bad_fan has a delivery")
+	}
 
 	// A second client (another producer) reads the catalog on its own clock.
 	var mu sync.Mutex

@@ -50,6 +50,10 @@ func TestMain(m *testing.M) {
 		runWorkerProcess(addr, ns)
 		return
 	}
+	if target := os.Getenv(fanoutProcessEnv); target != "" {
+		runFanoutProcess(target)
+		return
+	}
 	s, err := testkit.Start(context.Background(), testkit.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start test stack:", err)

@@ -113,10 +113,12 @@ func Register(r interface {
 	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.NoDestination, workflow.RegisterOptions{Name: herald.NoDestinationWorkflow})
 }
 
-// RegisterEndpoints registers the endpoint workflow, the stats shards and the catalog of
-// event types on r, the worker of the endpoints' own task queue.
+// RegisterEndpoints registers the endpoint workflow, the stats shards, the catalog of
+// event types and the tenants' subscription directories on r, the worker of the endpoints'
+// own task queue.
 func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy) {
@@ -124,6 +126,7 @@ func RegisterEndpoints(r interface {
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, workflow.RegisterOptions{Name: herald.EventTypesWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.SubscriptionsWorkflow, workflow.RegisterOptions{Name: herald.SubscriptionsWorkflow})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.

@@ -158,7 +158,7 @@ func (e *endpointRun) view(now time.Time) herald.EndpointState {
 	}
 	if ep := e.in.Endpoint; ep != nil {
 		s.Registered = true
-		s.URL, s.SecretHint, s.Overrides, s.Tenant = ep.URL, ep.Secret.String(), ep.Overrides, ep.Tenant
+		s.URL, s.SecretHint, s.Overrides, s.Tenant, s.Types = ep.URL, ep.Secret.String(), ep.Overrides, ep.Tenant, ep.Types
 		s.Version, s.CreatedAt, s.UpdatedAt = ep.Version, ep.CreatedAt, ep.UpdatedAt
 		if ep.PreviousSecret != "" {
 			s.Rotating = ep.PreviousUntil
@@ -245,6 +245,9 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	}
 	if req.Headers != nil {
 		ep.Headers = *req.Headers
+	}
+	if req.Types != nil {
+		ep.Types = herald.NormalizeTypes(req.Types)
 	}
 	ep.Version++
 	ep.UpdatedAt = now

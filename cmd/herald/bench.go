@@ -33,8 +33,12 @@ Scenarios (--scenario, repeatable; default all, in this order):
               at full load (C concurrent senders) and at a steady rate; the same N through a
               naive workflow (one regular activity) and through the engine's limit (eager
               start, one local activity), each on its own task queue, and the ratios.
+              With --fanout F, the events go to a tenant with F subscribed endpoints
+              (send --tenant): N deliveries from N/F events, rates in deliveries/s.
   cost        history events per first-try delivery: its own workflow's, read back, plus its
-              share of every endpoint workflow's and stats shard's events during the run.
+              share of every endpoint workflow's and stats shard's events during the run;
+              then the same for events sent to a tenant with 1 and with 10 subscribed
+              endpoints, with the subscription directory's events per event.
   storm       events whose first attempts fail together (503, all at the same moment): how
               the second attempts spread over time (takes about 1.5 × --storm-rung).
   isolation   the healthy endpoints' latency while one endpoint hangs until its attempt
@@ -57,6 +61,7 @@ figures are measurements, not pass/fail tests: run on a quiet machine, and compa
 on the same machine. -o json prints everything measured.`,
 		Example: `  herald bench                                  # every scenario, default sizes
   herald bench --scenario throughput --events 2000
+  herald bench --scenario throughput --fanout 10
   herald bench --scenario storm --storm-rung 10s
   herald bench --scenario backlog --backlog-events 20000
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
@@ -127,6 +132,7 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.Senders, "senders", cfg.Senders, "concurrent senders at full load (C)")
 	f.BoolVar(&cfg.SkipNaive, "skip-naive", false, "throughput: leave out the naive baseline (slow at thousands of events)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "throughput: events per second of the steady phase")
+	f.IntVar(&cfg.Fanout, "fanout", 0, "throughput: send the events to a tenant with this many subscribed endpoints (deliveries/s vs the engine limit; --events counts deliveries)")
 	f.IntVar(&cfg.CostEvents, "cost-events", cfg.CostEvents, "cost: first-try deliveries to read back")
 	f.IntVar(&cfg.CostEndpoints, "cost-endpoints", cfg.CostEndpoints, "cost: endpoints the deliveries are spread over (many cold endpoints: try 1000)")
 	f.IntVar(&cfg.StormEvents, "storm-events", cfg.StormEvents, "storm: events whose first attempt fails together")

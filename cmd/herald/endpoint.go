@@ -35,6 +35,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		tenant                string
 		maxInFlight           int
 		rateLimit             int
+		types                 []string
 		brk                   breakerFlags
 		disableAfter          time.Duration
 		headers               []string
@@ -55,11 +56,17 @@ given replace the endpoint's headers, and --clear-headers removes them. Herald's
 set. An endpoint whose every attempt fails for --disable-after (5 days unless set) is
 disabled, as is one that answers 410 Gone; see herald endpoint enable.
 
+--types sets the event types the endpoint receives when events are sent to its tenant
+(herald send --tenant): exact names (order.paid), prefixes (order.* matches order.paid and
+order.refund.created) or * for every type. An endpoint registered without --types receives
+every type. The put returns once sends to the tenant use the new list.
+
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4
   herald endpoint put acme --rate-limit 5
-  herald endpoint put acme --header 'X-Team: billing' --disable-after 72h`,
+  herald endpoint put acme --header 'X-Team: billing' --disable-after 72h
+  herald endpoint put acme-billing --tenant acme --url https://acme.example.com/billing --types order.paid,invoice.*`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -93,11 +100,17 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 			setInt(fl, "rate-limit", &c.RateLimit, rateLimit)
 			c.Breaker = brk.change(fl)
 			setDuration(fl, "disable-after", &c.DisableAfter, disableAfter)
+			if fl.Changed("types") {
+				if len(types) == 0 {
+					return fmt.Errorf("%w: --types is empty: give event types such as order.paid,order.*, or * for every type", errUsage)
+				}
+				c.Types = types
+			}
 			o, err := c.Overrides()
 			if err != nil {
 				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 			}
-			req.Overrides = o
+			req.Overrides, req.Types = o, c.Types
 			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
 				return err
 			}
@@ -106,7 +119,8 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 				if res.Created {
 					verb = "Registered"
 				}
-				return fmt.Sprintf("%s endpoint %s → %s (version %d)", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
+				return fmt.Sprintf("%s endpoint %s → %s (version %d)\nReceives %s from tenant %s", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version,
+					typesText(res.Endpoint.Types), res.Endpoint.Tenant)
 			})
 		},
 	}
@@ -121,6 +135,7 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
 	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
+	f.StringSliceVar(&types, "types", nil, "event types this endpoint receives from sends to its tenant: names, prefixes like order.* or * (default: every type)")
 	brk.bind(f)
 	f.DurationVar(&disableAfter, "disable-after", policy.DefaultDisableAfter, "disable the endpoint once every attempt has failed for this long (1h..2160h)")
 	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
@@ -217,6 +232,7 @@ func runPut(g *globals, cmd *cobra.Command, req herald.PutEndpointRequest,
 			return printJSON(cmd.OutOrStdout(), map[string]any{
 				"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
 				"version": res.Endpoint.Version, "secret": secretOnce(res),
+				"tenant": res.Endpoint.Tenant, "types": res.Endpoint.Types,
 			})
 		}
 		w := cmd.OutOrStdout()

@@ -149,6 +149,7 @@ func printEndpoint(w io.Writer, st herald.EndpointState) error {
 	if len(st.HeaderNames) > 0 {
 		fmt.Fprintf(w, "Headers    %s (values not shown)\n", strings.Join(st.HeaderNames, ", "))
 	}
+	fmt.Fprintf(w, "Types      %s\n", typesText(st.Types))
 	fmt.Fprintf(w, "Version    %d, updated %s\n", st.Version, fmtTime(st.UpdatedAt))
 	if d := st.Disabled; d != nil {
 		fmt.Fprintf(w, "Disabled   %s since %s (%s)\n", d.Reason, fmtTime(d.At), d.Cause)
@@ -177,6 +178,53 @@ func printEndpoint(w io.Writer, st herald.EndpointState) error {
 		c.RetryAfterHonoured, c.RetryAfterCapped, c.RetryAfterIgnored, c.RetryAfterBackpressure)
 	if !c.LastAttemptAt.IsZero() {
 		fmt.Fprintf(w, "Last       %s at %s\n", c.LastOutcome, fmtTime(c.LastAttemptAt))
+	}
+	return nil
+}
+
+// typesText shows an endpoint's subscribed event types.
+func typesText(types []string) string {
+	if len(types) == 0 {
+		return "* (every event type)"
+	}
+	return strings.Join(types, ", ")
+}
+
+// printEventView prints an event sent to a tenant and each endpoint's delivery of it.
+func printEventView(w io.Writer, v herald.EventView) error {
+	fmt.Fprintf(w, "Event      %s (%s, tenant %s)\n", v.ID, v.Type, v.Tenant)
+	if !v.SentAt.IsZero() {
+		fmt.Fprintf(w, "Sent       %s\n", fmtTime(v.SentAt))
+	}
+	if v.NoDestination {
+		fmt.Fprintln(w, "No destination: no endpoint of the tenant subscribed to this type when it was sent.")
+	}
+	if len(v.Deliveries) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nENDPOINT\tSTATE\tATTEMPTS\tLAST RESULT")
+	missing := false
+	for _, d := range v.Deliveries {
+		switch {
+		case d.Missing:
+			missing = true
+			fmt.Fprintf(tw, "%s\tmissing\t-\t-\n", d.EndpointID)
+		case d.Status == nil:
+			fmt.Fprintf(tw, "%s\tunknown\t-\t%s\n", d.EndpointID, oneLine(d.Error, 80))
+		default:
+			last := "-"
+			if n := len(d.Status.Attempts); n > 0 {
+				last = oneLine(d.Status.Attempts[n-1].Result.Summary(), 60)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", d.EndpointID, d.Status.State, len(d.Status.Attempts), last)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if missing {
+		fmt.Fprintf(w, "\nMissing: the endpoint subscribes to %s now but has no delivery of this event (it subscribed\nafter the send, or the send was cut short). Sending the same event id again adds it.\n", v.Type)
 	}
 	return nil
 }

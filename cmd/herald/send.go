@@ -16,13 +16,21 @@ import (
 )
 
 func newSendCmd(g *globals) *cobra.Command {
-	var endpoint, id, typ, data string
+	var endpoint, tenant, id, typ, data string
 	cmd := &cobra.Command{
-		Use:   "send --endpoint ID --data JSON",
-		Short: "Send an event to an endpoint",
-		Long: `Send one event to a registered endpoint. Herald starts its delivery at once and retries
-on the ladder until the receiver answers 2xx. Sending the same --id twice is safe: the second
-send starts nothing and returns the first delivery.
+		Use:   "send (--tenant T | --endpoint ID) --type TYPE --data JSON",
+		Short: "Send an event to a tenant's subscribed endpoints, or to one endpoint",
+		Long: `Send an event. With --tenant, Herald delivers it to every endpoint of that tenant whose
+subscribed types (herald endpoint put --types) match --type: one delivery per endpoint,
+each with its own retries and dead letter, and the event id as webhook-id everywhere. An
+endpoint registered or subscribed before send is called receives it. When no endpoint
+matches, the event is recorded with no destination; that is not an error.
+
+With --endpoint, the event goes to that one endpoint, whatever its subscriptions.
+
+Herald starts deliveries at once and retries on the ladder until receivers answer 2xx.
+Sending the same --id again is safe: it starts nothing twice, and for a tenant it adds any
+delivery a cut-short send left out. The same id with another type or data is refused.
 
 --data takes JSON inline, @FILE to read a file, or - to read standard input (256 KiB at
 most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.
@@ -30,13 +38,23 @@ most once compacted). The receiver gets the data exactly as given, compacted, ne
 The event's --type is checked against the catalog of event types (herald event-type
 --help): data that does not match its type's JSON Schema is refused, naming where and
 which rule, and so is a type that is not registered when strict types are on.`,
-		Example: `  herald send --endpoint acme --type order.paid --data '{"order":42}'
-  herald send --endpoint acme --id evt_order_42_paid --data @event.json`,
+		Example: `  herald send --tenant acme --type order.paid --data '{"order":42}'
+  herald send --tenant acme --type order.paid --id evt_order_42_paid --data @event.json
+  herald send --endpoint acme-billing --type order.paid --data '{"order":42}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (endpoint == "") == (tenant == "") {
+				return fmt.Errorf("%w: give --tenant (every subscribed endpoint of the tenant) or --endpoint (one endpoint), one of them", errUsage)
+			}
 			raw, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if tenant != "" {
+				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw)}
+				return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.PublishResult, error) {
+					return s.Publish(ctx, tenant, ev)
+				}, printPublished)
 			}
 			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.SendResult, error) {
@@ -56,13 +74,33 @@ which rule, and so is a type that is not registered when strict types are on.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&endpoint, "endpoint", "", "endpoint ID to deliver to (required)")
+	f.StringVar(&tenant, "tenant", "", "send to every endpoint of this tenant subscribed to --type")
+	f.StringVar(&endpoint, "endpoint", "", "send to this one endpoint instead")
 	f.StringVar(&id, "id", "", "event id (default: a new evt_... id); receivers deduplicate on it")
 	f.StringVar(&typ, "type", "event", "event type, e.g. order.paid")
 	f.StringVar(&data, "data", "", "event payload: JSON, @FILE or - for stdin (required)")
-	_ = cmd.MarkFlagRequired("endpoint")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
+}
+
+// printPublished prints where a send to a tenant went: each endpoint's delivery.
+func printPublished(w io.Writer, res starter.PublishResult) error {
+	follow := res.EventID + " --tenant " + res.Tenant
+	if res.NoDestination {
+		_, err := fmt.Fprintf(w, "Recorded %s (%s) with no destination: no endpoint of tenant %s subscribes to %s.\nFollow it: herald status %s\n",
+			res.EventID, res.Type, res.Tenant, res.Type, follow)
+		return err
+	}
+	fmt.Fprintf(w, "Sent %s (%s) to %d endpoint(s) of tenant %s:\n", res.EventID, res.Type, len(res.Deliveries), res.Tenant)
+	for _, d := range res.Deliveries {
+		note := ""
+		if d.Existed {
+			note = " (already started by an earlier send)"
+		}
+		fmt.Fprintf(w, "  %s  workflow %s%s\n", d.EndpointID, d.WorkflowID, note)
+	}
+	_, err := fmt.Fprintf(w, "Follow it: herald status %s\n", follow)
+	return err
 }
 
 // readData resolves --data: inline JSON, @file or - (stdin), refusing more than the limit.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,14 +25,40 @@ func newStatusCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status EVENT_ID [--tenant T]",
 		Short: "Show where a delivery stands and every attempt so far",
-		Args:  exactArgs(1, "give the event id that send printed"),
+		Long: `Show where an event's delivery stands and every attempt so far. For an event sent to a
+tenant (herald send --tenant), show each endpoint's delivery of it: its state, attempts and
+last result; an endpoint that subscribes to the type but has no delivery is shown missing
+(send the same event again to add it). With -o json, an event sent to one endpoint prints
+its delivery's status, and an event sent to a tenant its event view (with "deliveries").`,
+		Args: exactArgs(1, "give the event id that send printed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := herald.ValidateTenant(tenant); err != nil {
 				return fmt.Errorf("%w: --tenant: %v", errUsage, err)
 			}
-			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.Status, error) {
-				return s.StatusOf(ctx, tenant, args[0])
-			}, printStatus)
+			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+				w := cmd.OutOrStdout()
+				st, err := s.StatusOf(ctx, tenant, args[0])
+				if err == nil {
+					if g.output == "json" {
+						return printJSON(w, st)
+					}
+					return printStatus(w, st)
+				}
+				if !errors.Is(err, starter.ErrNotFound) {
+					return err
+				}
+				v, ferr := s.EventStatus(ctx, tenant, args[0])
+				if errors.Is(ferr, starter.ErrNotFound) {
+					return err // neither: say so as before
+				}
+				if ferr != nil {
+					return ferr
+				}
+				if g.output == "json" {
+					return printJSON(w, v)
+				}
+				return printEventView(w, v)
+			})
 		},
 	}
 	tenantFlag(cmd, &tenant)
@@ -39,19 +67,24 @@ func newStatusCmd(g *globals) *cobra.Command {
 
 func newReplayCmd(g *globals) *cobra.Command {
 	var dl deadLetterFlags
-	var at, tenant string
+	var at, tenant, only string
 	cmd := &cobra.Command{
-		Use:   "replay EVENT_ID... [--tenant T] | --endpoint ID [--since T] [--until T] [--at T]",
+		Use:   "replay EVENT_ID... [--tenant T] [--only ENDPOINT] | --endpoint ID [--since T] [--until T] [--at T]",
 		Short: "Replay dead letters, one by one or in bulk",
 		Long: `Replay dead letters: each runs its retry ladder again from attempt 1 with its original
 event id, so receivers that deduplicate on webhook-id keep working. A delivered or expired
 event is delivered once more with the same id. An event still being retried is left alone.
+
+For an event sent to a tenant (herald send --tenant), every dead-lettered delivery of it
+is replayed, the others are left alone; --only ENDPOINT replays that endpoint's delivery
+alone (delivered again if it was delivered).
 
 With --endpoint, every dead letter of that endpoint sent between --since and --until is
 replayed, now or at --at, by a bulk-replay workflow you can watch in the Temporal UI.
 Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hours ago,
 --at 30m means in thirty minutes.`,
 		Example: `  herald replay evt_0193...
+  herald replay evt_0193... --tenant acme --only acme-billing
   herald replay --endpoint acme --since 2026-11-30T12:00:00Z --until 2026-11-30T13:00:00Z
   herald replay --endpoint acme --since 6h --at 30m`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,12 +102,13 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 					failed := 0
 					for _, id := range args {
-						if err := s.ReplayOf(ctx, tenant, id); err != nil {
+						msg, err := replayEvent(ctx, s, tenant, id, only)
+						if err != nil {
 							fmt.Fprintf(cmd.ErrOrStderr(), "herald: %v\n", err)
 							failed++
 							continue
 						}
-						fmt.Fprintf(w, "Replaying %s\n", id)
+						fmt.Fprintln(w, msg)
 					}
 					if failed > 0 {
 						return fmt.Errorf("%d of %d replays failed", failed, len(args))
@@ -84,6 +118,9 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 			}
 			if len(args) > 0 {
 				return fmt.Errorf("%w: give either event ids or --endpoint, not both", errUsage)
+			}
+			if only != "" {
+				return fmt.Errorf("%w: --only goes with event ids, not with --endpoint", errUsage)
 			}
 			now := time.Now()
 			filter, err := dl.filter(now)
@@ -109,8 +146,35 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 	}
 	dl.bind(cmd.Flags(), "replay every dead letter of this endpoint", "only events sent at or after this time")
 	cmd.Flags().StringVar(&at, "at", "", "replay at this time instead of now")
+	cmd.Flags().StringVar(&only, "only", "", "for an event sent to a tenant: replay only this endpoint's delivery of it")
 	tenantFlag(cmd, &tenant)
 	return cmd
+}
+
+// replayEvent replays an event: its delivery, for an event sent to one endpoint; for an
+// event sent to a tenant, its dead-lettered deliveries, or only's delivery. It returns
+// the line to print.
+func replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (string, error) {
+	if only == "" {
+		err := s.ReplayOf(ctx, tenant, id)
+		if err == nil {
+			return "Replaying " + id, nil
+		}
+		if !errors.Is(err, starter.ErrNotFound) {
+			return "", err
+		}
+		if _, ferr := s.EventStatus(ctx, tenant, id); ferr != nil {
+			return "", err // no such event at all: say so as before
+		}
+	}
+	eps, err := s.ReplayEvent(ctx, tenant, id, only)
+	if err != nil {
+		return "", err
+	}
+	if len(eps) == 0 {
+		return fmt.Sprintf("Event %s has no dead-lettered delivery: nothing to replay (herald status %s --tenant %s)", id, id, tenant), nil
+	}
+	return fmt.Sprintf("Replaying %s to %s", id, strings.Join(eps, ", ")), nil
 }
 
 // bulkReplayStarted is what replay --endpoint prints: what the bulk replay replays and

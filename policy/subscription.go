@@ -1,0 +1,74 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Limits of an endpoint's subscription (its list of event type patterns).
+const (
+	// MaxSubscriptionTypes is the most patterns one endpoint may subscribe to.
+	MaxSubscriptionTypes = 100
+	// MaxEventTypeLen is the longest event type, and so the longest exact pattern.
+	MaxEventTypeLen = 255
+)
+
+// MatchesType reports whether an endpoint subscribed to patterns receives events of type
+// eventType. A pattern is an exact type ("order.paid"), a prefix wildcard ("order.*"
+// matches "order.paid" and "order.refund.created", never "order" itself) or "*" (every
+// type). No patterns at all means every type: an endpoint registered without a filter
+// receives everything.
+func MatchesType(patterns []string, eventType string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if p == "*" || p == eventType {
+			return true
+		}
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(eventType, prefix) && len(eventType) > len(prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateTypePatterns checks an endpoint's subscription: at most MaxSubscriptionTypes
+// patterns, each an exact type, a prefix ending in ".*" or "*" alone; no blanks, no
+// duplicates, no whitespace, and '*' nowhere but at the end.
+func ValidateTypePatterns(patterns []string) error {
+	if len(patterns) > MaxSubscriptionTypes {
+		return fmt.Errorf("%d event types: subscribe to at most %d (use a wildcard such as order.*)", len(patterns), MaxSubscriptionTypes)
+	}
+	seen := make(map[string]bool, len(patterns))
+	for _, p := range patterns {
+		if err := validateTypePattern(p); err != nil {
+			return err
+		}
+		if seen[p] {
+			return fmt.Errorf("event type %q is given twice: give each once", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+func validateTypePattern(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("an event type is empty: give names like order.paid, prefixes like order.* or * for all")
+	case len(p) > MaxEventTypeLen:
+		return fmt.Errorf("event type %.20q... is %d characters long: use at most %d", p, len(p), MaxEventTypeLen)
+	case strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == ',' || r == 0x7f }):
+		return fmt.Errorf("event type %q contains a space, comma or control character: give one name per entry", p)
+	}
+	if i := strings.IndexByte(p, '*'); i >= 0 {
+		if i != len(p)-1 {
+			return fmt.Errorf("event type %q has '*' in the middle: a wildcard may only end a prefix, as in order.*", p)
+		}
+		if p != "*" && !strings.HasSuffix(p, ".*") {
+			return fmt.Errorf("event type %q: a wildcard follows a dot (order.*) or stands alone (*)", p)
+		}
+	}
+	return nil
+}

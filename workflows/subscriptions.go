@@ -1,0 +1,106 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
+)
+
+// subscriptionsContinueAsNewEvents: past this many history events a directory continues
+// as new (well below the 2,000 updates a run may take: each update is a few events).
+const subscriptionsContinueAsNewEvents = 2000
+
+// SubscriptionsInput starts (or continues as new) a tenant's subscription directory.
+type SubscriptionsInput struct {
+	Directory herald.Directory `json:"directory"`
+}
+
+// SubscriptionsWorkflow is a tenant's subscription directory: the tenant's endpoints and
+// the event types each receives, kept sorted by endpoint. Endpoint puts record changes in
+// it (herald.UpdateSubscribe) before they return, and it publishes itself in its memo
+// (herald.MemoSubscriptions) with every change, so that a send reads it with a describe:
+// what a put recorded, the next send sees.
+func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
+	d := in.Directory
+	publish := func() {
+		// Upsert fails only on a memo it cannot encode; senders then ask with a query.
+		_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoSubscriptions: d})
+	}
+	if err := workflow.SetQueryHandler(ctx, herald.QuerySubscriptions, func() (herald.Directory, error) {
+		return d, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateSubscribe,
+		func(ctx workflow.Context, s herald.Subscription) error {
+			if d.Apply(s) {
+				publish()
+			}
+			return nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, s herald.Subscription) error {
+			return validateSubscription(s)
+		}}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateBackfill,
+		func(ctx workflow.Context, subs []herald.Subscription) (herald.Directory, error) {
+			for _, s := range subs {
+				// What puts recorded is newer than what a scan found: keep it.
+				if _, ok := d.Find(s.Endpoint); !ok {
+					d.Apply(s)
+				}
+			}
+			d.Backfilled = true
+			publish()
+			return d, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, subs []herald.Subscription) error {
+			if d.Backfilled {
+				// Another sender's backfill came first: refused, this one leaves no trace.
+				return ErrBackfilled
+			}
+			for _, s := range subs {
+				if err := validateSubscription(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}); err != nil {
+		return err
+	}
+	if err := workflow.Await(ctx, func() bool {
+		info := workflow.GetInfo(ctx)
+		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > subscriptionsContinueAsNewEvents
+	}); err != nil {
+		return err
+	}
+	// The memo goes with the run that continues (the SDK carries it over).
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	return workflow.NewContinueAsNewError(ctx, herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: d})
+}
+
+// ErrBackfilled refuses a backfill of a directory that has had one (herald.UpdateBackfill).
+var ErrBackfilled = errors.New("the directory is backfilled already")
+
+// validateSubscription refuses an entry no put could have made; a refused update leaves no
+// trace in history.
+func validateSubscription(s herald.Subscription) error {
+	if err := herald.ValidateEndpointID(s.Endpoint); err != nil {
+		return err
+	}
+	if err := policy.ValidateTypePatterns(s.Types); err != nil {
+		return fmt.Errorf("endpoint %s: types: %w", s.Endpoint, err)
+	}
+	return nil
+}
+
+// NoDestination records an event sent to a tenant none of whose endpoints subscribed to
+// its type: the event is its input, and it completes at once.
+func NoDestination(ctx workflow.Context, ev herald.Event) error { return nil }
