@@ -46,6 +46,9 @@ const (
 	UpdateBackfill = "backfill"
 	// QuerySubscriptions returns the Directory.
 	QuerySubscriptions = "subscriptions"
+	// QuerySubscribers returns the Directory with only the entries that receive an event
+	// type (string → Directory): what a send reads from a Large directory.
+	QuerySubscribers = "subscribers"
 	// MemoSubscriptions is the memo field where a directory publishes itself (Directory)
 	// whenever it changes: senders read it with a describe, which involves no worker.
 	MemoSubscriptions = "subscriptions"

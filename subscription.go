@@ -38,7 +38,16 @@ type Directory struct {
 	// Backfilled is set once the endpoints registered before directories existed were
 	// added (UpdateBackfill).
 	Backfilled bool `json:"backfilled,omitempty"`
+	// Large is set in the memo of a directory of more than MemoSubscriptionsMax endpoints,
+	// which then holds no entries: ask the workflow (QuerySubscribers) for the endpoints an
+	// event type reaches.
+	Large bool `json:"large,omitempty"`
 }
+
+// MemoSubscriptionsMax is the most endpoints a directory publishes in its memo. Every
+// change rewrites the memo (and the visibility record that holds it), so a tenant with
+// thousands of endpoints would rewrite megabytes per put; beyond this, senders query.
+const MemoSubscriptionsMax = 200
 
 // Find returns the entry of endpoint id, and whether there is one.
 func (d Directory) Find(id string) (Subscription, bool) {

@@ -70,6 +70,9 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		return PublishResult{}, err
 	}
 	dir, err := s.Directory(ctx, tenant)
+	if err == nil && dir.Large {
+		dir, err = s.subscribers(ctx, tenant, ev.Type)
+	}
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("send event %s to tenant %s: %w", ev.ID, tenant, err)
 	}
@@ -183,7 +186,8 @@ func (s *Client) noDestinationEvent(ctx context.Context, wfID string) (Event, er
 
 // Directory returns a tenant's subscription directory: its endpoints and the event types
 // each receives, as the last put left them. It reads what the directory workflow publishes
-// (a describe: no worker is asked). The first time a tenant's directory is read, the
+// (a describe: no worker is asked); for a directory of more than
+// herald.MemoSubscriptionsMax endpoints that is only the Large marker, without entries. The first time a tenant's directory is read, the
 // endpoints registered before directories existed are added to it (backfill).
 func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory, error) {
 	tenant = cmpTenant(tenant)
@@ -197,6 +201,20 @@ func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory
 		return herald.Directory{}, err
 	}
 	return v.(herald.Directory), nil
+}
+
+// subscribers asks a Large directory for the endpoints that receive eventType (a query:
+// a worker answers, with what every put before it recorded).
+func (s *Client) subscribers(ctx context.Context, tenant, eventType string) (herald.Directory, error) {
+	var dir herald.Directory
+	v, err := s.c.QueryWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "", herald.QuerySubscribers, eventType)
+	if err == nil {
+		err = v.Get(&dir)
+	}
+	if err != nil {
+		return dir, fmt.Errorf("ask the subscriptions of tenant %s (more than %d endpoints: a Herald worker answers): %w", tenant, herald.MemoSubscriptionsMax, err)
+	}
+	return dir, nil
 }
 
 // readDirectory reads a tenant's directory as its workflow published it (an empty one when

@@ -26,12 +26,39 @@ type SubscriptionsInput struct {
 // what a put recorded, the next send sees.
 func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
 	d := in.Directory
+	// marker is the Large marker the memo holds, if it holds one rather than the entries (a
+	// run continued as new keeps its predecessor's memo).
+	var marker *herald.Directory
+	if len(d.Entries) > herald.MemoSubscriptionsMax {
+		marker = &herald.Directory{Tenant: d.Tenant, Backfilled: d.Backfilled, Large: true}
+	}
 	publish := func() {
+		memo := d
+		if len(d.Entries) > herald.MemoSubscriptionsMax {
+			memo = herald.Directory{Tenant: d.Tenant, Backfilled: d.Backfilled, Large: true}
+			if marker != nil && marker.Backfilled == memo.Backfilled {
+				return // published already: a put to a large directory rewrites no memo
+			}
+			marker = &memo
+		} else {
+			marker = nil
+		}
 		// Upsert fails only on a memo it cannot encode; senders then ask with a query.
-		_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoSubscriptions: d})
+		_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoSubscriptions: memo})
 	}
 	if err := workflow.SetQueryHandler(ctx, herald.QuerySubscriptions, func() (herald.Directory, error) {
 		return d, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, herald.QuerySubscribers, func(eventType string) (herald.Directory, error) {
+		out := herald.Directory{Tenant: d.Tenant, Backfilled: d.Backfilled}
+		for _, s := range d.Entries {
+			if policy.MatchesType(s.Types, eventType) {
+				out.Entries = append(out.Entries, s)
+			}
+		}
+		return out, nil
 	}); err != nil {
 		return err
 	}
