@@ -98,7 +98,7 @@ type eventStatus struct {
 	Attempts []struct {
 		Number int `json:"number"`
 		Result struct {
-			Status int `json:"status"`
+			Status int `json:"status_code"`
 		} `json:"result"`
 	} `json:"attempts"`
 }
