@@ -164,17 +164,24 @@ func (c *cluster) start() error {
 	if c.root, err = moduleRoot(); err != nil {
 		return err
 	}
+	began := time.Now()
+	step := func(what string) {
+		fmt.Fprintf(os.Stderr, "cluster rehearsal: %s (%s)\n", what, time.Since(began).Round(100*time.Millisecond))
+	}
 	if err := c.build(); err != nil {
 		return err
 	}
+	step("built herald, temporal-server, temporal-sql-tool")
 	if err := c.startPostgres(); err != nil {
 		return fmt.Errorf("postgresql: %w", err)
 	}
+	step(fmt.Sprintf("postgresql on 127.0.0.1:%d", c.pgPort))
 	if err := c.script("setup-schema", "setup-schema.sh", []string{
 		"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword,
 	}); err != nil {
 		return err
 	}
+	step("schema set up by setup-schema.sh")
 	if err := c.writeTemporalConfig(); err != nil {
 		return err
 	}
@@ -202,7 +209,10 @@ func (c *cluster) start() error {
 	}); err != nil {
 		return err
 	}
-	return c.startHerald()
+	step("temporal services up, namespace set up by setup-namespace.sh")
+	err = c.startHerald()
+	step("herald workers and herald serve up")
+	return err
 }
 
 func moduleRoot() (string, error) {

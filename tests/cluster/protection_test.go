@@ -122,7 +122,22 @@ func TestWorkerKilledMidBurst(t *testing.T) {
 	c := need(t)
 	rcv := newReceiver(t, 500*time.Millisecond, status(http.StatusOK))
 	put(t, c, "killed", rcv.URL, "--max-in-flight", "10")
-	ids := sendMany(t, c, "killed", 80)
+	// Sent while the worker dies: the burst is under way before and after the kill.
+	sent := make(chan []string, 1)
+	go func() {
+		var ids []string
+		for i := range 80 {
+			var res struct {
+				ID string `json:"id"`
+			}
+			if _, err := c.call("POST", "/v1/events", map[string]any{"endpoint_id": "killed", "data": i}, &res); err != nil {
+				t.Error(err)
+				break
+			}
+			ids = append(ids, res.ID)
+		}
+		sent <- ids
+	}()
 	if err := waitFor("attempts under way", time.Minute, func() error {
 		if rcv.count() < 5 {
 			return fmt.Errorf("%d requests", rcv.count())
@@ -135,6 +150,10 @@ func TestWorkerKilledMidBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedAt := rcv.count()
+	ids := <-sent
+	if len(ids) != 80 {
+		t.Fatalf("sent %d events of 80", len(ids))
+	}
 	waitAll(t, c, ids, 4*time.Minute)
 	if d := rcv.distinct(); d != len(ids) {
 		t.Fatalf("receiver saw %d distinct events, want %d", d, len(ids))
