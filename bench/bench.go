@@ -63,6 +63,9 @@ type Config struct {
 	// must allow 127.0.0.0/8 (the receivers).
 	Address   string `json:"address,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
+	// Keys encrypt the payloads (unless Plaintext); nil: a key made for the run. On an
+	// external Temporal, give the keys its other workers have.
+	Keys *codec.Keyring `json:"-"`
 
 	// Events (N) over Endpoints (M), sent by Senders (C) concurrent senders; the steady
 	// phase sends the same N at Rate per second.
@@ -248,8 +251,10 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.DynamicConfig {
 		dyn[k] = v
 	}
-	var keys *codec.Keyring
-	if !cfg.Plaintext {
+	keys := cfg.Keys
+	if cfg.Plaintext {
+		keys = nil
+	} else if keys == nil {
 		dir, err := os.MkdirTemp("", "herald-bench-")
 		if err != nil {
 			return nil, nil, err

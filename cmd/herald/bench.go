@@ -77,6 +77,10 @@ on the same machine. -o json prints everything measured.`,
 					return fmt.Errorf("%w: --db-file, --dynamic-config and --sqlite-pragma tune the embedded server; with --address the cluster has its own", errUsage)
 				}
 				cfg.Address, cfg.Namespace = g.address, g.namespace
+				if g.keys == nil && !cfg.Plaintext {
+					return fmt.Errorf("%w: with --address the bench encrypts with the cluster's payload keys, so its workers can read them: give --codec-key-file (or --plaintext, if the workers run with --plaintext)", errUsage)
+				}
+				cfg.Keys = g.keys
 			}
 			var err error
 			if cfg.DynamicConfig, err = parseDynamic(dynamic); err != nil {

@@ -222,3 +222,22 @@ func TestDeadLetterReplay(t *testing.T) {
 		t.Fatalf("receiver saw %d requests: want 2 failed attempts and the replay's one", n)
 	}
 }
+
+// TestSetupNamespaceAgain: the namespace script, run again on a set-up namespace (as
+// compose does on every `up`), keeps what exists and succeeds.
+func TestSetupNamespaceAgain(t *testing.T) {
+	c := need(t)
+	err := c.script("setup-namespace-again", "setup-namespace.sh", []string{
+		"TEMPORAL_ADDRESS=" + c.address, "TEMPORAL_NAMESPACE=" + c.namespace, "HERALD=" + c.bin + "/herald",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.herald("namespace", "setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "namespace "+c.namespace+" exists") {
+		t.Fatalf("herald namespace setup on a set-up namespace said %q; want that it exists", out)
+	}
+}
