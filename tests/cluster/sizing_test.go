@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -49,6 +51,58 @@ func containsName(list []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// cpuTicks returns the CPU time (user + system, in clock ticks of 10 ms) each part of the
+// cluster has used so far: PostgreSQL (the postmaster and its backends), each Temporal
+// service, the Herald workers together and herald serve.
+func (c *cluster) cpuTicks() map[string]int64 {
+	stat := func(pid int) (ppid int, ticks int64, ok bool) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, 0, false
+		}
+		// The fields after the command name, which is in parentheses and may hold spaces.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if len(f) < 13 {
+			return 0, 0, false
+		}
+		ppid, _ = strconv.Atoi(f[1])
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		return ppid, u + st, true
+	}
+	out := map[string]int64{}
+	c.mu.Lock()
+	pids := map[int]string{}
+	for name, cmd := range c.procs {
+		if cmd.Process == nil || cmd.ProcessState != nil {
+			continue
+		}
+		group := name
+		if strings.HasPrefix(name, "herald-worker") {
+			group = "herald workers"
+		}
+		pids[cmd.Process.Pid] = group
+	}
+	c.mu.Unlock()
+	for pid, group := range pids {
+		if _, t, ok := stat(pid); ok {
+			out[group] += t
+		}
+	}
+	// PostgreSQL's backends are children of the postmaster.
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, t, ok := stat(pid); ok && pids[ppid] == "postgresql" {
+			out["postgresql"] += t
+		}
+	}
+	return out
 }
 
 // commits is PostgreSQL's committed transactions so far, in Temporal's two databases.
@@ -170,6 +224,7 @@ func (c *cluster) commitsPerDelivery(b *testing.B, prefix string, n int) (perDel
 		return 0, 0, err
 	}
 	idleRate := float64(idle1-idle0) / idleFor.Seconds()
+	cpu0 := c.cpuTicks()
 	began := time.Now()
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
@@ -204,6 +259,15 @@ func (c *cluster) commitsPerDelivery(b *testing.B, prefix string, n int) (perDel
 	}
 	took := time.Since(began)
 	time.Sleep(5 * time.Second) // the last workflows close, their visibility rows are written
+	cpu1 := c.cpuTicks()
+	var parts []string
+	var ticks int64
+	for _, g := range []string{"postgresql", "temporal-history", "temporal-matching", "temporal-frontend", "temporal-worker", "herald workers", "herald-serve"} {
+		d := cpu1[g] - cpu0[g]
+		ticks += d
+		parts = append(parts, fmt.Sprintf("%s %.1f", g, float64(d)*10/float64(n)))
+	}
+	b.Logf("%s: CPU ms per delivery (burst and the 5 s after, idle included): %s; all %.1f", prefix, strings.Join(parts, ", "), float64(ticks)*10/float64(n))
 	after, err := c.commits()
 	if err != nil {
 		return 0, 0, err
