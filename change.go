@@ -23,6 +23,9 @@ type EndpointChange struct {
 	Timeout     *Duration      `json:"timeout,omitempty"`
 	Retention   *Duration      `json:"retention,omitempty"`
 	Breaker     *BreakerChange `json:"breaker,omitempty"`
+	// RateLimit sets the most requests per second (1..policy.MaxRateLimit); 0 removes the
+	// rate limit.
+	RateLimit *int `json:"rate_limit,omitempty"`
 }
 
 // BreakerChange changes some of an endpoint's circuit breaker settings; nil fields keep
@@ -71,6 +74,13 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if c.RateLimit != nil {
+		if err := policy.ValidateRateLimit(*c.RateLimit); err != nil {
+			return nil, fmt.Errorf("rate_limit: %v", err)
+		}
+		v := *c.RateLimit
+		o.RateLimit, set = &v, true
 	}
 	if c.Breaker != nil {
 		b, err := c.Breaker.override()

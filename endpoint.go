@@ -54,6 +54,9 @@ type Overrides struct {
 	Breaker *policy.BreakerOverride `json:"breaker,omitempty"`
 	// Capacity replaces the adaptive cap's settings (MaxInFlight, when set, still wins).
 	Capacity *policy.CapacityConfig `json:"capacity,omitempty"`
+	// RateLimit is the most requests that may start per second (1..policy.MaxRateLimit);
+	// nil is no rate limit. In a change, a pointer to 0 removes the limit.
+	RateLimit *int `json:"rate_limit,omitempty"`
 }
 
 // Merge sets the fields n sets, keeping the others; the ladder and the breaker merge
@@ -98,6 +101,12 @@ func (o *Overrides) Merge(n Overrides) {
 	if n.Capacity != nil {
 		o.Capacity = n.Capacity
 	}
+	if n.RateLimit != nil {
+		o.RateLimit = nil
+		if v := *n.RateLimit; v != 0 {
+			o.RateLimit = &v
+		}
+	}
 }
 
 // Limiter is the configuration of the limiter (breaker, cap, leases, queue) of an endpoint
@@ -112,6 +121,9 @@ func (o Overrides) Limiter() policy.LimiterConfig {
 	}
 	if o.MaxInFlight != 0 {
 		c.Capacity.MaxInFlight = o.MaxInFlight
+	}
+	if o.RateLimit != nil {
+		c.RateLimit = *o.RateLimit
 	}
 	return c
 }
@@ -158,6 +170,11 @@ func (o Overrides) ValidateChange() error {
 		c := policy.DefaultCapacityConfig()
 		c.MaxInFlight = o.MaxInFlight
 		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
+	if o.RateLimit != nil {
+		if err := policy.ValidateRateLimit(*o.RateLimit); err != nil {
 			return err
 		}
 	}

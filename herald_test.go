@@ -160,6 +160,10 @@ func TestEndpointChange(t *testing.T) {
 		{"longest under the default probe", EndpointChange{Breaker: &BreakerChange{MaxProbeDelay: d(time.Minute)}}, ""},
 		{"longest under 1s", EndpointChange{Breaker: &BreakerChange{MaxProbeDelay: d(time.Millisecond)}}, "below the probe delay"},
 		{"half-open 0", EndpointChange{Breaker: &BreakerChange{HalfOpenSuccesses: i(0)}}, ""},
+		{"rate limit", EndpointChange{RateLimit: i(5)}, ""},
+		{"rate limit 0 (none)", EndpointChange{RateLimit: i(0)}, ""},
+		{"rate limit -1", EndpointChange{RateLimit: i(-1)}, "rate_limit: rate limit -1 is outside 1..1000"},
+		{"rate limit 1001", EndpointChange{RateLimit: i(1001)}, "rate limit 1001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,5 +190,47 @@ func TestEndpointChange(t *testing.T) {
 	}
 	if err := stored.Validate(); err != nil {
 		t.Errorf("merged overrides: %v", err)
+	}
+}
+
+// TestRateLimitOverride: a rate limit set, kept by a change that does not name it,
+// removed by 0, and in the limiter's configuration.
+func TestRateLimitOverride(t *testing.T) {
+	i := func(n int) *int { return &n }
+	var stored Overrides
+	for _, step := range []struct {
+		change EndpointChange
+		want   int // 0: no rate limit stored
+	}{
+		{EndpointChange{RateLimit: i(5)}, 5},
+		{EndpointChange{MaxInFlight: i(3)}, 5},
+		{EndpointChange{RateLimit: i(0)}, 0},
+		{EndpointChange{RateLimit: i(1000)}, 1000},
+	} {
+		o, err := step.change.Overrides()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored.Merge(*o)
+		got := 0
+		if stored.RateLimit != nil {
+			got = *stored.RateLimit
+			if got == 0 {
+				t.Fatalf("a rate limit of 0 stored; want none")
+			}
+		}
+		if got != step.want || stored.Limiter().RateLimit != step.want {
+			t.Fatalf("after %+v: stored %d, limiter %d; want %d", step.change, got, stored.Limiter().RateLimit, step.want)
+		}
+		if err := stored.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The change is its own copy: changing it later changes nothing stored.
+	n := 7
+	stored.Merge(Overrides{RateLimit: &n})
+	n = 9
+	if *stored.RateLimit != 7 {
+		t.Errorf("stored rate limit follows the change's variable: %d", *stored.RateLimit)
 	}
 }

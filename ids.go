@@ -61,12 +61,15 @@ func ValidateEndpointID(id string) error { return validateName("endpoint id", "a
 // ValidateTenant checks a tenant name, with the same rules as endpoint ids.
 func ValidateTenant(t string) error { return validateName("tenant", "acme", t) }
 
-func validateName(kind, example, id string) error {
+func validateName(kind, example, id string) error { return validateNameUpTo(kind, example, id, 128) }
+
+// validateNameUpTo checks a name of 1 to max characters of letters, digits, '-', '_' and '.'.
+func validateNameUpTo(kind, example, id string, max int) error {
 	if id == "" {
 		return fmt.Errorf("%s is empty: give one like %s", kind, example)
 	}
-	if len(id) > 128 {
-		return fmt.Errorf("%s %q is %d characters long: use at most 128", kind, id, len(id))
+	if len(id) > max {
+		return fmt.Errorf("%s %q is %d characters long: use at most %d", kind, id, len(id), max)
 	}
 	for _, r := range id {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {

@@ -121,7 +121,13 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 		activity.GetLogger(ctx).Debug("attempt held", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "reason", hold.Reason, "queued", hold.Queued)
 		return res, nil
 	}
-	res = a.send(ctx, in, adm.Endpoint)
+	start := a.now()
+	if h := a.Gate.Late(ctx, adm, start); h != nil {
+		// A rate-limited attempt whose second is over: no request, no attempt used.
+		res.Held = h
+		return res, nil
+	}
+	res = a.send(ctx, in, adm.Endpoint, start)
 	if ctx.Err() != nil {
 		// The worker is stopping: the request was cut short, not answered.
 		a.Gate.Release(context.WithoutCancel(ctx), adm)
@@ -143,9 +149,8 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 	return res, nil
 }
 
-// send makes the HTTP request of one admitted attempt.
-func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoint) herald.Result {
-	now := a.now()
+// send makes the HTTP request of one admitted attempt, started (and signed) at now.
+func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoint, now time.Time) herald.Result {
 	res := herald.Result{Number: in.Number, StartedAt: now, Policy: a.Defaults.Apply(ep.Overrides), URL: displayURL(ep.URL)}
 	body, err := envelope{ID: in.Event.ID, Type: in.Event.Type, CreatedAt: in.Event.CreatedAt, Data: in.Event.Data}.body()
 	if err != nil {

@@ -116,6 +116,9 @@ type Admission struct {
 	Ticket   policy.Ticket
 	// Waiter is set when the attempt runs on a permit of its own (not the gate's).
 	Waiter string
+	// Window is set for a rate-limited endpoint: the start of the one-second window the
+	// attempt's request must start in (policy.InWindow).
+	Window time.Time
 	entry  *gateEntry
 }
 
@@ -140,8 +143,18 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	if permit != nil {
 		ep, snap := e.ep, e.h.Snapshot
 		e.mu.Unlock()
+		if w := permit.Window; !w.IsZero() {
+			if err := untilWindow(ctx, w); err != nil {
+				return nil, nil, err
+			}
+			if !policy.InWindow(w, time.Now()) {
+				// A rate-limited permit is good for its one second only: ask again (the
+				// endpoint workflow grants the waiter anew once that second is over).
+				return nil, g.wait(ctx, e, waiter, snap, windowReason(w, time.Now())), nil
+			}
+		}
 		if time.Until(permit.Until) > g.timeout(ep) {
-			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, entry: e}, nil, nil
+			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, Window: permit.Window, entry: e}, nil, nil
 		}
 		// Too late to use it safely: ask again (the endpoint workflow renews it).
 		return nil, g.wait(ctx, e, waiter, snap, "the permit expired before the attempt could start"), nil
@@ -183,8 +196,54 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 	if reason == "" {
 		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)
 	}
+	// Waiting for a rate-limited endpoint's grant while nobody else waits is the normal path
+	// of each of its attempts, not a hold to show in listings.
+	brief := snap.RateLimit > 0 && snap.Circuit == policy.CircuitClosed && snap.Queue == 0
 	return &herald.Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt, Circuit: snap.Circuit,
-		Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
+		Brief: brief, Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
+}
+
+// Late checks an admitted attempt about to start its request at start: one for a
+// rate-limited endpoint may start only within its grant's second (policy.InWindow). Past
+// it, Late gives the room back and returns the hold the delivery waits on, asking for a
+// grant again; otherwise it returns nil.
+func (g *Gate) Late(ctx context.Context, a *Admission, start time.Time) *herald.Hold {
+	if a.Window.IsZero() || policy.InWindow(a.Window, start) {
+		return nil
+	}
+	defer g.unref(a.entry)
+	a.entry.mu.Lock()
+	snap := a.entry.h.Snapshot
+	a.entry.mu.Unlock()
+	// The grant stays with the endpoint workflow, which takes it back when asked again.
+	return g.wait(ctx, a.entry, a.Waiter, snap, windowReason(a.Window, start))
+}
+
+// untilWindow waits for the rate window a permit is for to begin, when it begins within a
+// window's length: a permit granted in the second half of a second is for the next one
+// (policy.RateAhead), so an attempt waits here at most half a second. A permit for a later
+// window (this worker's clock is behind the endpoint workflow's) is not waited for.
+func untilWindow(ctx context.Context, window time.Time) error {
+	early := time.Until(window)
+	if early <= 0 || early > policy.RateWindow {
+		return nil
+	}
+	t := time.NewTimer(early)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// windowReason says why a rate-limited permit for window cannot be used at now.
+func windowReason(window, now time.Time) string {
+	if now.Before(window) {
+		return "the second this rate-limited permit is for has not begun at this worker"
+	}
+	return "the second this rate-limited permit was for is over"
 }
 
 // fresh makes sure e's knowledge of the endpoint is at most one renewal interval (and at

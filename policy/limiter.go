@@ -19,6 +19,10 @@ type LimiterConfig struct {
 	// MaxQueue bounds the queue of waiting attempts; beyond it, waiters are told to come
 	// back later instead of being queued.
 	MaxQueue int `json:"max_queue"`
+	// RateLimit is the most requests that may start per aligned second (RateWindow); 0 is
+	// none. A rate-limited endpoint leases no permits: every attempt is granted one of its
+	// own, for one window (Grant.Window), at most RateLimit per window.
+	RateLimit int `json:"rate_limit,omitempty"`
 }
 
 // MaxLeaseTTL bounds the TTL a holder may ask for, so that a dead holder's permits always
@@ -51,6 +55,9 @@ func (c LimiterConfig) Validate() error {
 	if c.MaxQueue < 1 {
 		errs = append(errs, fmt.Errorf("max queue %d must be at least 1", c.MaxQueue))
 	}
+	if err := ValidateRateLimit(c.RateLimit); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -68,6 +75,8 @@ type Limiter struct {
 	Ledger   Ledger        `json:"permits"`
 	// Grants are the one-permit grants to woken waiters, with the ticket each runs under.
 	Grants []Grant `json:"singles,omitempty"`
+	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit).
+	Rate RateCount `json:"rate,omitzero"`
 }
 
 // Grant is a permit of its own handed to one waiter (a delivery): for a probe, a half-open
@@ -77,6 +86,9 @@ type Grant struct {
 	Waiter string    `json:"waiter"`
 	Ticket Ticket    `json:"ticket"`
 	Until  time.Time `json:"until"`
+	// Window, for a rate-limited endpoint, is the start of the rate window the grant is
+	// for: its request may start only within it (InWindow). Zero for any other endpoint.
+	Window time.Time `json:"window,omitzero"`
 }
 
 // Outcome is the result of one admitted attempt, as reported to the limiter.
@@ -138,9 +150,10 @@ const (
 type WaiterReply struct {
 	Waiter  string        `json:"waiter"`
 	Outcome WaiterOutcome `json:"outcome"`
-	// Ticket and Until: the permit of a granted waiter.
+	// Ticket, Until and Window: the permit of a granted waiter (Grant).
 	Ticket Ticket    `json:"ticket,omitzero"`
 	Until  time.Time `json:"until,omitzero"`
+	Window time.Time `json:"window,omitzero"`
 	// Position is a queued waiter's place in the queue (1 = next).
 	Position int `json:"position,omitempty"`
 	// Reason says why it was not granted; RetryAt is when that may change (for a full queue:
@@ -221,8 +234,10 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.expire(now)
 	want := max(r.Want, r.InUse)
 	closed := g.Breaker.State() == CircuitClosed
-	if !closed || len(g.Ledger.Waiting) > 0 {
-		want = r.InUse // no new permits: the queue (or the breaker) comes first
+	if !closed || len(g.Ledger.Waiting) > 0 || g.Config.RateLimit > 0 {
+		// No new permits: the queue (or the breaker) comes first, and a rate-limited
+		// endpoint grants each attempt on its own.
+		want = r.InUse
 	}
 	capNow := g.Cap()
 	if !closed {
@@ -260,6 +275,11 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 
 // waiter grants w a permit of its own now, or queues it.
 func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
+	if i := g.single(w); i >= 0 && !g.Grants[i].Window.IsZero() && !now.Before(g.Grants[i].Window) && !InWindow(g.Grants[i].Window, now) {
+		// Granted for a rate window it can no longer start in, unused: that window's count
+		// stays spent, and the waiter asks as if anew.
+		g.drop(now, i)
+	}
 	if i := g.single(w); i >= 0 {
 		// Already granted (the wake may not have reached it yet): renew and repeat it.
 		if t := g.Grants[i].Ticket; t.Kind != TicketNormal && t.Epoch == g.Breaker.Epoch && g.Breaker.ownsSlot(t) {
@@ -269,7 +289,7 @@ func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply
 		if l.Permits > 0 {
 			g.Grants[i].Until = l.Expires
 			s := g.Grants[i]
-			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
+			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until, Window: s.Window}
 		}
 	}
 	if g.Ledger.Queued(w) { // asking again: rare, so its place may take a scan
@@ -277,7 +297,7 @@ func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply
 	}
 	if len(g.Ledger.Waiting) == 0 {
 		if s, ok := g.admitOne(now, w, ttl); ok {
-			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until}
+			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until, Window: s.Window}
 		}
 	}
 	if len(g.Ledger.Waiting) >= g.Config.MaxQueue {
@@ -302,13 +322,16 @@ func (g *Limiter) holdReason(now time.Time) (string, time.Time) {
 	case CircuitHalfOpen:
 		return "circuit half-open: one attempt at a time", time.Time{}
 	}
+	if g.Config.RateLimit > 0 {
+		return fmt.Sprintf("endpoint rate limit of %d requests per second: each attempt waits for its turn", g.Config.RateLimit), time.Time{}
+	}
 	return fmt.Sprintf("endpoint at its concurrency cap of %d", g.Cap()), time.Time{}
 }
 
-// admitOne grants w one permit if an attempt may go now: the breaker admits it and the
-// cap has room.
+// admitOne grants w one permit if an attempt may go now: the cap has room, the rate window
+// too (for a rate-limited endpoint), and the breaker admits it.
 func (g *Limiter) admitOne(now time.Time, w string, ttl time.Duration) (Grant, bool) {
-	if g.Ledger.Free(g.Cap(), now) < 1 {
+	if g.Ledger.Free(g.Cap(), now) < 1 || !g.Rate.Open(now, g.Config.RateLimit) {
 		return Grant{}, false
 	}
 	adm := g.Breaker.Admit(now)
@@ -317,6 +340,9 @@ func (g *Limiter) admitOne(now time.Time, w string, ttl time.Duration) (Grant, b
 	}
 	l := g.Ledger.Lend(w, 1, g.Cap(), ttl, now)
 	s := Grant{Waiter: w, Ticket: adm.Ticket, Until: l.Expires}
+	if g.Config.RateLimit > 0 {
+		s.Window = g.Rate.Take(now)
+	}
 	g.Grants = append(slices.Clip(g.Grants), s)
 	return s, true
 }
@@ -368,6 +394,15 @@ func (g *Limiter) Done(now time.Time, waiter string, o *Outcome) {
 	g.Ledger.Remove(waiter)
 }
 
+// drop takes back grant i, unused: its permit returns, and a probe or half-open slot it
+// held frees up.
+func (g *Limiter) drop(now time.Time, i int) {
+	s := g.Grants[i]
+	g.Breaker.Release(now, s.Ticket)
+	g.Grants = slices.Delete(slices.Clone(g.Grants), i, i+1)
+	g.Ledger.Return(s.Waiter, 1)
+}
+
 // Reset closes the circuit by hand.
 func (g *Limiter) Reset(now time.Time) { g.Breaker.Reset(now) }
 
@@ -382,6 +417,9 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	}
 	for _, l := range g.Ledger.Held {
 		take(l.Expires)
+	}
+	if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.Rate.Open(now, g.Config.RateLimit) {
+		take(NextOpen(now)) // waiters held back by the rate limit: the next window's grants
 	}
 	if len(g.Ledger.Waiting) > 0 {
 		if g.Breaker.SlotBusy {
@@ -425,6 +463,8 @@ type LimiterView struct {
 	// lower while the endpoint is slow).
 	Cap         int `json:"cap"`
 	MaxInFlight int `json:"max_in_flight"`
+	// RateLimit is the most requests that may start per aligned second (0: no limit).
+	RateLimit int `json:"rate_limit,omitempty"`
 	// Leases are the blocks of permits held by workers and waiting deliveries.
 	Leases []Lease `json:"leases,omitempty"`
 	// Queue is how many deliveries wait for a permit or for the circuit to close.
@@ -467,6 +507,7 @@ func (g *Limiter) View(now time.Time) LimiterView {
 		InFlight:    g.Ledger.InUse(now),
 		Cap:         g.Cap(),
 		MaxInFlight: g.Capacity.Config.MaxInFlight,
+		RateLimit:   g.Config.RateLimit,
 		Leases:      live,
 		Queue:       len(g.Ledger.Waiting),
 		P50:         g.Capacity.Percentile(now, 0.5),
@@ -536,6 +577,9 @@ type Snapshot struct {
 	Threshold int `json:"threshold"`
 	// Slow is the latency from which an attempt counts toward slowing the cap down.
 	Slow time.Duration `json:"slow"`
+	// RateLimit, when set, is the endpoint's rate limit in requests per second: the gate
+	// admits no attempt on its own (no lease, no spare permits); each waits for a grant.
+	RateLimit int `json:"rate_limit,omitempty"`
 	// Reason says why attempts wait now (empty while they need not); RetryAt is when the
 	// next probe is due, for an open circuit.
 	Reason  string    `json:"reason,omitempty"`
@@ -553,11 +597,12 @@ func (g *Limiter) Snapshot(now time.Time) Snapshot {
 		QueueFull: len(g.Ledger.Waiting) >= g.Config.MaxQueue,
 		Threshold: g.Config.Breaker.ConsecutiveFailures,
 		Slow:      g.Capacity.Config.RecoverP99,
+		RateLimit: g.Config.RateLimit,
 	}
 	if t, ok := g.Breaker.Ticket(); ok {
 		s.Ticket = t
 	}
-	if s.Circuit != CircuitClosed || s.Queue > 0 || s.Free == 0 {
+	if s.Circuit != CircuitClosed || s.Queue > 0 || s.Free == 0 || s.RateLimit > 0 {
 		s.Reason, s.RetryAt = g.holdReason(now)
 	}
 	return s
@@ -583,5 +628,5 @@ func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 	if r.Outcome != WaiterGranted {
 		return Grant{}, false
 	}
-	return Grant{Waiter: waiter, Ticket: r.Ticket, Until: r.Until}, true
+	return Grant{Waiter: waiter, Ticket: r.Ticket, Until: r.Until, Window: r.Window}, true
 }

@@ -75,7 +75,7 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	}
 	h.Told = max(h.Told, seen)
 	h.Spare = 0
-	if s.Circuit == CircuitClosed && s.Queue == 0 {
+	if s.Circuit == CircuitClosed && s.Queue == 0 && s.RateLimit == 0 {
 		h.Spare = min(SparePermits(s.Cap), s.Free)
 	}
 	if s.Circuit == CircuitClosed && (wasOpen || (h.Tripped && seen >= h.TripSeq)) {
@@ -84,10 +84,11 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 }
 
 // Admit takes room for one attempt if the gate may let it go on its own: known, closed,
-// not tripped, and a permit of the lease (while its admission window, leaseOpen, lasts) or
+// not tripped, not rate-limited (each attempt to a rate-limited endpoint waits for a grant
+// of its own), and a permit of the lease (while its admission window, leaseOpen, lasts) or
 // a spare one free.
 func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
-	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed {
+	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed || h.Snapshot.RateLimit > 0 {
 		return false
 	}
 	leased := h.Permits
@@ -111,17 +112,19 @@ func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
 // endpoint has more free.
 func (h *LocalLease) Growing() bool {
 	s := h.Snapshot
-	return !h.Renewing && h.InUse >= h.Permits+h.Spare && s.Circuit == CircuitClosed && s.Queue == 0 && s.Free > h.Spare
+	return !h.Renewing && h.InUse >= h.Permits+h.Spare && s.Circuit == CircuitClosed && s.Queue == 0 && s.Free > h.Spare &&
+		s.RateLimit == 0
 }
 
 // Hold says what an attempt that Admit turned away does: queue when the endpoint holds
-// attempts back (circuit not closed, others queued, this gate tripped, the cap full), wait
+// attempts back (circuit not closed, others queued, this gate tripped, the cap full, a rate
+// limit), wait
 // for a bigger lease when the endpoint has permits nobody holds, or ask again later when
 // the queue is full. An attempt that waits for a bigger lease counts as demand for the next
 // renewal.
 func (h *LocalLease) Hold() HoldKind {
 	s := h.Snapshot
-	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare
+	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare && s.RateLimit == 0
 	switch {
 	case closedAndFree:
 		h.Demand++
@@ -160,9 +163,10 @@ func (h *LocalLease) Release() { h.InUse-- }
 
 // Want is how many permits to ask for: what runs, and while the endpoint is busy (or
 // attempts were turned away) room to grow to twice the peak. The endpoint workflow grants
-// only what the cap leaves free, and nothing more while others wait.
+// only what the cap leaves free, and nothing more while others wait; a rate-limited
+// endpoint's gate asks for no more than it runs.
 func (h *LocalLease) Want(stopping bool) int {
-	if (h.Used || h.Demand > 0) && !stopping {
+	if (h.Used || h.Demand > 0) && !stopping && h.Snapshot.RateLimit == 0 {
 		return max(h.InUse+h.Demand, 2*h.Peak)
 	}
 	return h.InUse

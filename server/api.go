@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/workflows"
@@ -56,7 +57,11 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: event data may be at most 256 KiB compacted; send a reference to large content instead", tooLarge.Limit))
+		what := "event data may be at most 256 KiB compacted; send a reference to large content instead"
+		if strings.HasPrefix(r.URL.Path, "/v1/event-types") {
+			what = "an event type's schema may be at most 64 KiB compacted"
+		}
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: %s", tooLarge.Limit, what))
 		return
 	}
 	code := errStatus(err)
@@ -67,7 +72,12 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusInternalServerError:
 		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	writeError(w, code, cleanMessage(msg))
+	out := apiError{Error: cleanMessage(msg)}
+	var schemaErr *policy.SchemaError
+	if code == http.StatusBadRequest && errors.As(err, &schemaErr) {
+		out.Violations = schemaErr.Violations
+	}
+	writeJSON(w, code, out)
 }
 
 // cleanMessage drops the sentinel prefixes ("invalid input: ", "not found: ") that wrap starter errors.
@@ -90,6 +100,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // apiError is the body of every error answer.
 type apiError struct {
 	Error string `json:"error"`
+	// Violations lists how event data fails its type's JSON Schema, when that is the error.
+	Violations []policy.Violation `json:"violations,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

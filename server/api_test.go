@@ -362,7 +362,7 @@ func TestWrongMethodIs405(t *testing.T) {
 	allowed := map[string][]string{} // path → methods
 	for _, rt := range shared.server.routes() {
 		if rt.api {
-			path := strings.ReplaceAll(rt.path, "{id}", "x")
+			path := strings.ReplaceAll(strings.ReplaceAll(rt.path, "{id}", "x"), "{name}", "x")
 			allowed[path] = append(allowed[path], rt.method)
 		}
 	}

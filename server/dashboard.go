@@ -201,6 +201,8 @@ type endpointView struct {
 	LastOutcome     string
 	LastAttemptAt   string
 	Ladder          string
+	// RateLimit is the endpoint's requests per second (0: no rate limit).
+	RateLimit int
 }
 
 func circuitState(c policy.CircuitView) string {
@@ -215,7 +217,7 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	v := endpointView{
 		ID: e.ID, Tenant: e.Tenant, URL: e.URL, State: st,
 		StateLabel: "circuit-" + strings.ReplaceAll(st, "_", "-"),
-		InFlight:   e.InFlight, Cap: e.Cap, Queue: e.Queue,
+		InFlight:   e.InFlight, Cap: e.Cap, Queue: e.Queue, RateLimit: e.RateLimit,
 		Attempts: e.Counters.Attempts, Failures: e.Counters.Failures,
 		SuccessRate: "–", P50: "–", P99: "–",
 		Honoured: e.Counters.RetryAfterHonoured, Capped: e.Counters.RetryAfterCapped, Ignored: e.Counters.RetryAfterIgnored,

@@ -136,6 +136,12 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/endpoints/{id}/reset", true, s.api(s.apiReset)},
 		{"POST", "/v1/endpoints/{id}/replay", true, s.api(s.apiBulkReplay)},
 		{"GET", "/v1/dead-letters", true, s.api(s.apiDeadLetters)},
+		{"GET", "/v1/event-types", true, s.api(s.apiListEventTypes)},
+		{"POST", "/v1/event-types", true, s.api(s.apiPostEventType)},
+		{"GET", "/v1/event-types/{name}", true, s.api(s.apiGetEventType)},
+		{"PUT", "/v1/event-types/{name}", true, s.api(s.apiPutEventType)},
+		{"GET", "/v1/settings", true, s.api(s.apiGetSettings)},
+		{"PUT", "/v1/settings", true, s.api(s.apiPutSettings)},
 
 		{"GET", "/{$}", false, s.page(s.home)},
 		{"GET", "/signin", false, s.signinForm},

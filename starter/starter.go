@@ -63,6 +63,10 @@ type Options struct {
 	// EndpointCacheTTL is how long Send remembers that an endpoint exists, and its tenant,
 	// and which payload keys the workers hold; default 30s.
 	EndpointCacheTTL time.Duration
+	// EventTypeCacheTTL is how long Send uses the catalog of event types it read (strict
+	// types, each type's schema) before reading it again; default DefaultEventTypeCacheTTL.
+	// Puts through this client bind its next Send at once.
+	EventTypeCacheTTL time.Duration
 	// PayloadKeyID is the id of the key this client's data converter encrypts with (empty:
 	// plain text). When set, Send refuses it if the workers polling TaskQueue advertise
 	// their keys (codec.Identity) and none holds it.
@@ -82,6 +86,7 @@ type Client struct {
 	mu         sync.Mutex
 	known      map[string]knownEndpoint // endpoint id → its tenant, when last confirmed
 	workerKeys workerKeys
+	types      typeCache
 }
 
 // knownEndpoint is what Send remembers of an endpoint.
@@ -100,6 +105,7 @@ type workerKeys struct {
 func New(c client.Client, o Options) *Client {
 	o.TaskQueue = cmp.Or(o.TaskQueue, herald.DefaultTaskQueue)
 	o.EndpointCacheTTL = cmp.Or(o.EndpointCacheTTL, 30*time.Second)
+	o.EventTypeCacheTTL = cmp.Or(o.EventTypeCacheTTL, DefaultEventTypeCacheTTL)
 	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
 	if o.Now == nil {
 		o.Now = time.Now
@@ -168,9 +174,15 @@ func ValidateEvent(ev *Event, now time.Time) error {
 // Send starts the delivery of ev. Event ids are scoped to the tenant of ev's endpoint. It
 // is idempotent: sending an event id that was sent before with the same endpoint, type and
 // data starts nothing and returns the existing delivery; with another endpoint, type or
-// data it fails with ErrConflict, saying which differs.
+// data it fails with ErrConflict, saying which differs. The event's type is checked
+// against the catalog of event types first (see PutEventType): with strict types on, an
+// unregistered type is refused; data that does not match its type's schema is refused
+// with the path and rule that failed. Both refusals wrap ErrInvalid and start nothing.
 func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 	if err := ValidateEvent(&ev, s.opts.Now()); err != nil {
+		return SendResult{}, err
+	}
+	if err := s.checkType(ctx, ev); err != nil {
 		return SendResult{}, err
 	}
 	tenant, err := s.requireEndpoint(ctx, ev.EndpointID)

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
+	sdkworkflow "go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/heraldhq/herald"
@@ -42,6 +43,7 @@ func TestReplayHistories(t *testing.T) {
 	}
 	r := worker.NewWorkflowReplayer()
 	heraldworker.Register(r, loopback)
+	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, sdkworkflow.RegisterOptions{Name: herald.EventTypesWorkflow})
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
@@ -112,6 +114,23 @@ func TestRecordHistories(t *testing.T) {
 		return err == nil && ep.Counters.Attempts == 3
 	})
 
+	// The catalog of event types: a type put with a schema, changed, and strict types on and off.
+	desc := "A type recorded for the replay test."
+	for _, req := range []herald.PutEventTypeRequest{
+		{Name: "rec.type", Description: &desc, Schema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "rec.type", ClearSchema: true},
+	} {
+		if _, err := shared.starter.PutEventType(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, strict := range []bool{true, false} {
+		if _, err := shared.starter.SetStrictTypes(ctx, strict); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	save(t, "event_types.json", herald.EventTypesID)
 	save(t, "delivery_first_try.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_first_try"))
 	save(t, "delivery_retry_after.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_retry_after"))
 	save(t, "delivery_dead_letter_replayed.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_dead_replayed"))

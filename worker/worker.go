@@ -112,14 +112,15 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
 }
 
-// RegisterEndpoints registers the endpoint workflow on r, the worker of the endpoints' own
-// task queue.
+// RegisterEndpoints registers the endpoint workflow, the stats shards and the catalog of
+// event types on r, the worker of the endpoints' own task queue.
 func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy) {
 	ew := &workflows.EndpointWorkflow{Net: net}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, workflow.RegisterOptions{Name: herald.EventTypesWorkflow})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.

@@ -238,6 +238,7 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	ep.Version++
 	ep.UpdatedAt = now
 	e.in.Endpoint = ep
+	e.keepRateLimit(ctx)
 	if e.in.Limiter != nil {
 		e.ensureLimiter()
 		e.dirty = true

@@ -38,6 +38,7 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 			return nil
 		}
 	}
+	e.keepRateLimit(ctx)
 	e.ensureLimiter()
 	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
 	gauges := newEndpointGauges(ctx, e.in.ID)
@@ -143,6 +144,19 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 	}
 }
 
+// keepRateLimit drops the endpoint's rate limit in a run whose history was made by a
+// worker that knew no rate limits (versionRateLimit): that worker ignored it, and so does
+// its replay.
+func (e *endpointRun) keepRateLimit(ctx workflow.Context) {
+	ep := e.in.Endpoint
+	if ep == nil || ep.Overrides.RateLimit == nil {
+		return
+	}
+	if workflow.GetVersion(ctx, versionRateLimit, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		ep.Overrides.RateLimit = nil
+	}
+}
+
 // ensureLimiter creates the limiter, or brings its settings in line with the endpoint's.
 func (e *endpointRun) ensureLimiter() {
 	cfg := e.in.Endpoint.Overrides.Limiter()
@@ -188,7 +202,7 @@ func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) 
 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
-	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, policy.Grant{Ticket: w.Ticket, Until: w.Until})
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window})
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()

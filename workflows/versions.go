@@ -62,6 +62,13 @@ const (
 	// no recorded history takes the old branch.
 	versionPutSettles = "put-settles"
 
+	// versionRateLimit (issue 12, part D: rate limits): the endpoint run enforces an
+	// endpoint's rate limit (grants per aligned second, timers in mid-second); a run
+	// replaying a history made before drops the limit, which its worker ignored. Asked
+	// for only once an endpoint has a rate limit. Marked in endpoint_rate_limited.json; no
+	// recorded history takes the old branch.
+	versionRateLimit = "endpoint-rate-limit"
+
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
 	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
 	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK

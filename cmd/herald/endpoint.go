@@ -33,6 +33,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		clear                 bool
 		tenant                string
 		maxInFlight           int
+		rateLimit             int
 		brk                   breakerFlags
 	)
 	cmd := &cobra.Command{
@@ -46,7 +47,8 @@ Policy flags override the worker's defaults for this endpoint only.
 
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
-  herald endpoint put acme --schedule 10s,1m,5m --attempts 4`,
+  herald endpoint put acme --schedule 10s,1m,5m --attempts 4
+  herald endpoint put acme --rate-limit 5`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -77,6 +79,7 @@ Policy flags override the worker's defaults for this endpoint only.
 			setDuration(fl, "timeout", &c.Timeout, timeout)
 			setDuration(fl, "retention", &c.Retention, retention)
 			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
+			setInt(fl, "rate-limit", &c.RateLimit, rateLimit)
 			c.Breaker = brk.change(fl)
 			o, err := c.Overrides()
 			if err != nil {
@@ -117,6 +120,7 @@ Policy flags override the worker's defaults for this endpoint only.
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
+	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
 	brk.bind(f)
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd

@@ -128,6 +128,9 @@ func printEndpoint(w io.Writer, st herald.EndpointState) error {
 	if o.Retention != 0 {
 		ov = append(ov, "retention "+o.Retention.String())
 	}
+	if o.RateLimit != nil {
+		ov = append(ov, fmt.Sprintf("rate limit %d/s", *o.RateLimit))
+	}
 	if len(ov) == 0 {
 		ov = []string{"none (worker defaults)"}
 	}
@@ -143,6 +146,9 @@ func printEndpoint(w io.Writer, st herald.EndpointState) error {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "In flight  %d of cap %d (configured %d); %d waiting; latency p50 %s, p99 %s\n",
 		st.InFlight, st.Cap, st.MaxInFlight, st.Queue, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond))
+	if st.RateLimit > 0 {
+		fmt.Fprintf(w, "Rate limit %d requests per second, across all workers\n", st.RateLimit)
+	}
 	for _, l := range st.Leases {
 		fmt.Fprintf(w, "  lease    %s: %d permits until %s\n", l.Holder, l.Permits, clock(l.Expires))
 	}

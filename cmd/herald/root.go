@@ -81,7 +81,8 @@ Start here:
 	root.AddCommand(
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
 		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
-		newServeCmd(g), newTokenCmd(g), newNamespaceCmd(g), newProbeCmd(),
+		newServeCmd(g), newTokenCmd(g),
+		newEventTypeCmd(g), newSettingsCmd(g), newNamespaceCmd(g), newProbeCmd(),
 	)
 	return root
 }

@@ -25,7 +25,11 @@ on the ladder until the receiver answers 2xx. Sending the same --id twice is saf
 send starts nothing and returns the first delivery.
 
 --data takes JSON inline, @FILE to read a file, or - to read standard input (256 KiB at
-most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.`,
+most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.
+
+The event's --type is checked against the catalog of event types (herald event-type
+--help): data that does not match its type's JSON Schema is refused, naming where and
+which rule, and so is a type that is not registered when strict types are on.`,
 		Example: `  herald send --endpoint acme --type order.paid --data '{"order":42}'
   herald send --endpoint acme --id evt_order_42_paid --data @event.json`,
 		Args: cobra.NoArgs,

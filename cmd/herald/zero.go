@@ -11,11 +11,12 @@ import (
 // zeroRule is how every numeric flag of endpoint put, worker and dev reads 0; their --help
 // says it.
 const zeroRule = `A numeric or duration flag given as 0 is refused, never read as "the default" or
-"none": leave a flag out to keep its default. The exceptions are --jitter and
---half-open-attempts, whose ranges start at 0 (0 = no jitter, close after the probe alone).`
+"none": leave a flag out to keep its default. The exceptions are --jitter,
+--half-open-attempts and --rate-limit, whose ranges start at 0 (0 = no jitter, close after
+the probe alone, no rate limit).`
 
 // zeroAllowed are the numeric flags whose range includes 0, which then means itself.
-var zeroAllowed = map[string]bool{"jitter": true, "half-open-attempts": true}
+var zeroAllowed = map[string]bool{"jitter": true, "half-open-attempts": true, "rate-limit": true}
 
 // refuseZero applies zeroRule to the flags given on the command line.
 func refuseZero(fs *pflag.FlagSet) error {
