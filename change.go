@@ -26,6 +26,28 @@ type EndpointChange struct {
 	// RateLimit sets the most requests per second (1..policy.MaxRateLimit); 0 removes the
 	// rate limit.
 	RateLimit *int `json:"rate_limit,omitempty"`
+	// DisableAfter is how long every attempt must fail before the endpoint is disabled.
+	DisableAfter *Duration `json:"disable_after,omitempty"`
+	// Headers, when given, replace the endpoint's custom headers (name → value); {} removes
+	// them all. See HeaderChange.
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// HeaderChange is the change's custom headers as a put carries them (nil: keep the
+// stored ones), checked and sorted (NormalizeHeaders).
+func (c EndpointChange) HeaderChange() (*[]Header, error) {
+	if c.Headers == nil {
+		return nil, nil
+	}
+	hs := make([]Header, 0, len(c.Headers))
+	for n, v := range c.Headers {
+		hs = append(hs, Header{Name: n, Value: v})
+	}
+	hs, err := NormalizeHeaders(hs)
+	if err != nil {
+		return nil, err
+	}
+	return &hs, nil
 }
 
 // BreakerChange changes some of an endpoint's circuit breaker settings; nil fields keep
@@ -70,6 +92,7 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 		setCount(&o.MaxInFlight, "max_in_flight", c.MaxInFlight, &set),
 		setPositive(&o.Timeout, "timeout", c.Timeout, &set),
 		setPositive(&o.Retention, "retention", c.Retention, &set),
+		setPositive(&o.DisableAfter, "disable_after", c.DisableAfter, &set),
 	} {
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package herald
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/policy"
@@ -21,9 +22,11 @@ type Endpoint struct {
 	PreviousSecret signature.Secret `json:"previous_secret,omitempty"`
 	PreviousUntil  time.Time        `json:"previous_until,omitempty"`
 	Overrides      Overrides        `json:"overrides"`
-	Version        int              `json:"version"`
-	CreatedAt      time.Time        `json:"created_at"`
-	UpdatedAt      time.Time        `json:"updated_at"`
+	// Headers are custom headers every attempt carries, sorted by name (NormalizeHeaders).
+	Headers   []Header  `json:"headers,omitempty"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Secrets returns the secrets that sign an attempt made at t: the current one first,
@@ -57,6 +60,9 @@ type Overrides struct {
 	// RateLimit is the most requests that may start per second (1..policy.MaxRateLimit);
 	// nil is no rate limit. In a change, a pointer to 0 removes the limit.
 	RateLimit *int `json:"rate_limit,omitempty"`
+	// DisableAfter is how long every attempt must fail before the endpoint is disabled
+	// (default policy.DefaultDisableAfter).
+	DisableAfter time.Duration `json:"disable_after,omitempty"`
 }
 
 // Merge sets the fields n sets, keeping the others; the ladder and the breaker merge
@@ -107,6 +113,9 @@ func (o *Overrides) Merge(n Overrides) {
 			o.RateLimit = &v
 		}
 	}
+	if n.DisableAfter != 0 {
+		o.DisableAfter = n.DisableAfter
+	}
 }
 
 // Limiter is the configuration of the limiter (breaker, cap, leases, queue) of an endpoint
@@ -125,6 +134,7 @@ func (o Overrides) Limiter() policy.LimiterConfig {
 	if o.RateLimit != nil {
 		c.RateLimit = *o.RateLimit
 	}
+	c.DisableAfter = o.DisableAfter
 	return c
 }
 
@@ -164,6 +174,11 @@ func (o Overrides) ValidateChange() error {
 	if o.Capacity != nil {
 		if err := o.Capacity.Validate(); err != nil {
 			return fmt.Errorf("capacity: %w", err)
+		}
+	}
+	if o.DisableAfter != 0 {
+		if err := policy.ValidateDisableAfter(o.DisableAfter); err != nil {
+			return err
 		}
 	}
 	if o.MaxInFlight != 0 {
@@ -259,6 +274,8 @@ type PutEndpointRequest struct {
 	Overrides *Overrides `json:"overrides,omitempty"`
 	// ClearOverrides drops every override first, so the worker's defaults apply.
 	ClearOverrides bool `json:"clear_overrides,omitempty"`
+	// Headers, when set, replace the endpoint's custom headers (an empty list removes them).
+	Headers *[]Header `json:"headers,omitempty"`
 }
 
 // Validate makes the structural checks of a put: everything but the URL's address, which
@@ -302,6 +319,15 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 	if o := req.Overrides; o != nil {
 		if err := o.ValidateChange(); err != nil {
 			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	if req.Headers != nil {
+		hs, err := NormalizeHeaders(*req.Headers)
+		if err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+		if !slices.Equal(hs, *req.Headers) {
+			return fmt.Errorf("endpoint %s: headers must have canonical names, sorted by name (NormalizeHeaders)", req.ID)
 		}
 	}
 	return nil

@@ -46,6 +46,10 @@ const (
 	UpdatePutEndpoint = "put"
 	// UpdateReset closes an endpoint's circuit by hand (→ EndpointState).
 	UpdateReset = "reset"
+	// UpdateDisable disables an endpoint by hand (DisableRequest → EndpointState).
+	UpdateDisable = "disable"
+	// UpdateEnable enables a disabled endpoint again (→ EndpointState).
+	UpdateEnable = "enable"
 	// UpdateLease asks an endpoint workflow for permits (LeaseRequest → LeaseReply).
 	UpdateLease = "lease"
 	// QueryEndpointConfig returns the endpoint's Endpoint, secrets included (for the worker).

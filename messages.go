@@ -77,7 +77,19 @@ type Hold struct {
 	// (empty for a hold of the worker's own, and in results recorded before it existed).
 	// While it is open, RetryAt is when the probe is due.
 	Circuit policy.CircuitState `json:"circuit,omitempty"`
+	// Disabled: the endpoint is disabled. The attempt neither goes nor waits; the delivery
+	// ends as skipped or parks as a dead letter (policy.OnDisabled).
+	Disabled bool `json:"disabled,omitempty"`
 }
+
+// DisableRequest disables an endpoint by hand (UpdateDisable).
+type DisableRequest struct {
+	// Reason says why, for whoever looks at the endpoint later.
+	Reason string `json:"reason,omitempty"`
+}
+
+// MaxDisableReason is the longest reason a disablement by hand may give.
+const MaxDisableReason = 500
 
 // ReplayRequest is the payload of a replay signal (none, or a zero one, replays at once).
 type ReplayRequest struct {

@@ -25,10 +25,13 @@ var (
 	AttrEventType = temporal.NewSearchAttributeKeyKeyword("HeraldEventType")
 	// AttrCircuit is an endpoint workflow's circuit state (closed, open, half_open).
 	AttrCircuit = temporal.NewSearchAttributeKeyKeyword("HeraldCircuit")
+	// AttrDisabled is set on an endpoint workflow while its endpoint is disabled, to the
+	// cause (policy.DisableCause: manual, gone, failing); unset once enabled.
+	AttrDisabled = temporal.NewSearchAttributeKeyKeyword("HeraldDisabled")
 )
 
 // SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
-var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName()}
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName()}
 
 // SearchAttributeTypes maps Herald's search attributes to their type (all Keyword), as a
 // namespace must register them.

@@ -20,6 +20,9 @@ type Status struct {
 	ExpiresAt     time.Time       `json:"expires_at,omitempty"`
 	// Waiting says why the next attempt is held back, while it is.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Reason says why a delivery was skipped, or dead-lettered before its ladder ran out
+	// (its endpoint was disabled).
+	Reason string `json:"reason,omitempty"`
 }
 
 // AttemptRecord is one attempt as the status query shows it.

@@ -15,10 +15,13 @@ type EndpointState struct {
 	SecretHint string    `json:"secret_hint,omitempty"`
 	Rotating   time.Time `json:"previous_secret_until,omitempty"`
 	Overrides  Overrides `json:"overrides"`
-	Version    int       `json:"version"`
-	CreatedAt  time.Time `json:"created_at,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at,omitempty"`
-	Counters   Report    `json:"counters"`
+	// HeaderNames are the names of the endpoint's custom headers (their values may be
+	// credentials: never shown).
+	HeaderNames []string  `json:"header_names,omitempty"`
+	Version     int       `json:"version"`
+	CreatedAt   time.Time `json:"created_at,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at,omitempty"`
+	Counters    Report    `json:"counters"`
 	// CountersSince is when the counters started.
 	CountersSince time.Time `json:"counters_since,omitempty"`
 

@@ -164,6 +164,9 @@ func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoi
 		res.Outcome, res.Error = herald.OutcomeRefused, fmt.Sprintf("bad endpoint URL: %v", err)
 		return res
 	}
+	for _, h := range ep.Headers {
+		req.Header.Set(h.Name, h.Value) // never one of Herald's own (herald.NormalizeHeaders)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	if err := signature.Headers(req.Header, in.Event.ID, now, body, ep.Secrets(now)...); err != nil {

@@ -143,6 +143,12 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	if permit != nil {
 		ep, snap := e.ep, e.h.Snapshot
 		e.mu.Unlock()
+		if permit.Disabled || snap.Disabled {
+			if !permit.Disabled {
+				g.giveBack(ctx, e, waiter)
+			}
+			return nil, disabledHold(snap), nil
+		}
 		if w := permit.Window; !w.IsZero() {
 			if err := untilWindow(ctx, w); err != nil {
 				return nil, nil, err
@@ -175,6 +181,8 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 		reason = fmt.Sprintf("%d consecutive failures at this worker: the circuit breaker decides", snap.Threshold)
 	}
 	switch kind {
+	case policy.HoldDisabled:
+		return nil, disabledHold(snap), nil
 	case policy.HoldLease:
 		g.kick(e)
 		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
@@ -183,6 +191,22 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 			Recheck: policy.QueueFullRecheck(snap.RetryAt, time.Now())}, nil
 	default:
 		return nil, g.wait(ctx, e, waiter, snap, reason), nil
+	}
+}
+
+// disabledHold is the answer to an attempt at a disabled endpoint: it neither goes nor waits.
+func disabledHold(snap policy.Snapshot) *herald.Hold {
+	reason := snap.Reason
+	if !snap.Disabled || reason == "" {
+		reason = "endpoint disabled"
+	}
+	return &herald.Hold{Reason: reason, Disabled: true}
+}
+
+// giveBack returns a permit of its own that waiter will not use.
+func (g *Gate) giveBack(ctx context.Context, e *gateEntry, waiter string) {
+	if err := e.dones.add(ctx, herald.Done{Waiter: waiter}); err != nil {
+		g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", e.id, "waiter", waiter, "error", err)
 	}
 }
 
@@ -316,7 +340,8 @@ func ReadAdmission(ctx context.Context, c client.Client, id string) (herald.Admi
 // retry window (policy.Spread of the endpoint's count of failures at this worker), so that
 // failures that come together retry evenly spread.
 func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spread float64, failed bool) {
-	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket}
+	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket,
+		Gone: res.Outcome == herald.OutcomeHTTPStatus && res.StatusCode == policy.GoneStatus}
 	e := a.entry
 	defer g.unref(e)
 	own := a.Waiter != ""
@@ -343,9 +368,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spr
 func (g *Gate) Release(ctx context.Context, a *Admission) {
 	defer g.unref(a.entry)
 	if a.Waiter != "" {
-		if err := a.entry.dones.add(ctx, herald.Done{Waiter: a.Waiter}); err != nil {
-			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", a.entry.id, "waiter", a.Waiter, "error", err)
-		}
+		g.giveBack(ctx, a.entry, a.Waiter)
 		return
 	}
 	a.entry.mu.Lock()

@@ -23,6 +23,9 @@ type LimiterConfig struct {
 	// none. A rate-limited endpoint leases no permits: every attempt is granted one of its
 	// own, for one window (Grant.Window), at most RateLimit per window.
 	RateLimit int `json:"rate_limit,omitempty"`
+	// DisableAfter is how long every attempt must fail before the endpoint is disabled
+	// (zero: DefaultDisableAfter).
+	DisableAfter time.Duration `json:"disable_after,omitempty"`
 }
 
 // MaxLeaseTTL bounds the TTL a holder may ask for, so that a dead holder's permits always
@@ -58,6 +61,11 @@ func (c LimiterConfig) Validate() error {
 	if err := ValidateRateLimit(c.RateLimit); err != nil {
 		errs = append(errs, err)
 	}
+	if c.DisableAfter != 0 {
+		if err := ValidateDisableAfter(c.DisableAfter); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -77,6 +85,13 @@ type Limiter struct {
 	Grants []Grant `json:"singles,omitempty"`
 	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit).
 	Rate RateCount `json:"rate,omitzero"`
+	// Lifecycle is set when the limiter also decides the endpoint's lifecycle (lifecycle.go):
+	// a 410 or a long failing spell disables it. Limiters of runs from before leave it unset.
+	Lifecycle bool `json:"lifecycle,omitempty"`
+	// Disabled is set while the endpoint is disabled: it receives nothing.
+	Disabled *Disablement `json:"disabled,omitempty"`
+	// FailingSince is when the current spell of failures began (zero after a success).
+	FailingSince time.Time `json:"failing_since,omitzero"`
 }
 
 // Grant is a permit of its own handed to one waiter (a delivery): for a probe, a half-open
@@ -89,6 +104,8 @@ type Grant struct {
 	// Window, for a rate-limited endpoint, is the start of the rate window the grant is
 	// for: its request may start only within it (InWindow). Zero for any other endpoint.
 	Window time.Time `json:"window,omitzero"`
+	// Disabled says the endpoint is disabled: there is no permit, the waiter gives up.
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // Outcome is the result of one admitted attempt, as reported to the limiter.
@@ -97,6 +114,8 @@ type Outcome struct {
 	OK      bool          `json:"ok"`
 	Latency time.Duration `json:"latency"`
 	Ticket  Ticket        `json:"ticket"`
+	// Gone is set when the receiver answered 410 Gone (GoneStatus).
+	Gone bool `json:"gone,omitempty"`
 }
 
 // LeaseRequest is a holder's (a worker process's) request for permits, carrying the
@@ -233,10 +252,10 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.Record(now, r.Outcomes)
 	g.expire(now)
 	want := max(r.Want, r.InUse)
-	closed := g.Breaker.State() == CircuitClosed
+	closed := g.Breaker.State() == CircuitClosed && g.Disabled == nil
 	if !closed || len(g.Ledger.Waiting) > 0 || g.Config.RateLimit > 0 {
-		// No new permits: the queue (or the breaker) comes first, and a rate-limited
-		// endpoint grants each attempt on its own.
+		// No new permits: the queue (or the breaker, or the endpoint being disabled) comes
+		// first, and a rate-limited endpoint grants each attempt on its own.
 		want = r.InUse
 	}
 	capNow := g.Cap()
@@ -262,6 +281,11 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	}
 	room := l.Permits - r.InUse
 	for _, w := range r.Waiters {
+		if g.Disabled != nil {
+			reply.Waiters = append(reply.Waiters, WaiterReply{Waiter: w, Outcome: WaiterRefused, Reason: "endpoint disabled: " + g.Disabled.Reason,
+				RetryAt: now.Add(time.Minute)})
+			continue
+		}
 		if room > 0 && g.single(w) < 0 {
 			room--
 			g.Ledger.Remove(w)
@@ -352,6 +376,9 @@ func (g *Limiter) admitOne(now time.Time, w string, ttl time.Duration) (Grant, b
 // attempt otherwise.
 func (g *Limiter) Tick(now time.Time) []Grant {
 	g.expire(now)
+	if g.Disabled != nil {
+		return g.disabledWakes(now)
+	}
 	var wakes []Grant
 	for len(g.Ledger.Waiting) > 0 {
 		w := g.Ledger.Waiting[0]
@@ -375,6 +402,7 @@ func (g *Limiter) Record(now time.Time, outs []Outcome) {
 	for _, o := range outs {
 		g.Breaker.Record(o.At, o.Ticket, o.OK)
 		g.Capacity.Observe(o.At, o.Latency)
+		g.recordLifecycle(o)
 	}
 }
 
@@ -418,10 +446,12 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	for _, l := range g.Ledger.Held {
 		take(l.Expires)
 	}
-	if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.Rate.Open(now, g.Config.RateLimit) {
+	if len(g.Ledger.Waiting) > 0 && g.Disabled != nil {
+		take(now) // the waiters left are sent away at the next tick
+	} else if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.Rate.Open(now, g.Config.RateLimit) {
 		take(NextOpen(now)) // waiters held back by the rate limit: the next window's grants
 	}
-	if len(g.Ledger.Waiting) > 0 {
+	if len(g.Ledger.Waiting) > 0 && g.Disabled == nil {
 		if g.Breaker.SlotBusy {
 			take(g.Breaker.SlotAt.Add(g.Breaker.Config.ProbeTimeout))
 		} else if due := g.Breaker.NextProbeAt(); due.After(now) {
@@ -472,6 +502,7 @@ type LimiterView struct {
 	// P50 and P99 are attempt latencies over the recent window.
 	P50 time.Duration `json:"p50"`
 	P99 time.Duration `json:"p99"`
+	Lifecycle
 }
 
 // CircuitView is the circuit breaker as people see it.
@@ -486,6 +517,15 @@ type CircuitView struct {
 	TrippedAt time.Time `json:"tripped_at,omitempty"`
 	// NextProbeAt is when the next probe may go (open only).
 	NextProbeAt time.Time `json:"next_probe_at,omitempty"`
+}
+
+// Lifecycle is an endpoint's lifecycle as people see it. herald.EndpointState embeds it
+// through LimiterView.
+type Lifecycle struct {
+	// Disabled is set while the endpoint is disabled: why, and since when.
+	Disabled *Disablement `json:"disabled,omitempty"`
+	// FailingSince is when the current spell of failed attempts began (none: zero).
+	FailingSince time.Time `json:"failing_since,omitzero"`
 }
 
 // View summarizes the limiter at now.
@@ -512,6 +552,7 @@ func (g *Limiter) View(now time.Time) LimiterView {
 		Queue:       len(g.Ledger.Waiting),
 		P50:         g.Capacity.Percentile(now, 0.5),
 		P99:         g.Capacity.Percentile(now, 0.99),
+		Lifecycle:   Lifecycle{Disabled: g.Disabled, FailingSince: g.FailingSince},
 	}
 }
 
@@ -584,6 +625,11 @@ type Snapshot struct {
 	// next probe is due, for an open circuit.
 	Reason  string    `json:"reason,omitempty"`
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Disabled is set while the endpoint is disabled: nothing is admitted or queued.
+	Disabled bool `json:"disabled,omitempty"`
+	// Failing is set during a spell of failed attempts: a success is then worth telling
+	// the endpoint workflow at once, as it ends the spell (see DisableAfter).
+	Failing bool `json:"failing,omitempty"`
 }
 
 // Snapshot returns what a gate needs to know of the limiter at now. It changes nothing (a
@@ -605,6 +651,12 @@ func (g *Limiter) Snapshot(now time.Time) Snapshot {
 	if s.Circuit != CircuitClosed || s.Queue > 0 || s.Free == 0 || s.RateLimit > 0 {
 		s.Reason, s.RetryAt = g.holdReason(now)
 	}
+	if g.Lifecycle {
+		s.Failing = !g.FailingSince.IsZero()
+	}
+	if d := g.Disabled; d != nil {
+		s.Disabled, s.Reason, s.RetryAt = true, "endpoint disabled: "+d.Reason, time.Time{}
+	}
 	return s
 }
 
@@ -624,6 +676,10 @@ func (s Snapshot) Coarse() Snapshot {
 // not have reached it), or else queued at the back. ok reports a permit to hand over.
 func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 	g.expire(now)
+	if g.Disabled != nil {
+		g.Ledger.Remove(waiter)
+		return Grant{Waiter: waiter, Until: now, Disabled: true}, true
+	}
 	r := g.waiter(now, waiter, g.Config.LeaseTTL)
 	if r.Outcome != WaiterGranted {
 		return Grant{}, false

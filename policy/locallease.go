@@ -61,6 +61,9 @@ const (
 	// HoldLater: the endpoint's queue is full: ask again later (Snapshot.RetryAt, or in a
 	// minute).
 	HoldLater
+	// HoldDisabled: the endpoint is disabled; the attempt does not go, and does not wait
+	// (OnDisabled says what the delivery does).
+	HoldDisabled
 )
 
 // Heard takes what the endpoint workflow said: s, with the lease it granted when leased is
@@ -75,7 +78,7 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	}
 	h.Told = max(h.Told, seen)
 	h.Spare = 0
-	if s.Circuit == CircuitClosed && s.Queue == 0 && s.RateLimit == 0 {
+	if s.Circuit == CircuitClosed && s.Queue == 0 && s.RateLimit == 0 && !s.Disabled {
 		h.Spare = min(SparePermits(s.Cap), s.Free)
 	}
 	if s.Circuit == CircuitClosed && (wasOpen || (h.Tripped && seen >= h.TripSeq)) {
@@ -88,7 +91,7 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 // of its own), and a permit of the lease (while its admission window, leaseOpen, lasts) or
 // a spare one free.
 func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
-	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed || h.Snapshot.RateLimit > 0 {
+	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed || h.Snapshot.RateLimit > 0 || h.Snapshot.Disabled {
 		return false
 	}
 	leased := h.Permits
@@ -113,7 +116,7 @@ func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
 func (h *LocalLease) Growing() bool {
 	s := h.Snapshot
 	return !h.Renewing && h.InUse >= h.Permits+h.Spare && s.Circuit == CircuitClosed && s.Queue == 0 && s.Free > h.Spare &&
-		s.RateLimit == 0
+		s.RateLimit == 0 && !s.Disabled
 }
 
 // Hold says what an attempt that Admit turned away does: queue when the endpoint holds
@@ -126,6 +129,8 @@ func (h *LocalLease) Hold() HoldKind {
 	s := h.Snapshot
 	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare && s.RateLimit == 0
 	switch {
+	case s.Disabled:
+		return HoldDisabled
 	case closedAndFree:
 		h.Demand++
 		return HoldLease
@@ -232,7 +237,8 @@ const MaxUntold = 64
 
 // Worth says whether outcomes can change a decision at the endpoint workflow and so are
 // worth a message: a failure (the breaker), a slow attempt (the cap), a tripped gate
-// waiting to be heard, or a full buffer. Fast successes alone are not; they go with the
+// waiting to be heard, a full buffer, or a success that ends a failing spell (Snapshot.Failing:
+// the endpoint counts toward being disabled). Fast successes alone are not; they go with the
 // next message, so the latency window sees them whenever a slow one arrives.
 func (h *LocalLease) Worth(outcomes []Outcome) bool {
 	if len(outcomes) == 0 {
@@ -242,7 +248,7 @@ func (h *LocalLease) Worth(outcomes []Outcome) bool {
 		return true
 	}
 	for _, o := range outcomes {
-		if !o.OK || (h.Snapshot.Slow > 0 && o.Latency >= h.Snapshot.Slow) {
+		if !o.OK || (h.Snapshot.Slow > 0 && o.Latency >= h.Snapshot.Slow) || h.Snapshot.Failing {
 			return true
 		}
 	}

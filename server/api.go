@@ -267,6 +267,18 @@ type putEndpointResponse struct {
 }
 
 func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.putEndpoint(ctx, w, r, p, r.PathValue("id"), s.opts.Starter.PutEndpoint)
+}
+
+// apiPutOpsEndpoint registers or changes the operational endpoint (herald.OpsEndpointID),
+// which receives Herald's operational events.
+func (s *Server) apiPutOpsEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.putEndpoint(ctx, w, r, p, herald.OpsEndpointID, s.opts.Starter.PutOpsEndpoint)
+}
+
+// putEndpoint reads a put's body for endpoint id and sends it with put (operator tokens only).
+func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal, id string,
+	put func(context.Context, herald.PutEndpointRequest) (herald.PutEndpointResult, error)) (int, any, error) {
 	if !p.operator() {
 		return 0, nil, fmt.Errorf("%w: registering or changing endpoints needs an operator token; ask your Herald operator", errForbidden)
 	}
@@ -274,7 +286,10 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 	if err := decode(w, r, maxBody, &body); err != nil {
 		return 0, nil, err
 	}
-	req := herald.PutEndpointRequest{ID: r.PathValue("id"), URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
+	if id == herald.OpsEndpointID && body.Tenant != "" && body.Tenant != herald.OpsTenant {
+		return 0, nil, fmt.Errorf("%w: tenant: the operational endpoint belongs to tenant %s; leave tenant out", starter.ErrInvalid, herald.OpsTenant)
+	}
+	req := herald.PutEndpointRequest{ID: id, URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
 	if body.Secret != "" {
 		sec, err := signature.ParseSecret(body.Secret)
 		if err != nil {
@@ -287,7 +302,10 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
 	req.Overrides = o
-	res, err := s.opts.Starter.PutEndpoint(ctx, req)
+	if req.Headers, err = body.HeaderChange(); err != nil {
+		return 0, nil, fmt.Errorf("%w: headers: %v", starter.ErrInvalid, err)
+	}
+	res, err := put(ctx, req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -306,15 +324,45 @@ func (s *Server) apiPutEndpoint(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 func (s *Server) apiReset(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.endpointAction(ctx, r, p, s.opts.Starter.ResetCircuit)
+}
+
+// endpointAction runs act on the endpoint of the request's path, which p must be allowed to
+// see (the operator, or the tenant that owns it), and answers with its state.
+func (s *Server) endpointAction(ctx context.Context, r *http.Request, p principal,
+	act func(ctx context.Context, id string) (herald.EndpointState, error)) (int, any, error) {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return 0, nil, err
 	}
-	st, err := s.opts.Starter.ResetCircuit(ctx, id)
+	st, err := act(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, forViewer(p, st), nil
+}
+
+// disableRequest is the body of POST /v1/endpoints/{id}/disable (optional).
+type disableRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// apiDisable disables an endpoint: the operator, or the tenant that owns it.
+func (s *Server) apiDisable(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	var body disableRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, maxBody, &body); err != nil {
+			return 0, nil, err
+		}
+	}
+	return s.endpointAction(ctx, r, p, func(ctx context.Context, id string) (herald.EndpointState, error) {
+		return s.opts.Starter.DisableEndpoint(ctx, id, body.Reason)
+	})
+}
+
+// apiEnable enables a disabled endpoint again: the operator, or the tenant that owns it.
+func (s *Server) apiEnable(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	return s.endpointAction(ctx, r, p, s.opts.Starter.EnableEndpoint)
 }
 
 // bulkReplayRequest is the body of POST /v1/endpoints/{id}/replay; times are RFC 3339.

@@ -215,6 +215,33 @@ func TestResetClosesCircuit(t *testing.T) {
 	}
 }
 
+// TestDisableEnable: the tenant disables its endpoint with a reason and enables it again;
+// a put sets custom headers, whose names the state shows, and refuses Herald's own.
+func TestDisableEnable(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("disable")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, map[string]any{"headers": map[string]string{"x-team": "billing"}, "disable_after": "72h"})
+	code, out := call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"headers": map[string]string{"Webhook-Signature": "v1,x"}})
+	want(t, "put overriding webhook-signature", code, http.StatusBadRequest, out)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, "set by Herald itself") {
+		t.Errorf("error %q does not say the header is Herald's own", msg)
+	}
+	code, out = call(t, "POST", "/v1/endpoints/"+ep+"/disable", shared.acme, map[string]any{"reason": "maintenance"})
+	want(t, "disable", code, http.StatusOK, out)
+	d, _ := out["disabled"].(map[string]any)
+	if d["reason"] != "maintenance" || d["cause"] != "manual" {
+		t.Fatalf("after disable: disabled %v, want the reason, by hand", d)
+	}
+	if names, _ := out["header_names"].([]any); len(names) != 1 || names[0] != "X-Team" {
+		t.Errorf("header names %v, want [X-Team]", out["header_names"])
+	}
+	code, out = call(t, "POST", "/v1/endpoints/"+ep+"/enable", shared.acme, nil)
+	want(t, "enable", code, http.StatusOK, out)
+	if _, still := out["disabled"]; still {
+		t.Fatalf("after enable the endpoint is still disabled: %v", out["disabled"])
+	}
+}
+
 func TestTenantIsolation(t *testing.T) {
 	_, ep, ev := deadLetter(t, "acme-only", "evt_acme", 1)
 	waitListed(t, "/v1/dead-letters", ev)
@@ -230,6 +257,8 @@ func TestTenantIsolation(t *testing.T) {
 		{"GET", "/v1/dead-letters?endpoint=" + ep, "/v1/dead-letters?endpoint=" + missingEP, nil},
 		{"POST", "/v1/endpoints/" + ep + "/replay", "/v1/endpoints/" + missingEP + "/replay", map[string]any{}},
 		{"POST", "/v1/endpoints/" + ep + "/reset", "/v1/endpoints/" + missingEP + "/reset", nil},
+		{"POST", "/v1/endpoints/" + ep + "/disable", "/v1/endpoints/" + missingEP + "/disable", map[string]any{"reason": "x"}},
+		{"POST", "/v1/endpoints/" + ep + "/enable", "/v1/endpoints/" + missingEP + "/enable", nil},
 	} {
 		code, out := call(t, c.method, c.path, shared.globex, c.body)
 		want(t, "globex "+c.method+" "+c.path, code, http.StatusNotFound, out)
@@ -461,5 +490,28 @@ func TestEventIDsScopedToTenant(t *testing.T) {
 	}
 	if acmeRcv.count(id) != 1 || globexRcv.count(id) != 1 {
 		t.Fatalf("receivers got %d and %d requests, want 1 each", acmeRcv.count(id), globexRcv.count(id))
+	}
+}
+
+// TestOpsEndpointPut: the operator registers the operational endpoint at its own route (a
+// tenant may not, and nobody may through the endpoints' route or for another tenant).
+func TestOpsEndpointPut(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	code, out := call(t, "PUT", "/v1/ops-endpoint", shared.acme, map[string]any{"url": rcv.URL})
+	want(t, "tenant puts the operational endpoint", code, http.StatusForbidden, out)
+	code, out = call(t, "PUT", "/v1/ops-endpoint", shared.operator, map[string]any{"url": rcv.URL, "tenant": "acme"})
+	want(t, "operational endpoint for a tenant", code, http.StatusBadRequest, out)
+	code, out = call(t, "PUT", "/v1/endpoints/"+herald.OpsEndpointID, shared.operator, map[string]any{"url": rcv.URL})
+	want(t, "operational endpoint through the endpoints' route", code, http.StatusBadRequest, out)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, "ops-endpoint") {
+		t.Errorf("error %q does not say where to register it", msg)
+	}
+	code, out = call(t, "PUT", "/v1/ops-endpoint", shared.operator, map[string]any{"url": rcv.URL})
+	t.Cleanup(func() { call(t, "POST", "/v1/endpoints/"+herald.OpsEndpointID+"/disable", shared.operator, nil) })
+	if code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("operator puts the operational endpoint: status %d, %v", code, out)
+	}
+	if out["id"] != herald.OpsEndpointID || out["tenant"] != herald.OpsTenant {
+		t.Errorf("operational endpoint registered as %v of tenant %v, want %s of %s", out["id"], out["tenant"], herald.OpsEndpointID, herald.OpsTenant)
 	}
 }

@@ -203,6 +203,11 @@ type endpointView struct {
 	Ladder          string
 	// RateLimit is the endpoint's requests per second (0: no rate limit).
 	RateLimit int
+	// Disabled is set while the endpoint is disabled; DisabledReason and DisabledAt say
+	// why and since when.
+	Disabled       bool
+	DisabledReason string
+	DisabledAt     string
 }
 
 func circuitState(c policy.CircuitView) string {
@@ -222,6 +227,9 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 		SuccessRate: "–", P50: "–", P99: "–",
 		Honoured: e.Counters.RetryAfterHonoured, Capped: e.Counters.RetryAfterCapped, Ignored: e.Counters.RetryAfterIgnored,
 		LastOutcome: e.Counters.LastOutcome, LastAttemptAt: s.clock(e.Counters.LastAttemptAt),
+	}
+	if d := e.Disabled; d != nil {
+		v.Disabled, v.DisabledReason, v.DisabledAt = true, d.Reason, s.stamp(d.At)
 	}
 	if v.Tenant == "" {
 		v.Tenant = herald.DefaultTenant
@@ -248,14 +256,11 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	return v
 }
 
-// Banner is the sentence the dashboard shows across the top while an endpoint's circuit is
-// not closed, or "" while it is closed. forTenant words it for the endpoint's owner.
+// Banner is the sentence the dashboard shows across the top while an endpoint is disabled
+// or its circuit is not closed, or "" while it is enabled and closed. forTenant words it for the endpoint's owner.
 func Banner(e herald.EndpointState, forTenant bool, loc *time.Location) string {
 	c := e.Circuit
 	st := circuitState(c)
-	if st == string(policy.CircuitClosed) {
-		return ""
-	}
 	clock := func(t time.Time) string { return t.In(loc).Format("15:04") }
 	who := "Your endpoint " + e.ID
 	if !forTenant {
@@ -264,6 +269,13 @@ func Banner(e herald.EndpointState, forTenant bool, loc *time.Location) string {
 			tenant = herald.DefaultTenant
 		}
 		who = fmt.Sprintf("Endpoint %s (tenant %s)", e.ID, tenant)
+	}
+	if d := e.Disabled; d != nil {
+		return fmt.Sprintf("%s is disabled since %s: %s. Nothing is sent to it until it is enabled again.",
+			who, d.At.In(loc).Format("2006-01-02 15:04"), d.Reason)
+	}
+	if st == string(policy.CircuitClosed) {
+		return ""
 	}
 	since := c.TrippedAt
 	if since.IsZero() {
@@ -451,6 +463,10 @@ func flash(r *http.Request) string {
 		return "Bulk replay started (" + q.Get("wf") + "): the dead letters are being delivered again."
 	case "reset":
 		return "The circuit is closed: deliveries resume."
+	case "disabled":
+		return "The endpoint is disabled: nothing is sent to it until it is enabled."
+	case "enabled":
+		return "The endpoint is enabled: new deliveries go to it. Replay the dead letters it parked while disabled."
 	}
 	return ""
 }
@@ -504,7 +520,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	ev := eventView{
 		ID: st.Event.ID, TenantQuery: tenantQuery(tenant), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
 		State: string(st.State), Round: st.Round, Dropped: st.Dropped,
-		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired,
+		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped,
 	}
 	switch {
 	case st.State == herald.StateWaitingKey && st.Waiting != nil:
@@ -517,6 +533,11 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		ev.When = "delivered at " + s.stamp(st.DeliveredAt)
 	case st.State == herald.StateDeadLetter:
 		ev.When = fmt.Sprintf("dead letter since %s; expires %s unless replayed", s.stamp(st.DeadAt), s.stamp(st.ExpiresAt))
+	case st.State == herald.StateSkipped:
+		ev.When = "skipped, no request made"
+	}
+	if st.Reason != "" {
+		ev.When += " (" + st.Reason + ")"
 	}
 	if p.operator() && s.opts.TemporalUI != "" {
 		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(herald.DeliveryID(tenant, id))
@@ -586,14 +607,35 @@ func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 func (s *Server) resetForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	return s.endpointForm(ctx, w, r, p, "reset", s.opts.Starter.ResetCircuit)
+}
+
+func (s *Server) disableForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		reason = "disabled from the dashboard"
+	}
+	return s.endpointForm(ctx, w, r, p, "disabled", func(ctx context.Context, id string) (herald.EndpointState, error) {
+		return s.opts.Starter.DisableEndpoint(ctx, id, reason)
+	})
+}
+
+func (s *Server) enableForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	return s.endpointForm(ctx, w, r, p, "enabled", s.opts.Starter.EnableEndpoint)
+}
+
+// endpointForm runs act on the endpoint of the form's path, which p must be allowed to see,
+// and goes back to the endpoint's page, flashing done (see flash).
+func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal, done string,
+	act func(ctx context.Context, id string) (herald.EndpointState, error)) error {
 	id := r.PathValue("id")
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
 	}
-	if _, err := s.opts.Starter.ResetCircuit(ctx, id); err != nil {
+	if _, err := act(ctx, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"reset"}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {done}}), http.StatusSeeOther)
 	return nil
 }
 

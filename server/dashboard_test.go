@@ -164,14 +164,7 @@ func TestCSRFRefused(t *testing.T) {
 	if m == nil {
 		t.Fatalf("endpoint page has no csrf field:\n%s", page)
 	}
-	post := func(path string, v url.Values) int {
-		resp, err := c.PostForm(shared.http.URL+path, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := poster(t, c)
 	for _, bad := range []url.Values{{}, {"csrf": {"forged"}}, {"csrf": {strings.ToUpper(m[1])}}} {
 		if code := post("/events/"+ev+"/replay", bad); code != http.StatusForbidden {
 			t.Fatalf("replay form with csrf %q: status %d, want 403", bad.Get("csrf"), code)
@@ -295,6 +288,11 @@ func TestBanner(t *testing.T) {
 	if b := Banner(e, true, loc); !strings.Contains(b, "half-open since 12:09") {
 		t.Fatalf("half-open banner %q", b)
 	}
+	e.Disabled = &policy.Disablement{Cause: policy.DisabledGone, Reason: "the receiver answered 410 Gone", At: at(13, 0)}
+	wantText = "Your endpoint acme-prod is disabled since 2026-05-01 13:00: the receiver answered 410 Gone. Nothing is sent to it until it is enabled again."
+	if b := Banner(e, true, loc); b != wantText {
+		t.Fatalf("disabled banner\n  %q\nwant\n  %q", b, wantText)
+	}
 }
 
 func TestTokenStore(t *testing.T) {
@@ -364,5 +362,51 @@ func TestSessionEndsWithRevokedToken(t *testing.T) {
 	}
 	if code, _ := get(t, c, "/endpoints"); code != http.StatusSeeOther {
 		t.Fatalf("after revoking the token the session still works (status %d)", code)
+	}
+}
+
+// poster returns a function that posts a form with c and returns the answer's status.
+func poster(t *testing.T, c *http.Client) func(path string, v url.Values) int {
+	return func(path string, v url.Values) int {
+		t.Helper()
+		resp, err := c.PostForm(shared.http.URL+path, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
+// TestDashboardDisableEnable: the tenant disables its endpoint from the dashboard with a
+// reason; the page shows the banner and an Enable button, which enables it again.
+func TestDashboardDisableEnable(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("dash-disable")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	c := browserClient(t)
+	signIn(t, c, shared.acme)
+	_, page := get(t, c, "/endpoints/"+ep)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil || !strings.Contains(page, `id="disable"`) {
+		t.Fatalf("endpoint page has no disable button:\n%s", page)
+	}
+	post := poster(t, c)
+	if code := post("/endpoints/"+ep+"/disable", url.Values{"reason": {"moving datacenters"}}); code != http.StatusForbidden {
+		t.Fatalf("disable without csrf: status %d, want 403", code)
+	}
+	if code := post("/endpoints/"+ep+"/disable", url.Values{"csrf": {m[1]}, "reason": {"moving datacenters"}}); code != http.StatusSeeOther {
+		t.Fatalf("disable: status %d, want 303", code)
+	}
+	_, page = get(t, c, "/endpoints/"+ep)
+	if !strings.Contains(page, "is disabled since") || !strings.Contains(page, "moving datacenters") || !strings.Contains(page, `id="enable"`) {
+		t.Fatalf("disabled endpoint page lacks the banner, the reason or the enable button:\n%s", page)
+	}
+	if code := post("/endpoints/"+ep+"/enable", url.Values{"csrf": {m[1]}}); code != http.StatusSeeOther {
+		t.Fatalf("enable: status %d, want 303", code)
+	}
+	_, page = get(t, c, "/endpoints/"+ep)
+	if strings.Contains(page, "is disabled since") || !strings.Contains(page, `id="disable"`) {
+		t.Fatalf("enabled endpoint page still shows it disabled:\n%s", page)
 	}
 }

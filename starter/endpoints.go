@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,23 @@ import (
 // generated one (PutEndpointResult.SecretGenerated; show it to the user once). Bad input
 // is refused before anything is started; the worker refuses URLs its SSRF policy forbids.
 func (s *Client) PutEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+	if req.ID == herald.OpsEndpointID {
+		return herald.PutEndpointResult{}, fmt.Errorf("%w: endpoint id %s is reserved for the operational endpoint: register it with herald ops-endpoint put", ErrInvalid, req.ID)
+	}
+	return s.putEndpoint(ctx, req)
+}
+
+// PutOpsEndpoint registers the operational endpoint, or changes it: the endpoint that
+// receives Herald's operational events (herald.OpsEvent: endpoint.disabled,
+// endpoint.circuit_opened, endpoint.circuit_closed, delivery.dead_lettered,
+// delivery.recovered), signed like any delivery. req's ID and tenant are set to the
+// reserved herald.OpsEndpointID and herald.OpsTenant.
+func (s *Client) PutOpsEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+	req.ID, req.Tenant = herald.OpsEndpointID, herald.OpsTenant
+	return s.putEndpoint(ctx, req)
+}
+
+func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
 	var res herald.PutEndpointResult
 	// Structural checks here, so that bad input starts nothing; the worker's validator
 	// checks again with its own address policy (allowing every address here).
@@ -143,29 +161,56 @@ func (s *Client) addCounts(ctx context.Context, st *herald.EndpointState) error 
 
 // ResetCircuit closes an endpoint's circuit by hand and returns its state.
 func (s *Client) ResetCircuit(ctx context.Context, id string) (herald.EndpointState, error) {
+	return s.updateEndpoint(ctx, id, "reset", herald.UpdateReset)
+}
+
+// DisableEndpoint disables an endpoint by hand, saying why, and returns its state. Once it
+// has returned, no attempt goes to the endpoint: a delivery that has made no attempt yet
+// ends as skipped, one that has parks as a dead letter at its next attempt (replay it
+// after EnableEndpoint).
+func (s *Client) DisableEndpoint(ctx context.Context, id, reason string) (herald.EndpointState, error) {
+	if len(reason) > herald.MaxDisableReason {
+		return herald.EndpointState{}, fmt.Errorf("%w: the reason is %d bytes long; the limit is %d", ErrInvalid, len(reason), herald.MaxDisableReason)
+	}
+	return s.updateEndpoint(ctx, id, "disable", herald.UpdateDisable, herald.DisableRequest{Reason: reason})
+}
+
+// EnableEndpoint enables a disabled endpoint again (its circuit closed, its failing spell
+// forgotten) and returns its state. Enabling an enabled endpoint changes nothing.
+func (s *Client) EnableEndpoint(ctx context.Context, id string) (herald.EndpointState, error) {
+	return s.updateEndpoint(ctx, id, "enable", herald.UpdateEnable)
+}
+
+// updateEndpoint sends update name to endpoint id's workflow and returns the state it answers.
+func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args ...any) (herald.EndpointState, error) {
 	var st herald.EndpointState
 	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   herald.EndpointWorkflowID(id),
-		UpdateName:   herald.UpdateReset,
+		UpdateName:   name,
+		Args:         args,
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
 		err = h.Get(ctx, &st)
 	}
 	if err != nil {
-		if isNotFound(err) {
+		if isNotFound(err) || strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()) {
 			return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)
 		}
-		return st, fmt.Errorf("reset endpoint %s: %w", id, err)
+		if strings.Contains(err.Error(), "unknown update") {
+			return st, fmt.Errorf("%w: %s endpoint %s: its workflow runs a version of Herald from before %s existed; it gains it when it next continues as new", ErrConflict, verb, id, verb)
+		}
+		return st, fmt.Errorf("%s endpoint %s: %w", verb, id, err)
 	}
 	return st, nil
 }
 
 // ListEndpoints returns every registered endpoint's state, sorted by id. A non-empty
-// circuit ("closed", "open" or "half_open") keeps only endpoints in that state.
+// circuit ("closed", "open" or "half_open") keeps only endpoints in that state; "disabled"
+// keeps the disabled endpoints.
 func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.EndpointState, error) {
 	// HeraldCircuit is set once an endpoint is registered.
 	q := herald.Workflows(herald.EndpointWorkflow).Running().Has(herald.AttrCircuit)
@@ -173,8 +218,10 @@ func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.En
 	case "":
 	case policy.CircuitClosed, policy.CircuitOpen, policy.CircuitHalfOpen:
 		q = q.Is(herald.AttrCircuit, circuit)
+	case "disabled":
+		q = q.Has(herald.AttrDisabled)
 	default:
-		return nil, fmt.Errorf("%w: circuit state %q: use closed, open or half_open", ErrInvalid, circuit)
+		return nil, fmt.Errorf("%w: state %q: use closed, open, half_open or disabled", ErrInvalid, circuit)
 	}
 	var listed []herald.EndpointState
 	for ex, err := range herald.Executions(ctx, s.c, q.String(), 500) {

@@ -452,8 +452,8 @@ func (s *Client) Replay(ctx context.Context, eventID string) error {
 }
 
 // ReplayOf runs a tenant's dead letter's ladder again from attempt 1 with its original
-// event id. An event whose delivery has closed (delivered, or expired as a dead letter) is
-// delivered again with the same id. An event still being retried is left alone, with an
+// event id. An event whose delivery has closed (delivered, expired as a dead letter, or
+// skipped at a disabled endpoint) is delivered again with the same id. An event still being retried is left alone, with an
 // error.
 func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
 	st, err := s.StatusOf(ctx, tenant, eventID)
@@ -468,7 +468,7 @@ func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
 			return fmt.Errorf("replay event %s: %w", eventID, err)
 		}
 		return nil
-	case herald.StateDelivered, herald.StateExpired:
+	case herald.StateDelivered, herald.StateExpired, herald.StateSkipped:
 		return s.redeliver(ctx, wfID, eventID, st)
 	case herald.StateWaitingKey:
 		return fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)

@@ -95,6 +95,9 @@ func New(c client.Client, o Options) (*Worker, error) {
 		Metrics:  o.Metrics,
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
+	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}
+	w.RegisterActivity(ops)
+	ew.RegisterActivity(ops)
 	return &Worker{w: w, ew: ew, gate: gate}, nil
 }
 

@@ -68,6 +68,8 @@ type delivery struct {
 	permit  *policy.Grant
 	// held is set once the gate has held an attempt back (the status left the fast path).
 	held bool
+	// skipped is set when the delivery ended without a request: its endpoint was disabled.
+	skipped bool
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
@@ -76,7 +78,10 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		if err != nil {
 			return d.status, err
 		}
-		if delivered {
+		if delivered && d.status.Round > 0 {
+			d.emitOps(ctx, herald.OpsRecovered, "")
+		}
+		if delivered || d.skipped {
 			return d.status, nil
 		}
 		if !d.deadLetter(ctx, last) {
@@ -132,6 +137,19 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			// Before that version: counted as a failed attempt.
 			res = herald.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: herald.OutcomeNetwork,
 				Error: "attempt did not complete: " + err.Error(), Policy: lastPolicy(d.status.Attempts)}
+		}
+		if res.Held != nil && res.Held.Disabled &&
+			workflow.GetVersion(ctx, versionDisabledEndpoint, workflow.DefaultVersion, 1) == 1 {
+			// The endpoint is disabled: no request, no attempt used, and no waiting.
+			d.status.Waiting = nil
+			d.status.Reason = res.Held.Reason
+			if policy.OnDisabled(len(d.status.Attempts)) == policy.DisabledSkip {
+				d.skipped = true
+				d.setState(ctx, herald.StateSkipped, true)
+				workflow.GetLogger(ctx).Info("skipped: endpoint disabled", "event", ev.ID, "endpoint", ev.EndpointID)
+				return herald.Settings{}, false, nil
+			}
+			return lastPolicy(d.status.Attempts), false, nil
 		}
 		if res.Held != nil {
 			// The endpoint's gate or breaker held the attempt back: no request was made,
@@ -212,8 +230,17 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	d.status.ExpiresAt = now.Add(p.Retention)
 	d.setState(ctx, herald.StateDeadLetter, true)
 	endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricDeadLetters).Inc(1)
-	workflow.GetLogger(ctx).Info("dead letter: ladder exhausted", "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
+	reason := d.status.Reason
+	if reason == "" {
+		reason = "ladder exhausted"
+		if n := len(d.status.Attempts); n > 0 {
+			reason += "; last: " + d.status.Attempts[n-1].Result.Summary()
+		}
+	}
+	workflow.GetLogger(ctx).Info("dead letter: "+reason, "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
 	d.drainReplays()
+	// After the drain: a replay that comes while the event is emitted is for this dead letter.
+	d.emitOps(ctx, herald.OpsDeadLettered, reason)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	expired := false
@@ -241,7 +268,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		d.setState(ctx, herald.StateExpired, true)
 		return false
 	}
-	d.status.DeadAt, d.status.ExpiresAt = time.Time{}, time.Time{}
+	d.status.DeadAt, d.status.ExpiresAt, d.status.Reason = time.Time{}, time.Time{}, ""
 	return true
 }
 
@@ -298,10 +325,11 @@ func waitSummary(h *herald.Hold) string {
 
 // lastPolicy is the policy an attempt that did not complete counted under in the old
 // branch of versionNoAttemptWithoutRequest, which only the replay of a run from before that
-// change takes: the last recorded attempt's policy, else Herald's built-in defaults. It must
+// change takes, and the one a delivery parked at a disabled endpoint keeps its dead letter
+// under: the last recorded attempt's policy, else Herald's built-in defaults. It must
 // answer as it did when those runs were recorded: its ladder decides between a retry timer
 // and a dead letter, so any other answer (the worker's flags, the endpoint's overrides)
-// would break their replay. It goes with that change.
+// would break their replay. It stays while either of its uses does.
 func lastPolicy(recs []herald.AttemptRecord) herald.Settings {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {

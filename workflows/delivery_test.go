@@ -40,7 +40,23 @@ func newTestEnv() *testsuite.TestWorkflowEnvironment {
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(testStart)
+	emitted := &tape[herald.Event]{}
+	env.OnActivity((&activities.Ops{}).EmitOps, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, ev herald.Event) (bool, error) {
+			emitted.add(ev)
+			return true, nil
+		})
+	opsEmitted.Store(env, emitted)
 	return env
+}
+
+// opsEmitted keeps, per test environment, the operational events its workflows emitted.
+var opsEmitted sync.Map
+
+// emittedOps returns the operational events env's workflows emitted.
+func emittedOps(env *testsuite.TestWorkflowEnvironment) []herald.Event {
+	v, _ := opsEmitted.Load(env)
+	return v.(*tape[herald.Event]).all()
 }
 
 func testEvent() herald.Event {

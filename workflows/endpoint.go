@@ -22,6 +22,9 @@ type EndpointInput struct {
 	Limiter *policy.Limiter `json:"guard,omitempty"`
 	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
 	Circuit policy.CircuitState `json:"circuit,omitempty"`
+	// Disabled is the cause last written to the HeraldDisabled search attribute (empty:
+	// unset).
+	Disabled policy.DisableCause `json:"disabled,omitempty"`
 }
 
 // Limits of an endpoint workflow run.
@@ -112,6 +115,8 @@ type endpointRun struct {
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged.
 	waking int
+	// emitting counts the operational events being emitted.
+	emitting int
 	// published is the admission view last written to the memo, encoded.
 	published []byte
 }
@@ -157,6 +162,9 @@ func (e *endpointRun) view(now time.Time) herald.EndpointState {
 		s.Version, s.CreatedAt, s.UpdatedAt = ep.Version, ep.CreatedAt, ep.UpdatedAt
 		if ep.PreviousSecret != "" {
 			s.Rotating = ep.PreviousUntil
+		}
+		for _, h := range ep.Headers {
+			s.HeaderNames = append(s.HeaderNames, h.Name)
 		}
 	}
 	return s
@@ -234,6 +242,9 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	}
 	if req.Overrides != nil {
 		ep.Overrides.Merge(*req.Overrides)
+	}
+	if req.Headers != nil {
+		ep.Headers = *req.Headers
 	}
 	ep.Version++
 	ep.UpdatedAt = now

@@ -41,6 +41,13 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 	e.keepRateLimit(ctx)
 	e.ensureLimiter()
 	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
+	lifecycle := workflow.GetVersion(ctx, versionEndpointLifecycle, workflow.DefaultVersion, 1) == 1
+	if lifecycle {
+		e.in.Limiter.Lifecycle = true
+		if err := e.lifecycleHandlers(ctx); err != nil {
+			return err
+		}
+	}
 	gauges := newEndpointGauges(ctx, e.in.ID)
 
 	drain := func(ctx workflow.Context) {
@@ -89,7 +96,12 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 		for _, w := range e.in.Limiter.Tick(now) {
 			e.wake(ctx, w)
 		}
+		circuit, disabled := e.in.Circuit, e.in.Disabled
 		e.showCircuit(ctx)
+		if lifecycle {
+			e.showDisabled(ctx)
+			e.emitTransitions(ctx, circuit, disabled)
+		}
 		if publish {
 			e.publishAdmission(ctx, now)
 		}
@@ -135,8 +147,9 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 				return err
 			}
 			drain(ctx)
-			// Permits handed out by the last drain go out before this run ends.
-			if err := workflow.Await(ctx, func() bool { return e.waking == 0 }); err != nil {
+			// Permits handed out by the last drain, and operational events, go out before
+			// this run ends.
+			if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
 				return err
 			}
 			return e.continueAsNewError(ctx)
@@ -202,7 +215,8 @@ func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) 
 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
-	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window})
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit,
+		policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window, Disabled: w.Disabled})
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()

@@ -69,6 +69,24 @@ const (
 	// recorded history takes the old branch.
 	versionRateLimit = "endpoint-rate-limit"
 
+	// versionEndpointLifecycle (part C, issue 12): the endpoint run decides its lifecycle —
+	// disable and enable by hand, disabled on a 410 or a long failing spell — and shows it
+	// in the HeraldDisabled search attribute. Replayed by endpoint_put_and_leases*.json and
+	// endpoint_breaker_probe*.json. Marked in endpoint_disabled_enabled.json.
+	versionEndpointLifecycle = "endpoint-lifecycle"
+
+	// versionDisabledEndpoint (part C, issue 12): a delivery whose endpoint is disabled ends
+	// as skipped (no attempt made) or parks as a dead letter. Marked in
+	// delivery_skipped_disabled.json and delivery_dead_letter_disabled_replayed.json.
+	versionDisabledEndpoint = "disabled-endpoint"
+
+	// versionOpsEvents (part C, issue 12): a delivery that parks as a dead letter, or is
+	// delivered after a replay, emits an operational event (emitOps). The endpoint run's
+	// operational events ride on versionEndpointLifecycle. Marked in
+	// delivery_dead_letter_disabled_replayed.json; delivery_dead_letter_replayed*.json take the
+	// old branch.
+	versionOpsEvents = "ops-events"
+
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
 	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
 	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK

@@ -20,7 +20,8 @@ func newEndpointCmd(g *globals) *cobra.Command {
 		Use:   "endpoint",
 		Short: "Register, inspect and list endpoints (the receivers events are sent to)",
 	}
-	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g), newEndpointResetCmd(g))
+	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g), newEndpointResetCmd(g),
+		newEndpointDisableCmd(g), newEndpointEnableCmd(g))
 	return cmd
 }
 
@@ -35,6 +36,9 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		maxInFlight           int
 		rateLimit             int
 		brk                   breakerFlags
+		disableAfter          time.Duration
+		headers               []string
+		clearHeaders          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "put ID --url URL",
@@ -45,10 +49,17 @@ delivery. A new endpoint without --secret gets a generated signing secret, shown
 
 Policy flags override the worker's defaults for this endpoint only.
 
+--header sets a custom header sent with every attempt (repeat it for several); the headers
+given replace the endpoint's headers, and --clear-headers removes them. Herald's own headers
+(webhook-id, webhook-timestamp, webhook-signature, Content-Type, User-Agent, ...) cannot be
+set. An endpoint whose every attempt fails for --disable-after (5 days unless set) is
+disabled, as is one that answers 410 Gone; see herald endpoint enable.
+
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4
-  herald endpoint put acme --rate-limit 5`,
+  herald endpoint put acme --rate-limit 5
+  herald endpoint put acme --header 'X-Team: billing' --disable-after 72h`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -81,32 +92,21 @@ Policy flags override the worker's defaults for this endpoint only.
 			setInt(fl, "max-in-flight", &c.MaxInFlight, maxInFlight)
 			setInt(fl, "rate-limit", &c.RateLimit, rateLimit)
 			c.Breaker = brk.change(fl)
+			setDuration(fl, "disable-after", &c.DisableAfter, disableAfter)
 			o, err := c.Overrides()
 			if err != nil {
 				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 			}
 			req.Overrides = o
-			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
-				res, err := s.PutEndpoint(ctx, req)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return printJSON(cmd.OutOrStdout(), map[string]any{
-						"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
-						"version": res.Endpoint.Version, "secret": secretOnce(res),
-					})
-				}
-				w := cmd.OutOrStdout()
+			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
+				return err
+			}
+			return runPut(g, cmd, req, (*starter.Client).PutEndpoint, func(res herald.PutEndpointResult) string {
 				verb := "Updated"
 				if res.Created {
 					verb = "Registered"
 				}
-				fmt.Fprintf(w, "%s endpoint %s → %s (version %d)\n", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
-				if s := secretOnce(res); s != "" {
-					fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
-				}
-				return nil
+				return fmt.Sprintf("%s endpoint %s → %s (version %d)", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version)
 			})
 		},
 	}
@@ -122,8 +122,110 @@ Policy flags override the worker's defaults for this endpoint only.
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
 	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
 	brk.bind(f)
+	f.DurationVar(&disableAfter, "disable-after", policy.DefaultDisableAfter, "disable the endpoint once every attempt has failed for this long (1h..2160h)")
+	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
+	f.BoolVar(&clearHeaders, "clear-headers", false, "remove the endpoint's custom headers")
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
+}
+
+// headerFlags is the headers change of --header and --clear-headers: nil when neither is given.
+func headerFlags(given []string, clear bool) (*[]herald.Header, error) {
+	if clear && len(given) > 0 {
+		return nil, fmt.Errorf("%w: give --header or --clear-headers, not both", errUsage)
+	}
+	if !clear && len(given) == 0 {
+		return nil, nil
+	}
+	hs := make([]herald.Header, 0, len(given))
+	for _, s := range given {
+		h, err := herald.ParseHeader(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --header: %v", starter.ErrInvalid, err)
+		}
+		hs = append(hs, h)
+	}
+	hs, err := herald.NormalizeHeaders(hs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --header: %v", starter.ErrInvalid, err)
+	}
+	return &hs, nil
+}
+
+func newEndpointDisableCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "disable ID [--reason TEXT]",
+		Short: "Stop sending anything to an endpoint until it is enabled again",
+		Long: `Disable an endpoint: once this returns, no request goes to it. A delivery that has made
+no attempt yet ends as skipped (no request, nothing to replay); one whose attempts had
+begun parks as a dead letter at its next attempt, so that a replay after
+herald endpoint enable can recover it.`,
+		Example: `  herald endpoint disable acme --reason "customer asked us to pause"`,
+		Args:    exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
+				return s.DisableEndpoint(ctx, args[0], reason)
+			}, func(w io.Writer, st herald.EndpointState) error {
+				_, err := fmt.Fprintf(w, "Endpoint %s is disabled: %s. Enable it again with: herald endpoint enable %s\n", st.ID, disabledReason(st), st.ID)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for whoever looks at the endpoint later")
+	return cmd
+}
+
+func newEndpointEnableCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "enable ID",
+		Short: "Send to a disabled endpoint again",
+		Long: `Enable a disabled endpoint, whether disabled by hand, by a 410 Gone answer or after
+failing for too long: it starts afresh, with its circuit closed. Deliveries that parked as
+dead letters while it was disabled wait for a replay (herald replay --endpoint ID).`,
+		Args: exactArgs(1, "give the endpoint ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
+				return s.EnableEndpoint(ctx, args[0])
+			}, func(w io.Writer, st herald.EndpointState) error {
+				_, err := fmt.Fprintf(w, "Endpoint %s is enabled; its circuit is %s.\n", st.ID, st.Circuit.State)
+				return err
+			})
+		},
+	}
+}
+
+// disabledReason is why st is disabled, or "not disabled".
+func disabledReason(st herald.EndpointState) string {
+	if st.Disabled == nil {
+		return "not disabled"
+	}
+	return st.Disabled.Reason
+}
+
+// runPut sends req with put and prints the result: headline, and the secret once if Herald
+// generated it (or, with -o json, the endpoint's id, URL, version and that secret).
+func runPut(g *globals, cmd *cobra.Command, req herald.PutEndpointRequest,
+	put func(*starter.Client, context.Context, herald.PutEndpointRequest) (herald.PutEndpointResult, error),
+	headline func(herald.PutEndpointResult) string) error {
+	return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
+		res, err := put(s, ctx, req)
+		if err != nil {
+			return err
+		}
+		if g.output == "json" {
+			return printJSON(cmd.OutOrStdout(), map[string]any{
+				"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
+				"version": res.Endpoint.Version, "secret": secretOnce(res),
+			})
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintln(w, headline(res))
+		if s := secretOnce(res); s != "" {
+			fmt.Fprintf(w, "Signing secret (shown once, keep it for your receiver):\n  %s\n", s)
+		}
+		return nil
+	})
 }
 
 // secretOnce is the secret to show: only one Herald generated for this put.
@@ -151,7 +253,7 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
 		Use:   "list [--state open]",
-		Short: "List registered endpoints, with their circuit state",
+		Short: "List registered endpoints, with their circuit state (or disabled)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return showList(g, cmd, func(ctx context.Context, s *starter.Client) ([]herald.EndpointState, error) {
@@ -159,13 +261,17 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 			}, "No endpoints yet. Register one: herald endpoint put ID --url URL", func(w io.Writer, list []herald.EndpointState) error {
 				tw := newTable(w, "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
 				for _, e := range list {
-					tw.row(e.ID, e.Circuit.State, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
+					circuit := string(e.Circuit.State)
+					if e.Disabled != nil {
+						circuit = "disabled (" + string(e.Disabled.Cause) + ")"
+					}
+					tw.row(e.ID, circuit, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
 				}
 				return tw.flush()
 			})
 		},
 	}
-	cmd.Flags().StringVar(&state, "state", "", "only endpoints whose circuit is closed, open or half_open")
+	cmd.Flags().StringVar(&state, "state", "", "only endpoints whose circuit is closed, open or half_open, or those disabled")
 	return cmd
 }
 

@@ -25,7 +25,8 @@ func newNamespaceCmd(g *globals) *cobra.Command {
 		Short: "Create the namespace if it is missing and register Herald's search attributes",
 		Long: `Create the namespace (--namespace) on the Temporal cluster at --address if it does not
 exist, then register Herald's search attributes in it (HeraldStatus, HeraldEndpoint,
-HeraldEventType, HeraldCircuit, all Keyword). Safe to run on every start: what exists is
+HeraldEventType, HeraldCircuit, HeraldDisabled, all Keyword): the missing ones, so rerun it
+after upgrading to a release that adds one. Safe to run on every start: what exists is
 kept, and an existing namespace keeps its retention.
 
 It does what deploy/temporal/scripts/setup-namespace.sh does with the temporal CLI, for

@@ -45,6 +45,11 @@ func printStatus(w io.Writer, st herald.Status) error {
 		fmt.Fprintf(w, "Delivered  %s\n", fmtTime(st.DeliveredAt))
 	case st.State == herald.StateDeadLetter:
 		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (herald replay %s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), st.Event.ID)
+	case st.State == herald.StateSkipped:
+		fmt.Fprintf(w, "Skipped    no request was made: %s\n", st.Reason)
+	}
+	if st.Reason != "" && st.State == herald.StateDeadLetter {
+		fmt.Fprintf(w, "Why        %s\n", st.Reason)
 	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, "(%d older attempts not shown)\n", st.Dropped)
@@ -77,6 +82,9 @@ func printStatus(w io.Writer, st herald.Status) error {
 
 // circuitBanner is the one-line warning shown whenever a circuit is not closed, or "".
 func circuitBanner(st herald.EndpointState) string {
+	if d := st.Disabled; d != nil {
+		return fmt.Sprintf("endpoint %s is disabled since %s: %s; enable it with: herald endpoint enable %s", st.ID, fmtTime(d.At), d.Reason, st.ID)
+	}
 	c := st.Circuit
 	switch c.State {
 	case policy.CircuitOpen:
@@ -131,11 +139,22 @@ func printEndpoint(w io.Writer, st herald.EndpointState) error {
 	if o.RateLimit != nil {
 		ov = append(ov, fmt.Sprintf("rate limit %d/s", *o.RateLimit))
 	}
+	if o.DisableAfter != 0 {
+		ov = append(ov, "disable after "+o.DisableAfter.String())
+	}
 	if len(ov) == 0 {
 		ov = []string{"none (worker defaults)"}
 	}
 	fmt.Fprintf(w, "Policy     %s\n", strings.Join(ov, ", "))
+	if len(st.HeaderNames) > 0 {
+		fmt.Fprintf(w, "Headers    %s (values not shown)\n", strings.Join(st.HeaderNames, ", "))
+	}
 	fmt.Fprintf(w, "Version    %d, updated %s\n", st.Version, fmtTime(st.UpdatedAt))
+	if d := st.Disabled; d != nil {
+		fmt.Fprintf(w, "Disabled   %s since %s (%s)\n", d.Reason, fmtTime(d.At), d.Cause)
+	} else if !st.FailingSince.IsZero() {
+		fmt.Fprintf(w, "Failing    no attempt has succeeded since %s\n", fmtTime(st.FailingSince))
+	}
 	fmt.Fprintf(w, "Circuit    %s", st.Circuit.State)
 	if st.Circuit.Reason != "" {
 		fmt.Fprintf(w, " (%s)", st.Circuit.Reason)

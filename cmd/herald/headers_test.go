@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/starter"
+)
+
+// TestHeaderFlagsRefusedBeforeDialing: endpoint put and ops-endpoint put refuse a header
+// that is malformed or one of Herald's own, naming it, before anything is dialed.
+func TestHeaderFlagsRefusedBeforeDialing(t *testing.T) {
+	t.Setenv("HERALD_CODEC_KEY_FILE", "")
+	t.Setenv("HERALD_CODEC_KEYS", "")
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"endpoint", "put", "acme", "--header", "Content-Type: text/plain"}, "Content-Type is set by Herald itself"},
+		{[]string{"endpoint", "put", "acme", "--header", "webhook-signature: v1,x"}, "Webhook-Signature is set by Herald itself"},
+		{[]string{"endpoint", "put", "acme", "--header", "X-Team billing"}, `write it as "Name: value"`},
+		{[]string{"ops-endpoint", "put", "--header", "User-Agent: x"}, "User-Agent is set by Herald itself"},
+		{[]string{"endpoint", "put", "acme", "--header", "X-A: 1", "--clear-headers"}, "not both"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCmd()
+			root.SetArgs(append(tc.args, "--address=127.0.0.1:1"))
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := root.ExecuteContext(ctx)
+			if err == nil || !(errors.Is(err, starter.ErrInvalid) || errors.Is(err, errUsage)) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want an input error saying %q", err, tc.want)
+			}
+		})
+	}
+}

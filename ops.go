@@ -1,0 +1,76 @@
+package herald
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Operational events: Herald tells the operator what happened to the endpoints, through
+// itself. The operator registers one operational endpoint (herald ops-endpoint put); Herald
+// then sends it signed events of the types below, as ordinary deliveries of the tenant
+// OpsTenant, with the same ladder and dead letters. An operational delivery never produces
+// another operational event.
+
+// The operational endpoint's reserved id and tenant.
+const (
+	OpsEndpointID = "herald-ops"
+	OpsTenant     = "herald-ops"
+)
+
+// Types of operational events.
+const (
+	// OpsEndpointDisabled: an endpoint was disabled (by hand, by a 410, or after failing).
+	OpsEndpointDisabled = "endpoint.disabled"
+	// OpsCircuitOpened: an endpoint's circuit opened.
+	OpsCircuitOpened = "endpoint.circuit_opened"
+	// OpsCircuitClosed: an endpoint's circuit closed again.
+	OpsCircuitClosed = "endpoint.circuit_closed"
+	// OpsDeadLettered: a delivery parked as a dead letter.
+	OpsDeadLettered = "delivery.dead_lettered"
+	// OpsRecovered: a replayed delivery was delivered.
+	OpsRecovered = "delivery.recovered"
+)
+
+// OpsData is the data of an operational event: the endpoint it is about and, for a
+// delivery's event, the delivery.
+type OpsData struct {
+	EndpointID string    `json:"endpoint_id"`
+	Tenant     string    `json:"tenant"`
+	At         time.Time `json:"at"`
+	Reason     string    `json:"reason,omitempty"`
+	// Cause is an endpoint.disabled event's cause (manual, gone, failing).
+	Cause string `json:"cause,omitempty"`
+	// EventID, EventType, Round and Attempts describe the delivery of a delivery.* event.
+	EventID   string `json:"event_id,omitempty"`
+	EventType string `json:"event_type,omitempty"`
+	Round     int    `json:"round,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+}
+
+// OpsEvent is the operational event of type typ about d, with an id derived from key: the
+// same transition always makes the same event (and the same delivery workflow id), so
+// emitting it again adds nothing.
+func OpsEvent(typ, key string, d OpsData) (Event, error) {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return Event{}, fmt.Errorf("operational event %s: %w", typ, err)
+	}
+	sum := sha256.Sum256([]byte(typ + "\x00" + key))
+	return Event{
+		ID:         "ops_" + strings.ReplaceAll(typ, ".", "_") + "_" + hex.EncodeToString(sum[:12]),
+		EndpointID: OpsEndpointID,
+		Type:       typ,
+		Data:       data,
+		CreatedAt:  d.At,
+	}, nil
+}
+
+// IsOps reports whether a delivery of tenant and endpoint is an operational one: it
+// produces no operational event.
+func IsOps(tenant, endpointID string) bool {
+	return tenant == OpsTenant || endpointID == OpsEndpointID
+}
