@@ -22,10 +22,14 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags="-s -w" -o /out/herald ./cmd/herald
+# herald serve's tokens directory (a volume in docker-compose.yml): created here, as the
+# runtime image has no shell, and owned by its user so that a new volume is writable.
+RUN mkdir -p /out/state
 
 # distroless/static: CA certificates and time zones, no shell, no package manager.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/herald /usr/local/bin/herald
+COPY --from=build --chown=65532:65532 /out/state /var/lib/herald
 USER nonroot:nonroot
 ENTRYPOINT ["/usr/local/bin/herald"]
 CMD ["worker"]

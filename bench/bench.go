@@ -56,6 +56,16 @@ type Config struct {
 	DynamicConfig map[string]any    `json:"dynamic_config,omitempty"`
 	// Plaintext turns payload encryption off (it is on in production and by default here).
 	Plaintext bool `json:"plaintext"`
+	// Address, when set, is the frontend (host:port) of an external Temporal to run on
+	// instead of the embedded server, in Namespace (which must hold Herald's search
+	// attributes). The bench's worker, baselines and receivers still run in this process;
+	// other Herald workers polling the same namespace and task queue share the load, and
+	// must allow 127.0.0.0/8 (the receivers).
+	Address   string `json:"address,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// Keys encrypt the payloads (unless Plaintext); nil: a key made for the run. On an
+	// external Temporal, give the keys its other workers have.
+	Keys *codec.Keyring `json:"-"`
 
 	// Events (N) over Endpoints (M), sent by Senders (C) concurrent senders; the steady
 	// phase sends the same N at Rate per second.
@@ -247,8 +257,10 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.DynamicConfig {
 		dyn[k] = v
 	}
-	var keys *codec.Keyring
-	if !cfg.Plaintext {
+	keys := cfg.Keys
+	if cfg.Plaintext {
+		keys = nil
+	} else if keys == nil {
 		dir, err := os.MkdirTemp("", "herald-bench-")
 		if err != nil {
 			return nil, nil, err
@@ -259,14 +271,24 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 			return nil, nil, fmt.Errorf("payload key: %w", err)
 		}
 	}
-	stk, err := testkit.Start(ctx, testkit.Options{
-		Server: devserver.Options{HTTPPort: -1, DBFile: cfg.DBFile, SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger},
-		Keys:   keys,
-		// The production default: the gate renews its leases every second.
-		Worker: worker.Options{RenewInterval: time.Second, Logger: cfg.Logger},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start the embedded Temporal server and the Herald worker: %w", err)
+	// The production default: the gate renews its leases every second.
+	wopts := worker.Options{RenewInterval: time.Second, Logger: cfg.Logger}
+	var stk *testkit.Stack
+	var err error
+	if cfg.Address != "" {
+		stk, err = testkit.Connect(ctx, cfg.Address, cfg.Namespace, keys, wopts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the Herald worker on Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, err)
+		}
+	} else {
+		stk, err = testkit.Start(ctx, testkit.Options{
+			Server: devserver.Options{HTTPPort: -1, DBFile: cfg.DBFile, SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger},
+			Keys:   keys,
+			Worker: wopts,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the embedded Temporal server and the Herald worker: %w", err)
+		}
 	}
 	srv, c, w := stk.Server, stk.Client, stk.Worker
 	rcv, err := startReceivers()
@@ -286,16 +308,22 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.SQLitePragmas {
 		pragmas[strings.ToLower(k)] = v
 	}
-	settings := []Setting{
-		{"machine", fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())},
+	server := []Setting{
 		{"server", "embedded Temporal (internal/devserver), " + storage + ", 1 history shard (fixed by devserver)"},
 		{"sqlite pragmas", formatMap(pragmas)},
 		{"dynamic config", formatAny(dyn, "server defaults (plus frontend visibility RPS 100)")},
+	}
+	if cfg.Address != "" {
+		server = []Setting{{"server", fmt.Sprintf("external Temporal at %s, namespace %s (its own storage and dynamic config); other workers on the namespace share the load", cfg.Address, cfg.Namespace)}}
+	}
+	settings := []Setting{
+		{"machine", fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())},
 		{"payloads", map[bool]string{true: "plaintext", false: "AES-256-GCM (codec), as in production"}[cfg.Plaintext]},
 		{"herald worker", "worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers, 1000 workflow tasks / 1000 local activities / 1000 activities at once), gate renews its leases every 1s"},
 		{"starter", "eager start (the client has the worker in-process)"},
 		{"receivers", "one net/http server on 127.0.0.1, in-process"},
 	}
+	settings = slices.Insert(settings, 1, server...)
 	return e, settings, nil
 }
 
@@ -333,7 +361,9 @@ func (e *env) stop() {
 	e.worker.Stop()
 	e.client.Close()
 	e.rcv.close()
-	e.srv.Stop()
+	if e.srv != nil {
+		e.srv.Stop()
+	}
 }
 
 // endpointID names a scenario's endpoint, unique to this run.

@@ -56,6 +56,11 @@ Scenarios (--scenario, repeatable; default all, in this order):
               is closed by hand, and the drain rate and the most concurrent requests (against
               --backlog-cap). Every wait is bounded; takes a few minutes.
 
+With --address HOST:PORT (and --namespace) the bench runs on that Temporal instead, e.g. a
+cluster on PostgreSQL: its worker, baselines and receivers stay in this process, and any
+other Herald workers on the namespace (with --allow-cidr 127.0.0.0/8, for the receivers)
+share the load. The namespace needs Herald's search attributes (herald namespace setup).
+
 The table shows each figure, its target where there is one, and whether it was met. The
 figures are measurements, not pass/fail tests: run on a quiet machine, and compare runs
 on the same machine. -o json prints everything measured.`,
@@ -65,10 +70,23 @@ on the same machine. -o json prints everything measured.`,
   herald bench --scenario storm --storm-rung 10s
   herald bench --scenario backlog --backlog-events 20000
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
+  herald bench --address 127.0.0.1:7233 --namespace herald --scenario throughput,cost
   herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Scenarios = scenarios
+			// Only an explicit --address leaves the embedded server: TEMPORAL_ADDRESS, set
+			// for the other commands, does not move a bench onto a real cluster.
+			if cmd.Flags().Changed("address") {
+				if cfg.DBFile != "" || len(dynamic) > 0 || len(pragmas) > 0 {
+					return fmt.Errorf("%w: --db-file, --dynamic-config and --sqlite-pragma tune the embedded server; with --address the cluster has its own", errUsage)
+				}
+				cfg.Address, cfg.Namespace = g.address, g.namespace
+				if g.keys == nil && !cfg.Plaintext {
+					return fmt.Errorf("%w: with --address the bench encrypts with the cluster's payload keys, so its workers can read them: give --codec-key-file (or --plaintext, if the workers run with --plaintext)", errUsage)
+				}
+				cfg.Keys = g.keys
+			}
 			var err error
 			if cfg.DynamicConfig, err = parseDynamic(dynamic); err != nil {
 				return err

@@ -82,7 +82,7 @@ Start here:
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
 		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
 		newServeCmd(g), newTokenCmd(g),
-		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g),
+		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newProbeCmd(),
 	)
 	return root
 }

@@ -74,6 +74,19 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		srv.Stop()
 		return nil, err
 	}
+	return startWorker(c, srv, o.Keys, o.Worker)
+}
+
+// startWorker starts a worker with wo on c and returns the stack; on an error it closes c
+// and stops srv (nil: none).
+func startWorker(c client.Client, srv *devserver.Server, keys *codec.Keyring, wo worker.Options) (*Stack, error) {
+	o := Options{Keys: keys, Worker: wo}
+	stopAll := func() {
+		c.Close()
+		if srv != nil {
+			srv.Stop()
+		}
+	}
 	if o.Worker.Net.Allow == nil {
 		o.Worker.Net = Loopback
 	}
@@ -88,8 +101,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		err = w.Start()
 	}
 	if err != nil {
-		c.Close()
-		srv.Stop()
+		stopAll()
 		return nil, err
 	}
 	so := starter.Options{TaskQueue: o.Worker.TaskQueue, EagerStart: true, DataConverter: codec.DataConverter(o.Keys)}
@@ -99,9 +111,25 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	return &Stack{Server: srv, Client: c, Worker: w, Starter: starter.New(c, so)}, nil
 }
 
+// Connect is Start against an external Temporal at address, in namespace: no server of its
+// own (Stack.Server is nil).
+func Connect(ctx context.Context, address, namespace string, keys *codec.Keyring, wo worker.Options) (*Stack, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: address, Namespace: namespace, Logger: sdklog.NewStructuredLogger(Quiet),
+		DataConverter: codec.DataConverter(keys), FailureConverter: codec.FailureConverter(keys),
+		Identity: codec.Identity("", keys),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return startWorker(c, nil, keys, wo)
+}
+
 // Stop stops the worker, the client and the server.
 func (s *Stack) Stop() {
 	s.Worker.Stop()
 	s.Client.Close()
-	s.Server.Stop()
+	if s.Server != nil {
+		s.Server.Stop()
+	}
 }

@@ -1,10 +1,13 @@
 #!/bin/sh
 # Waits for the Temporal frontend, creates Herald's namespace if it is missing and registers
 # Herald's search attributes in it. Safe on every start: each step keeps what exists.
+# Uses the temporal CLI when it is on PATH (compose's admin-tools image), else
+# `herald namespace setup` (a host with herald only, e.g. the cluster tests).
 #
 # TEMPORAL_ADDRESS   frontend host:port
 # TEMPORAL_NAMESPACE namespace to create (default "default")
 # NAMESPACE_RETENTION how long closed workflows are kept (default 72h)
+# HERALD             the herald binary, when there is no temporal CLI (default "herald")
 set -eu
 : "${TEMPORAL_ADDRESS:?TEMPORAL_ADDRESS must be set}"
 ns=${TEMPORAL_NAMESPACE:-default}
@@ -24,6 +27,12 @@ retry() {
 		sleep 2
 	done
 }
+
+if ! command -v temporal >/dev/null 2>&1; then
+	retry "set up namespace $ns at $TEMPORAL_ADDRESS with ${HERALD:-herald}" \
+		"${HERALD:-herald}" namespace setup --address "$TEMPORAL_ADDRESS" --namespace "$ns" --retention "$retention"
+	exit 0
+fi
 
 retry "frontend at $TEMPORAL_ADDRESS is not serving" \
 	temporal operator cluster health --address "$TEMPORAL_ADDRESS"
