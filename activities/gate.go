@@ -220,11 +220,8 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 	if reason == "" {
 		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)
 	}
-	// Waiting for a rate-limited endpoint's grant while nobody else waits is the normal path
-	// of each of its attempts, not a hold to show in listings.
-	brief := snap.RateLimit > 0 && snap.Circuit == policy.CircuitClosed && snap.Queue == 0
 	return &herald.Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt, Circuit: snap.Circuit,
-		Brief: brief, Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
+		Brief: snap.RateTurn(), Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
 }
 
 // Late checks an admitted attempt about to start its request at start: one for a

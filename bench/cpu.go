@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// processCPU is the CPU time this process has used so far (user and system): the server,
-// the worker and the receivers together, since the bench runs them all in one process.
-func processCPU() time.Duration { return cpuTime() }
-
 // cpuMeter measures the CPU a phase costs per workflow: from start until the phase's
 // workflows are all closed in the visibility store, so that a phase also pays for its own
 // visibility records (written after the workflows close) and not for the one before.

@@ -4,5 +4,5 @@ package bench
 
 import "time"
 
-// cpuTime is unknown here: the CPU figures read 0.
-func cpuTime() time.Duration { return 0 }
+// processCPU is unknown here: the CPU figures read 0.
+func processCPU() time.Duration { return 0 }

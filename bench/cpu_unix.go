@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-func cpuTime() time.Duration {
+// processCPU is the CPU time this process has used so far (user and system): the server,
+// the worker and the receivers together, since the bench runs them all in one process.
+func processCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -632,6 +632,13 @@ type Snapshot struct {
 	Failing bool `json:"failing,omitempty"`
 }
 
+// RateTurn says whether an attempt that waits for a grant is only taking its turn at a
+// rate-limited endpoint (closed, nobody else queued): the normal path of each of its
+// attempts, not a hold to show in listings.
+func (s Snapshot) RateTurn() bool {
+	return s.RateLimit > 0 && s.Circuit == CircuitClosed && s.Queue == 0
+}
+
 // Snapshot returns what a gate needs to know of the limiter at now. It changes nothing (a
 // query handler calls it).
 func (g *Limiter) Snapshot(now time.Time) Snapshot {
