@@ -1,11 +1,10 @@
 package herald
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
+	"slices"
 
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -84,10 +83,7 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 			lo.Attempts = *c.Attempts
 		}
 		if c.Schedule != nil {
-			lo.Delays = make([]time.Duration, len(c.Schedule))
-			for i, d := range c.Schedule {
-				lo.Delays[i] = time.Duration(d)
-			}
+			lo.Delays = slices.Clone(c.Schedule)
 		}
 		o.Ladder, set = &lo, true
 	}
@@ -138,14 +134,14 @@ func setCount(dst *int, name string, v *int, set *bool) error {
 }
 
 // setPositive sets *dst to the duration v given, if any; it must be positive.
-func setPositive(dst *time.Duration, name string, v *Duration, set *bool) error {
+func setPositive(dst *Duration, name string, v *Duration, set *bool) error {
 	if v == nil {
 		return nil
 	}
 	if *v <= 0 {
-		return fmt.Errorf("%s %s: give a positive duration, or leave %s out to keep it", name, time.Duration(*v), name)
+		return fmt.Errorf("%s %s: give a positive duration, or leave %s out to keep it", name, *v, name)
 	}
-	*dst, *set = time.Duration(*v), true
+	*dst, *set = *v, true
 	return nil
 }
 
@@ -159,9 +155,9 @@ func (b BreakerChange) override() (policy.BreakerOverride, error) {
 			*dst, *odst = *v, *v
 		}
 	}
-	setDur := func(dst, odst *time.Duration, v *Duration) {
+	setDur := func(dst, odst *Duration, v *Duration) {
 		if v != nil {
-			*dst, *odst = time.Duration(*v), time.Duration(*v)
+			*dst, *odst = *v, *v
 		}
 	}
 	setInt(&c.ConsecutiveFailures, &o.ConsecutiveFailures, b.ConsecutiveFailures)
@@ -176,7 +172,7 @@ func (b BreakerChange) override() (policy.BreakerOverride, error) {
 	case b.MaxProbeDelay == nil && c.MaxProbeDelay < c.ProbeDelay:
 		c.MaxProbeDelay = c.ProbeDelay
 	case b.ProbeDelay == nil && c.ProbeDelay > c.MaxProbeDelay:
-		c.ProbeDelay = max(c.MaxProbeDelay, policy.MinDelay)
+		c.ProbeDelay = max(c.MaxProbeDelay, Duration(policy.MinDelay))
 	}
 	if b.HalfOpenSuccesses != nil {
 		h := *b.HalfOpenSuccesses
@@ -189,22 +185,6 @@ func (b BreakerChange) override() (policy.BreakerOverride, error) {
 	return o, nil
 }
 
-// Duration is a JSON duration written as a Go duration string ("30s", "1h30m").
-type Duration time.Duration
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return errors.New(`durations are strings like "30s" or "2m"`)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: use a form like \"30s\", \"2m\" or \"1h30m\"", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+// Duration is a JSON duration written as a Go duration string ("30s", "1h30m"); it reads
+// a string or integer nanoseconds.
+type Duration = duration.Duration

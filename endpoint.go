@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 )
@@ -20,7 +21,7 @@ type Endpoint struct {
 	Secret signature.Secret `json:"secret"`
 	// PreviousSecret still signs, next to Secret, until PreviousUntil (secret rotation).
 	PreviousSecret signature.Secret `json:"previous_secret,omitempty"`
-	PreviousUntil  time.Time        `json:"previous_until,omitempty"`
+	PreviousUntil  time.Time        `json:"previous_until,omitzero"`
 	Overrides      Overrides        `json:"overrides"`
 	// Headers are custom headers every attempt carries, sorted by name (NormalizeHeaders).
 	Headers []Header `json:"headers,omitempty"`
@@ -29,8 +30,8 @@ type Endpoint struct {
 	// (policy.MatchesType).
 	Types     []string  `json:"types,omitempty"`
 	Version   int       `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Secrets returns the secrets that sign an attempt made at t: the current one first,
@@ -52,8 +53,8 @@ var ErrNoEndpoint = errors.New("endpoint is not registered")
 type Overrides struct {
 	Ladder     *policy.LadderOverride  `json:"ladder,omitempty"`
 	RetryAfter *policy.RetryAfterRules `json:"retry_after,omitempty"`
-	Retention  time.Duration           `json:"retention,omitempty"`
-	Timeout    time.Duration           `json:"timeout,omitempty"`
+	Retention  Duration                `json:"retention,omitempty"`
+	Timeout    Duration                `json:"timeout,omitempty"`
 	// MaxInFlight is the endpoint's concurrency cap (policy.MinMaxInFlight..MaxMaxInFlight;
 	// default policy.DefaultMaxInFlight).
 	MaxInFlight int `json:"max_in_flight,omitempty"`
@@ -66,7 +67,7 @@ type Overrides struct {
 	RateLimit *int `json:"rate_limit,omitempty"`
 	// DisableAfter is how long every attempt must fail before the endpoint is disabled
 	// (default policy.DefaultDisableAfter).
-	DisableAfter time.Duration `json:"disable_after,omitempty"`
+	DisableAfter Duration `json:"disable_after,omitempty"`
 }
 
 // Merge sets the fields n sets, keeping the others; the ladder and the breaker merge
@@ -167,11 +168,11 @@ func (o Overrides) ValidateChange() error {
 			return fmt.Errorf("retry-after: %w", err)
 		}
 	}
-	if o.Timeout != 0 && (o.Timeout < time.Second || o.Timeout > MaxAttemptTimeout) {
+	if o.Timeout != 0 && (o.Timeout.Std() < time.Second || o.Timeout.Std() > MaxAttemptTimeout) {
 		return fmt.Errorf("timeout %s is outside 1s..%s", o.Timeout, MaxAttemptTimeout)
 	}
 	if o.Retention != 0 {
-		if err := policy.ValidateRetention(o.Retention); err != nil {
+		if err := policy.ValidateRetention(o.Retention.Std()); err != nil {
 			return err
 		}
 	}
@@ -181,7 +182,7 @@ func (o Overrides) ValidateChange() error {
 		}
 	}
 	if o.DisableAfter != 0 {
-		if err := policy.ValidateDisableAfter(o.DisableAfter); err != nil {
+		if err := policy.ValidateDisableAfter(o.DisableAfter.Std()); err != nil {
 			return err
 		}
 	}
@@ -207,9 +208,9 @@ type Settings struct {
 	Ladder     policy.Ladder          `json:"ladder"`
 	RetryAfter policy.RetryAfterRules `json:"retry_after"`
 	// Retention is how long a dead letter waits for a replay before it expires.
-	Retention time.Duration `json:"retention"`
+	Retention Duration `json:"retention"`
 	// Timeout bounds one attempt: connect, send, and read the response.
-	Timeout time.Duration `json:"timeout"`
+	Timeout Duration `json:"timeout"`
 }
 
 // DefaultSettings are Herald's built-in defaults: the 8-attempt ladder with ±20% jitter,
@@ -219,8 +220,8 @@ func DefaultSettings() Settings {
 	return Settings{
 		Ladder:     policy.DefaultLadder(),
 		RetryAfter: policy.DefaultRetryAfterRules(),
-		Retention:  30 * 24 * time.Hour,
-		Timeout:    30 * time.Second,
+		Retention:  duration.Duration(30 * 24 * time.Hour),
+		Timeout:    duration.Duration(30 * time.Second),
 	}
 }
 
@@ -251,7 +252,7 @@ func (s Settings) Validate() error {
 	if err := s.RetryAfter.Validate(); err != nil {
 		return fmt.Errorf("default retry-after rules: %w", err)
 	}
-	if s.Timeout <= 0 || s.Timeout > MaxAttemptTimeout {
+	if s.Timeout <= 0 || s.Timeout.Std() > MaxAttemptTimeout {
 		return fmt.Errorf("attempt timeout %s is outside 1s..%s", s.Timeout, MaxAttemptTimeout)
 	}
 	if s.Retention <= 0 {
@@ -273,7 +274,7 @@ type PutEndpointRequest struct {
 	DefaultSecret signature.Secret `json:"default_secret,omitempty"`
 	// RotateTo makes a new secret current; the old one keeps signing until RotateGrace has passed.
 	RotateTo    signature.Secret `json:"rotate_to,omitempty"`
-	RotateGrace time.Duration    `json:"rotate_grace,omitempty"`
+	RotateGrace Duration         `json:"rotate_grace,omitempty"`
 	// Overrides sets the policy overrides it gives, keeping the others (Overrides.Merge).
 	Overrides *Overrides `json:"overrides,omitempty"`
 	// ClearOverrides drops every override first, so the worker's defaults apply.
@@ -320,7 +321,7 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 	if req.RotateTo != "" && !registered {
 		return fmt.Errorf("endpoint %s is not registered yet: there is no secret to rotate", req.ID)
 	}
-	if err := policy.ValidateGrace(req.RotateGrace); err != nil {
+	if err := policy.ValidateGrace(req.RotateGrace.Std()); err != nil {
 		return fmt.Errorf("endpoint %s: %w", req.ID, err)
 	}
 	if o := req.Overrides; o != nil {

@@ -11,7 +11,7 @@ type Event struct {
 	EndpointID string          `json:"endpoint_id"`
 	Type       string          `json:"type"`
 	Data       json.RawMessage `json:"data"`
-	CreatedAt  time.Time       `json:"created_at"`
+	CreatedAt  time.Time       `json:"created_at,omitzero"`
 }
 
 // eventJSON is an Event as Temporal's payloads carry it. The data travels as a JSON string
@@ -25,7 +25,7 @@ type eventJSON struct {
 	Type       string          `json:"type"`
 	DataText   *string         `json:"data_text,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
+	CreatedAt  time.Time       `json:"created_at,omitzero"`
 }
 
 // MarshalJSON writes the event with its data as a string, so that its bytes survive any
@@ -58,5 +58,5 @@ type EventSummary struct {
 	ID         string    `json:"id"`
 	EndpointID string    `json:"endpoint_id"`
 	Type       string    `json:"type"`
-	CreatedAt  time.Time `json:"created_at"`
+	CreatedAt  time.Time `json:"created_at,omitzero"`
 }

@@ -55,8 +55,8 @@ type EventType struct {
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// Version counts the puts of this type, from 1.
 	Version   int       `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // EventTypeSettings are the installation's settings kept with the catalog.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -179,13 +180,13 @@ func TestEndpointChange(t *testing.T) {
 		})
 	}
 	// A breaker change names only what it changes: merged, the rest stays as stored.
-	stored := Overrides{Breaker: &policy.BreakerOverride{ConsecutiveFailures: 2, ProbeDelay: time.Hour, MaxProbeDelay: 2 * time.Hour}}
+	stored := Overrides{Breaker: &policy.BreakerOverride{ConsecutiveFailures: 2, ProbeDelay: duration.Duration(time.Hour), MaxProbeDelay: duration.Duration(2 * time.Hour)}}
 	o, err := EndpointChange{Breaker: &BreakerChange{VolumeFailures: i(50)}}.Overrides()
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored.Merge(*o)
-	if b := stored.Breaker; b.ConsecutiveFailures != 2 || b.VolumeFailures != 50 || b.ProbeDelay != time.Hour || b.MaxProbeDelay != 2*time.Hour {
+	if b := stored.Breaker; b.ConsecutiveFailures != 2 || b.VolumeFailures != 50 || b.ProbeDelay.Std() != time.Hour || b.MaxProbeDelay.Std() != 2*time.Hour {
 		t.Errorf("merged breaker %+v, want the stored settings with volume failures 50", *b)
 	}
 	if err := stored.Validate(); err != nil {

@@ -72,7 +72,7 @@ type Hold struct {
 	Brief bool `json:"brief,omitempty"`
 	// Recheck is how long the delivery waits before it asks again if no permit reaches it
 	// (zero in results recorded before it existed: see policy.HoldRecheck).
-	Recheck time.Duration `json:"recheck,omitempty"`
+	Recheck Duration `json:"recheck,omitempty"`
 	// Circuit is the endpoint's circuit state when the hold came from its breaker or cap
 	// (empty for a hold of the worker's own, and in results recorded before it existed).
 	// While it is open, RetryAt is when the probe is due.
@@ -96,7 +96,7 @@ type ReplayRequest struct {
 	// DeadBefore, when set, replays the delivery only if it became a dead letter at or
 	// before this time: a bulk replay sets it to when it was asked to run, so a dead letter
 	// that another replay already replayed, and that parked again since, is not replayed twice.
-	DeadBefore time.Time `json:"dead_before,omitempty"`
+	DeadBefore time.Time `json:"dead_before,omitzero"`
 }
 
 // Stale reports whether r asks to replay an earlier dead letter than the one parked at deadAt.
@@ -108,12 +108,12 @@ func (r ReplayRequest) Stale(deadAt time.Time) bool {
 // was sent (zero times are open ends).
 type DeadLetterFilter struct {
 	EndpointID string    `json:"endpoint_id,omitempty"`
-	Since      time.Time `json:"since,omitempty"`
-	Until      time.Time `json:"until,omitempty"`
+	Since      time.Time `json:"since,omitzero"`
+	Until      time.Time `json:"until,omitzero"`
 	// DeadBefore, set by a bulk replay to when it was asked to run, keeps only dead letters
 	// parked by then: checked by each delivery as it receives the replay (see ReplayRequest),
 	// not by the visibility query.
-	DeadBefore time.Time `json:"dead_before,omitempty"`
+	DeadBefore time.Time `json:"dead_before,omitzero"`
 }
 
 // Query is the visibility query for the dead letters f selects.
@@ -138,7 +138,7 @@ type Report struct {
 	// RetryAfterBackpressure counts Retry-After values of a backpressure-aware receiver
 	// (policy.RetryAfter.Backpressure).
 	RetryAfterBackpressure int       `json:"retry_after_backpressure"`
-	LastAttemptAt          time.Time `json:"last_attempt_at,omitempty"`
+	LastAttemptAt          time.Time `json:"last_attempt_at,omitzero"`
 	LastOutcome            string    `json:"last_outcome,omitempty"`
 }
 

@@ -40,7 +40,7 @@ const (
 type OpsData struct {
 	EndpointID string    `json:"endpoint_id"`
 	Tenant     string    `json:"tenant"`
-	At         time.Time `json:"at"`
+	At         time.Time `json:"at,omitzero"`
 	Reason     string    `json:"reason,omitempty"`
 	// Cause is an endpoint.disabled event's cause (manual, gone, failing).
 	Cause string `json:"cause,omitempty"`

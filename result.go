@@ -25,14 +25,14 @@ const (
 
 // Result is what happened on one attempt. A failed attempt is a Result, not an error.
 type Result struct {
-	Number     int           `json:"number"`
-	URL        string        `json:"url,omitempty"`
-	StartedAt  time.Time     `json:"started_at"`
-	Duration   time.Duration `json:"duration"`
-	Outcome    Outcome       `json:"outcome"`
-	StatusCode int           `json:"status_code,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	Snippet    string        `json:"snippet,omitempty"`
+	Number     int       `json:"number"`
+	URL        string    `json:"url,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	Duration   Duration  `json:"duration"`
+	Outcome    Outcome   `json:"outcome"`
+	StatusCode int       `json:"status_code,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Snippet    string    `json:"snippet,omitempty"`
 	// RetryAfterHeader and DateHeader are the raw response headers, when present.
 	RetryAfterHeader string `json:"retry_after_header,omitempty"`
 	DateHeader       string `json:"date_header,omitempty"`

@@ -14,10 +14,10 @@ type Status struct {
 	Round         int             `json:"round"`
 	Attempts      []AttemptRecord `json:"attempts"`
 	Dropped       int             `json:"dropped_attempts,omitempty"`
-	NextAttemptAt time.Time       `json:"next_attempt_at,omitempty"`
-	DeliveredAt   time.Time       `json:"delivered_at,omitempty"`
-	DeadAt        time.Time       `json:"dead_lettered_at,omitempty"`
-	ExpiresAt     time.Time       `json:"expires_at,omitempty"`
+	NextAttemptAt time.Time       `json:"next_attempt_at,omitzero"`
+	DeliveredAt   time.Time       `json:"delivered_at,omitzero"`
+	DeadAt        time.Time       `json:"dead_lettered_at,omitzero"`
+	ExpiresAt     time.Time       `json:"expires_at,omitzero"`
 	// Waiting says why the next attempt is held back, while it is.
 	Waiting *Waiting `json:"waiting,omitempty"`
 	// Reason says why a delivery was skipped, or dead-lettered before its ladder ran out
@@ -36,11 +36,11 @@ type AttemptRecord struct {
 // NextStep is what the ladder decided after a failed attempt, and when the retry goes.
 type NextStep struct {
 	policy.NextAttempt
-	At time.Time `json:"at,omitempty"`
+	At time.Time `json:"at,omitzero"`
 }
 
 // Waiting is a hold on a delivery by its endpoint's gate or breaker, since when it holds.
 type Waiting struct {
 	Hold
-	Since time.Time `json:"since"`
+	Since time.Time `json:"since,omitzero"`
 }

@@ -13,7 +13,7 @@ type EndpointState struct {
 	Registered bool      `json:"registered"`
 	URL        string    `json:"url,omitempty"`
 	SecretHint string    `json:"secret_hint,omitempty"`
-	Rotating   time.Time `json:"previous_secret_until,omitempty"`
+	Rotating   time.Time `json:"previous_secret_until,omitzero"`
 	Overrides  Overrides `json:"overrides"`
 	// HeaderNames are the names of the endpoint's custom headers (their values may be
 	// credentials: never shown).
@@ -21,11 +21,11 @@ type EndpointState struct {
 	// Types are the event types the endpoint subscribes to; none means every type.
 	Types     []string  `json:"types,omitempty"`
 	Version   int       `json:"version"`
-	CreatedAt time.Time `json:"created_at,omitempty"`
-	UpdatedAt time.Time `json:"updated_at,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	Counters  Report    `json:"counters"`
 	// CountersSince is when the counters started.
-	CountersSince time.Time `json:"counters_since,omitempty"`
+	CountersSince time.Time `json:"counters_since,omitzero"`
 
 	// LimiterView is the circuit, the permits, the queue and the latencies, as the
 	// endpoint's limiter shows them.

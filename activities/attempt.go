@@ -82,7 +82,7 @@ func NewHTTPClient(p netguard.Policy) *http.Client {
 type envelope struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`
-	CreatedAt time.Time       `json:"created_at"`
+	CreatedAt time.Time       `json:"created_at,omitzero"`
 	Data      json.RawMessage `json:"data"`
 }
 
@@ -114,7 +114,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 	case err != nil:
 		// The endpoint workflow could not be reached: wait, this is not the receiver's fault.
 		activity.GetLogger(ctx).Warn("endpoint workflow unreachable", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "error", err)
-		res.Held = &herald.Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: policy.UnreachableRecheck}
+		res.Held = &herald.Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: herald.Duration(policy.UnreachableRecheck)}
 		return res, nil
 	case hold != nil:
 		res.Held = hold
@@ -136,7 +136,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 	if spread, ok := a.Gate.Finish(ctx, adm, res); ok {
 		res.Spread = &spread
 	}
-	a.Metrics.Attempt(in.Event.EndpointID, string(res.Outcome), res.Duration)
+	a.Metrics.Attempt(in.Event.EndpointID, string(res.Outcome), res.Duration.Std())
 	log := activity.GetLogger(ctx)
 	if res.Delivered() {
 		log.Debug("attempt delivered", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "attempt", in.Number, "status", res.StatusCode, "duration", res.Duration)
@@ -157,7 +157,7 @@ func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoi
 		res.Outcome, res.Error = herald.OutcomeRefused, fmt.Sprintf("encode body: %v", err)
 		return res
 	}
-	actx, cancel := context.WithTimeout(ctx, res.Policy.Timeout)
+	actx, cancel := context.WithTimeout(ctx, res.Policy.Timeout.Std())
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
@@ -176,13 +176,13 @@ func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoi
 
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
-		res.Duration = a.now().Sub(now)
-		res.Outcome, res.Error = classify(err, res.Policy.Timeout)
+		res.Duration = herald.Duration(a.now().Sub(now))
+		res.Outcome, res.Error = classify(err, res.Policy.Timeout.Std())
 		return res
 	}
 	snippet, readErr := readCapped(resp.Body)
 	resp.Body.Close()
-	res.Duration = a.now().Sub(now)
+	res.Duration = herald.Duration(a.now().Sub(now))
 	res.StatusCode = resp.StatusCode
 	res.Snippet = snippet
 	res.RetryAfterHeader = resp.Header.Get("Retry-After")

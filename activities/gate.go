@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -185,10 +186,10 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 		return nil, disabledHold(snap), nil
 	case policy.HoldLease:
 		g.kick(e)
-		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: g.every}, nil
+		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: herald.Duration(g.every)}, nil
 	case policy.HoldLater:
 		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt, Circuit: snap.Circuit,
-			Recheck: policy.QueueFullRecheck(snap.RetryAt, time.Now())}, nil
+			Recheck: herald.Duration(policy.QueueFullRecheck(snap.RetryAt, time.Now()))}, nil
 	default:
 		return nil, g.wait(ctx, e, waiter, snap, reason), nil
 	}
@@ -215,13 +216,13 @@ func (g *Gate) giveBack(ctx context.Context, e *gateEntry, waiter string) {
 // workflow) and says how long to wait for the permit.
 func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *herald.Hold {
 	if err := e.waits.add(ctx, waiter); err != nil {
-		return &herald.Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: policy.UnreachableRecheck}
+		return &herald.Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: herald.Duration(policy.UnreachableRecheck)}
 	}
 	if reason == "" {
 		reason = fmt.Sprintf("endpoint at its concurrency cap of %d", snap.Cap)
 	}
 	return &herald.Hold{Reason: reason, Queued: true, Position: snap.Queue + 1, RetryAt: snap.RetryAt, Circuit: snap.Circuit,
-		Brief: snap.RateTurn(), Recheck: policy.HoldRecheck(true, snap.RetryAt, time.Now())}
+		Brief: snap.RateTurn(), Recheck: herald.Duration(policy.HoldRecheck(true, snap.RetryAt, time.Now()))}
 }
 
 // Late checks an admitted attempt about to start its request at start: one for a
@@ -499,7 +500,7 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 			LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: outs},
 		}
 		// The lease outlives an attempt admitted at its last moment (see until below).
-		req.TTL = g.timeout(e.ep) + leaseMargin
+		req.TTL = duration.Duration(g.timeout(e.ep) + leaseMargin)
 		seq = e.h.StartRenewal(want)
 	}
 	e.mu.Unlock()
@@ -530,7 +531,7 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		e.h.Heard(reply.Snapshot, true, reply.Permits, seq)
 		// Stop admitting early enough that an attempt admitted last finishes before the
 		// permit returns to the pool (the endpoint workflow starts the lease after sent).
-		e.until = sent.Add(req.TTL - g.timeout(e.ep) - leaseMargin/2)
+		e.until = sent.Add(req.TTL.Std() - g.timeout(e.ep) - leaseMargin/2)
 	default:
 		// Told; what was told may change the circuit: ask afresh before the next admission.
 		e.h.Told = max(e.h.Told, seq)

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 )
@@ -45,13 +46,13 @@ type OpTiming struct {
 
 // BacklogResult is what N deliveries queued behind one open circuit do to everything else.
 type BacklogResult struct {
-	Events  int           `json:"events"`
-	Senders int           `json:"senders"`
-	Healthy int           `json:"healthy_endpoints"`
-	Rate    float64       `json:"rate"`
-	For     time.Duration `json:"for"`
-	Cap     int           `json:"cap"`
-	Delay   time.Duration `json:"drain_receiver_delay"`
+	Events  int               `json:"events"`
+	Senders int               `json:"senders"`
+	Healthy int               `json:"healthy_endpoints"`
+	Rate    float64           `json:"rate"`
+	For     duration.Duration `json:"for"`
+	Cap     int               `json:"cap"`
+	Delay   duration.Duration `json:"drain_receiver_delay"`
 
 	// OpenAfter is how long after the first (failing) send the circuit was seen open.
 	OpenAfter Seconds `json:"open_after"`
@@ -196,7 +197,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		time.Sleep(cfg.BacklogDelay)
+		time.Sleep(cfg.BacklogDelay.Std())
 		w.WriteHeader(http.StatusNoContent)
 		dmu.Lock()
 		if id := r.Header.Get("webhook-id"); delivered[id].IsZero() {
@@ -204,18 +205,18 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		}
 		dmu.Unlock()
 	}, &herald.Overrides{MaxInFlight: cfg.BacklogCap, Breaker: &policy.BreakerOverride{
-		ConsecutiveFailures: 1, ProbeDelay: backlogProbeDelay, MaxProbeDelay: backlogProbeDelay,
+		ConsecutiveFailures: 1, ProbeDelay: duration.Duration(backlogProbeDelay), MaxProbeDelay: duration.Duration(backlogProbeDelay),
 	}}); err != nil {
 		return nil, err
 	}
 
 	// The healthy load, the same with and without the backlog.
-	n := int(cfg.BacklogRate * cfg.BacklogFor.Seconds())
+	n := int(cfg.BacklogRate * cfg.BacklogFor.Std().Seconds())
 	endpoint := func(i int) string { return eps[i%len(eps)] }
 	steady := func(label string, gc *GCStats) (Phase, int, error) {
 		defer gc.measure()()
 		ids := newIDs(n)
-		sctx, cancel := context.WithTimeout(ctx, cfg.BacklogFor+opTimeout)
+		sctx, cancel := context.WithTimeout(ctx, cfg.BacklogFor.Std()+opTimeout)
 		defer cancel()
 		sentAt, err := e.sendEvents(sctx, ids, endpoint, cfg.Senders, cfg.BacklogRate)
 		if err != nil {
@@ -359,7 +360,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	}
 	// The endpoint workflow grants queued deliveries a round of permits per workflow task,
 	// so the drain runs at tens per second whatever the receiver could take.
-	drainTimeout := 90*time.Second + time.Duration(len(ids))*(20*time.Millisecond+cfg.BacklogDelay*2/time.Duration(cfg.BacklogCap))
+	drainTimeout := 90*time.Second + time.Duration(len(ids))*(20*time.Millisecond+cfg.BacklogDelay.Std()*2/time.Duration(cfg.BacklogCap))
 	stop = ticker(10*time.Second, func() {
 		k, _ := drained()
 		e.progress("backlog: drain: %d/%d delivered", k, len(ids))

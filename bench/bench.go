@@ -24,6 +24,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
@@ -88,31 +89,31 @@ type Config struct {
 	CostEndpoints int `json:"cost_endpoints"`
 	// StormEvents fail their first attempt together; StormRung is the ladder's first wait
 	// (±20% jitter).
-	StormEvents int           `json:"storm_events"`
-	StormRung   time.Duration `json:"storm_rung"`
+	StormEvents int               `json:"storm_events"`
+	StormRung   duration.Duration `json:"storm_rung"`
 	// IsolationRate events per second go to 10 endpoints for IsolationFor; one hangs until
 	// its attempt timeout, HangTimeout.
-	IsolationRate float64       `json:"isolation_rate"`
-	IsolationFor  time.Duration `json:"isolation_for"`
-	HangTimeout   time.Duration `json:"hang_timeout"`
+	IsolationRate float64           `json:"isolation_rate"`
+	IsolationFor  duration.Duration `json:"isolation_for"`
+	HangTimeout   duration.Duration `json:"hang_timeout"`
 	// CapEvents go at once to an endpoint capped at CapLimit whose receiver takes CapDelay.
-	CapEvents int           `json:"cap_events"`
-	CapLimit  int           `json:"cap_limit"`
-	CapDelay  time.Duration `json:"cap_delay"`
+	CapEvents int               `json:"cap_events"`
+	CapLimit  int               `json:"cap_limit"`
+	CapDelay  duration.Duration `json:"cap_delay"`
 	// BreakerEvents go to an endpoint failing every request, over BreakerFor, with the
 	// breaker's probe delay scaled down to ProbeDelay.
-	BreakerEvents int           `json:"breaker_events"`
-	BreakerFor    time.Duration `json:"breaker_for"`
-	ProbeDelay    time.Duration `json:"probe_delay"`
+	BreakerEvents int               `json:"breaker_events"`
+	BreakerFor    duration.Duration `json:"breaker_for"`
+	ProbeDelay    duration.Duration `json:"probe_delay"`
 	// BacklogEvents wait behind one open circuit (an endpoint capped at BacklogCap) while
 	// 10 healthy endpoints take BacklogRate events per second for BacklogFor, once before
 	// the backlog exists and once while it waits; then the blocked endpoint's receiver
 	// answers after BacklogDelay and its circuit is closed by hand.
-	BacklogEvents int           `json:"backlog_events"`
-	BacklogRate   float64       `json:"backlog_rate"`
-	BacklogFor    time.Duration `json:"backlog_for"`
-	BacklogCap    int           `json:"backlog_cap"`
-	BacklogDelay  time.Duration `json:"backlog_delay"`
+	BacklogEvents int               `json:"backlog_events"`
+	BacklogRate   float64           `json:"backlog_rate"`
+	BacklogFor    duration.Duration `json:"backlog_for"`
+	BacklogCap    int               `json:"backlog_cap"`
+	BacklogDelay  duration.Duration `json:"backlog_delay"`
 
 	// Progress, if set, receives a line as each phase starts.
 	Progress io.Writer `json:"-"`
@@ -126,11 +127,11 @@ func DefaultConfig() Config {
 	return Config{
 		Events: 1000, Endpoints: 10, Senders: 50, Rate: 50,
 		CostEvents: 200, CostEndpoints: 1,
-		StormEvents: 240, StormRung: 30 * time.Second,
-		IsolationRate: 50, IsolationFor: 10 * time.Second, HangTimeout: 5 * time.Second,
-		CapEvents: 200, CapLimit: 5, CapDelay: 50 * time.Millisecond,
-		BreakerEvents: 30, BreakerFor: 15 * time.Second, ProbeDelay: 2 * time.Second,
-		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: 20 * time.Second, BacklogCap: 20, BacklogDelay: 20 * time.Millisecond,
+		StormEvents: 240, StormRung: duration.Duration(30 * time.Second),
+		IsolationRate: 50, IsolationFor: duration.Duration(10 * time.Second), HangTimeout: duration.Duration(5 * time.Second),
+		CapEvents: 200, CapLimit: 5, CapDelay: duration.Duration(50 * time.Millisecond),
+		BreakerEvents: 30, BreakerFor: duration.Duration(15 * time.Second), ProbeDelay: duration.Duration(2 * time.Second),
+		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: duration.Duration(20 * time.Second), BacklogCap: 20, BacklogDelay: duration.Duration(20 * time.Millisecond),
 	}
 }
 

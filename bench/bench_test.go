@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // tiny runs every scenario end to end at a size that takes seconds. It checks that each
@@ -15,11 +17,11 @@ func tiny() Config {
 	return Config{
 		Events: 20, Endpoints: 3, Senders: 5, Rate: 40,
 		CostEvents:  10,
-		StormEvents: 20, StormRung: time.Second,
-		IsolationRate: 20, IsolationFor: time.Second, HangTimeout: time.Second,
-		CapEvents: 10, CapLimit: 2, CapDelay: 10 * time.Millisecond,
-		BreakerEvents: 5, BreakerFor: 3 * time.Second, ProbeDelay: time.Second,
-		BacklogEvents: 30, BacklogRate: 20, BacklogFor: time.Second, BacklogCap: 3, BacklogDelay: 5 * time.Millisecond,
+		StormEvents: 20, StormRung: duration.Duration(time.Second),
+		IsolationRate: 20, IsolationFor: duration.Duration(time.Second), HangTimeout: duration.Duration(time.Second),
+		CapEvents: 10, CapLimit: 2, CapDelay: duration.Duration(10 * time.Millisecond),
+		BreakerEvents: 5, BreakerFor: duration.Duration(3 * time.Second), ProbeDelay: duration.Duration(time.Second),
+		BacklogEvents: 30, BacklogRate: 20, BacklogFor: duration.Duration(time.Second), BacklogCap: 3, BacklogDelay: duration.Duration(5 * time.Millisecond),
 	}
 }
 
@@ -178,7 +180,7 @@ func TestSummarize(t *testing.T) {
 		ds = append(ds, time.Duration(i)*time.Millisecond)
 	}
 	l := summarize(ds)
-	if l.Count != 100 || l.P50 != 50*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond {
+	if l.Count != 100 || l.P50.Std() != 50*time.Millisecond || l.P99.Std() != 99*time.Millisecond || l.Max.Std() != 100*time.Millisecond {
 		t.Fatalf("summarize = %+v", l)
 	}
 	if (summarize(nil) != Latency{}) {
@@ -204,11 +206,11 @@ func TestWithMissing(t *testing.T) {
 	sent := []time.Time{t0, t0, t0, {}}
 	got := []time.Time{t0.Add(time.Second), {}, t0.Add(2 * time.Second), {}}
 	p, missing := withMissing(sent, got, t0.Add(10*time.Second))
-	if missing != 1 || p.Arrived != 2 || p.Latency.Count != 3 || p.Latency.Max != 10*time.Second || p.Latency.P50 != 2*time.Second {
+	if missing != 1 || p.Arrived != 2 || p.Latency.Count != 3 || p.Latency.Max.Std() != 10*time.Second || p.Latency.P50.Std() != 2*time.Second {
 		t.Fatalf("withMissing = %+v, %d missing", p, missing)
 	}
 	p, missing = withMissing(sent[:1], got[:1], t0)
-	if missing != 0 || p.Latency.Max != time.Second {
+	if missing != 0 || p.Latency.Max.Std() != time.Second {
 		t.Fatalf("withMissing with all arrived = %+v, %d missing", p, missing)
 	}
 }

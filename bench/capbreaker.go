@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
 // CapResult is what a capped endpoint's receiver saw.
 type CapResult struct {
-	Events int           `json:"events"`
-	Cap    int           `json:"cap"`
-	Delay  time.Duration `json:"receiver_delay"`
+	Events int               `json:"events"`
+	Cap    int               `json:"cap"`
+	Delay  duration.Duration `json:"receiver_delay"`
 	// MaxConcurrent is the most requests the receiver had in progress at once.
 	MaxConcurrent int   `json:"max_concurrent"`
 	Delivery      Phase `json:"delivery"`
@@ -22,7 +23,7 @@ type CapResult struct {
 func (e *env) capScenario(ctx context.Context) (*CapResult, error) {
 	cfg := e.cfg
 	ep := e.endpointID("cap")
-	delay := cfg.CapDelay
+	delay := cfg.CapDelay.Std()
 	if err := e.putEndpoint(ctx, ep, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		time.Sleep(delay)
 		w.WriteHeader(http.StatusNoContent)
@@ -36,22 +37,22 @@ func (e *env) capScenario(ctx context.Context) (*CapResult, error) {
 	}
 	waitUntil(ctx, arrivalTimeout(len(ids))+time.Duration(len(ids))*delay, func() bool { return e.rcv.allSeen(ids, 1) })
 	defer e.terminate(ctx, ids)
-	return &CapResult{Events: len(ids), Cap: cfg.CapLimit, Delay: delay,
+	return &CapResult{Events: len(ids), Cap: cfg.CapLimit, Delay: duration.Duration(delay),
 		MaxConcurrent: e.rcv.maxInFlight(ep), Delivery: phaseOf(sentAt, e.rcv.firstSeen(ids))}, nil
 }
 
 // CircuitChange is a circuit state the endpoint reported, from when.
 type CircuitChange struct {
 	State string    `json:"state"`
-	Since time.Time `json:"since"`
-	Seen  time.Time `json:"seen"`
+	Since time.Time `json:"since,omitzero"`
+	Seen  time.Time `json:"seen,omitzero"`
 }
 
 // BreakerResult is how many requests reached an endpoint failing every request, and when.
 type BreakerResult struct {
-	Events     int           `json:"events"`
-	For        time.Duration `json:"for"`
-	ProbeDelay time.Duration `json:"probe_delay"`
+	Events     int               `json:"events"`
+	For        duration.Duration `json:"for"`
+	ProbeDelay duration.Duration `json:"probe_delay"`
 	// Requests reached the receiver in all; BeforeTrip before the circuit first opened;
 	// WhileOpen while it was open. OpenPeriods is how many times it (re)opened: each
 	// allows one probe.
@@ -64,7 +65,7 @@ type BreakerResult struct {
 	// Reported is false when the endpoint workflow reported no circuit state at all.
 	Reported bool `json:"reported"`
 	// Start is when the first event was sent: the timeline's origin.
-	Start time.Time `json:"start"`
+	Start time.Time `json:"start,omitzero"`
 	// Arrivals are the requests' times after Start, with the circuit state then.
 	Arrivals []BreakerArrival `json:"arrivals"`
 }
@@ -80,12 +81,12 @@ func (e *env) breaker(ctx context.Context) (*BreakerResult, error) {
 	ep := e.endpointID("breaker")
 	b := policy.DefaultBreakerConfig()
 	b.ProbeDelay, b.MaxProbeDelay = cfg.ProbeDelay, 4*cfg.ProbeDelay
-	b.ProbeTimeout = max(10*time.Second, 2*cfg.ProbeDelay)
+	b.ProbeTimeout = duration.Duration(max(10*time.Second, 2*cfg.ProbeDelay.Std()))
 	jitter := 0.2
 	bo := b.Override()
 	o := &herald.Overrides{
 		Breaker: &bo,
-		Ladder:  &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 4, Jitter: &jitter},
+		Ladder:  &policy.LadderOverride{Delays: duration.Of(time.Second), Attempts: 4, Jitter: &jitter},
 	}
 	if err := e.putEndpoint(ctx, ep, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -115,12 +116,12 @@ func (e *env) breaker(ctx context.Context) (*BreakerResult, error) {
 	}()
 	ids := newIDs(cfg.BreakerEvents)
 	res.Start = time.Now()
-	rate := float64(cfg.BreakerEvents) / (cfg.BreakerFor.Seconds() / 3)
+	rate := float64(cfg.BreakerEvents) / (cfg.BreakerFor.Std().Seconds() / 3)
 	_, err := e.sendEvents(ctx, ids, func(int) string { return ep }, cfg.Senders, rate)
 	if err == nil {
 		select {
 		case <-ctx.Done():
-		case <-time.After(cfg.BreakerFor * 2 / 3):
+		case <-time.After(time.Duration(cfg.BreakerFor * 2 / 3)):
 		}
 	}
 	close(stop)

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
 // IsolationResult compares the healthy endpoints' latency with and without a hanging one.
 type IsolationResult struct {
-	Healthy     int           `json:"healthy_endpoints"`
-	Rate        float64       `json:"rate"`
-	For         time.Duration `json:"for"`
-	HangTimeout time.Duration `json:"hang_timeout"`
+	Healthy     int               `json:"healthy_endpoints"`
+	Rate        float64           `json:"rate"`
+	For         duration.Duration `json:"for"`
+	HangTimeout duration.Duration `json:"hang_timeout"`
 	// Baseline: the healthy endpoints alone; WithHang: the same load plus a hanging endpoint.
 	Baseline Phase `json:"baseline"`
 	WithHang Phase `json:"with_hang"`
@@ -53,7 +54,7 @@ func (e *env) isolation(ctx context.Context) (*IsolationResult, error) {
 		return nil, err
 	}
 
-	n := int(cfg.IsolationRate * cfg.IsolationFor.Seconds())
+	n := int(cfg.IsolationRate * cfg.IsolationFor.Std().Seconds())
 	healthyRate := cfg.IsolationRate * healthy / (healthy + 1)
 	run := func(withHang bool) (Phase, error) {
 		nh := n * healthy / (healthy + 1)
@@ -80,7 +81,7 @@ func (e *env) isolation(ctx context.Context) (*IsolationResult, error) {
 		waitUntil(ctx, arrivalTimeout(nh), func() bool { return e.rcv.allSeen(ids, 1) })
 		if withHang {
 			// Let the hung attempts end (timeout) before the next scenario.
-			time.Sleep(cfg.HangTimeout)
+			time.Sleep(cfg.HangTimeout.Std())
 			res.HangRequests = len(e.rcv.arrivalsOf(hang))
 			e.terminate(ctx, hangIDs)
 		}

@@ -26,7 +26,7 @@ func verdict(ok bool) string {
 }
 
 func lat(l Latency) string {
-	return fmt.Sprintf("p50 %s  p99 %s", round(l.P50), round(l.P99))
+	return fmt.Sprintf("p50 %s  p99 %s", round(l.P50.Std()), round(l.P99.Std()))
 }
 
 func round(d time.Duration) time.Duration {
@@ -66,7 +66,7 @@ func (r *Report) Rows() []Row {
 			Row{s, "Herald ÷ engine limit", fmt.Sprintf("%.2f×", t.VsEngine), "≥ 0.85×", verdict(t.VsEngine >= 0.85)},
 			Row{s, "engine CPU ÷ Herald CPU, per workflow", fmt.Sprintf("%.2f×", t.CPUVsEngine), "", ""},
 			Row{s, "steady p50 / p99 (peer: 1.4s / 2.9s)", lat(t.Steady.Latency), "< 1.4s / 2.9s",
-				verdict(t.Steady.Latency.Count > 0 && t.Steady.Latency.P50 < 1400*time.Millisecond && t.Steady.Latency.P99 < 2900*time.Millisecond)},
+				verdict(t.Steady.Latency.Count > 0 && t.Steady.Latency.P50.Std() < 1400*time.Millisecond && t.Steady.Latency.P99.Std() < 2900*time.Millisecond)},
 			Row{s, "full-load rate (peer: 106-154/s)", fmt.Sprintf("%.1f/s", t.Herald.PerSecond), "> 154/s", verdict(t.Herald.PerSecond > 154)},
 		)
 	}
@@ -97,11 +97,11 @@ func (r *Report) Rows() []Row {
 	if st := r.Storm; st != nil {
 		s := Storm
 		rows = append(rows,
-			Row{s, "events failing together", fmt.Sprintf("%d (first attempts arrived within %s, answered 503 at once)", st.Events, round(st.FirstSpread)), "", ""},
+			Row{s, "events failing together", fmt.Sprintf("%d (first attempts arrived within %s, answered 503 at once)", st.Events, round(st.FirstSpread.Std())), "", ""},
 			Row{s, "second attempts arrived", fmt.Sprintf("%d/%d", st.Seconds, st.Events), "", verdict(st.Seconds == st.Events)},
 			Row{s, "peak second attempts per second", fmt.Sprintf("%d", st.Peak), fmt.Sprintf("≤ %.1f", st.PeakTarget), verdict(st.Seconds > 0 && float64(st.Peak) <= st.PeakTarget)},
-			Row{s, "first / last second attempt after the 503s", fmt.Sprintf("%s / %s", round(st.FirstAt), round(st.LastAt)),
-				fmt.Sprintf("first ≥ %s", round(st.EarliestTarget)), verdict(st.Seconds > 0 && st.FirstAt >= st.EarliestTarget)},
+			Row{s, "first / last second attempt after the 503s", fmt.Sprintf("%s / %s", round(st.FirstAt.Std()), round(st.LastAt.Std())),
+				fmt.Sprintf("first ≥ %s", round(st.EarliestTarget.Std())), verdict(st.Seconds > 0 && st.FirstAt >= st.EarliestTarget)},
 			Row{s, "per second after the 503s", histogram(st.PerSecond), "", ""},
 		)
 	}

@@ -4,14 +4,16 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // Latency summarises a set of durations.
 type Latency struct {
-	Count int           `json:"count"`
-	P50   time.Duration `json:"p50"`
-	P99   time.Duration `json:"p99"`
-	Max   time.Duration `json:"max"`
+	Count int               `json:"count"`
+	P50   duration.Duration `json:"p50"`
+	P99   duration.Duration `json:"p99"`
+	Max   duration.Duration `json:"max"`
 }
 
 // summarize returns the nearest-rank p50, p99 and max of ds.
@@ -21,7 +23,7 @@ func summarize(ds []time.Duration) Latency {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return Latency{Count: len(s), P50: rank(s, 0.50), P99: rank(s, 0.99), Max: s[len(s)-1]}
+	return Latency{Count: len(s), P50: duration.Duration(rank(s, 0.50)), P99: duration.Duration(rank(s, 0.99)), Max: duration.Duration(s[len(s)-1])}
 }
 
 func rank(sorted []time.Duration, q float64) time.Duration {

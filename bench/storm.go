@@ -8,28 +8,29 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
 // StormResult is how the second attempts of a mass failure spread out.
 type StormResult struct {
-	Events int           `json:"events"`
-	Rung   time.Duration `json:"rung"`
-	Jitter float64       `json:"jitter"`
+	Events int               `json:"events"`
+	Rung   duration.Duration `json:"rung"`
+	Jitter float64           `json:"jitter"`
 	// FirstSpread is how far apart the first attempts arrived (they are answered 503 together).
-	FirstSpread time.Duration `json:"first_spread"`
+	FirstSpread duration.Duration `json:"first_spread"`
 	// Second attempts: how many arrived, when the first and last did (after the 503s), and
 	// how many arrived in each second after them.
-	Seconds   int           `json:"second_attempts"`
-	FirstAt   time.Duration `json:"first_at"`
-	LastAt    time.Duration `json:"last_at"`
-	PerSecond []int         `json:"per_second"`
-	Peak      int           `json:"peak"`
+	Seconds   int               `json:"second_attempts"`
+	FirstAt   duration.Duration `json:"first_at"`
+	LastAt    duration.Duration `json:"last_at"`
+	PerSecond []int             `json:"per_second"`
+	Peak      int               `json:"peak"`
 	// PeakTarget is 1.25 × events spread evenly over the jitter window; EarliestTarget is
 	// the start of that window.
-	PeakTarget     float64       `json:"peak_target"`
-	EarliestTarget time.Duration `json:"earliest_target"`
-	Delivered      int           `json:"delivered"`
+	PeakTarget     float64           `json:"peak_target"`
+	EarliestTarget duration.Duration `json:"earliest_target"`
+	Delivered      int               `json:"delivered"`
 }
 
 // stormBreaker keeps the breaker from tripping, so the storm measures the ladder alone.
@@ -38,7 +39,7 @@ func stormBreaker() *policy.BreakerOverride {
 }
 
 func (e *env) storm(ctx context.Context) (*StormResult, error) {
-	n, rung, jitter := e.cfg.StormEvents, e.cfg.StormRung, 0.2
+	n, rung, jitter := e.cfg.StormEvents, e.cfg.StormRung.Std(), 0.2
 	ep := e.endpointID("storm")
 	// The first request of every event waits until all have arrived (or 10s), then they
 	// are all answered 503 at the same moment; later requests get 204.
@@ -78,7 +79,7 @@ func (e *env) storm(ctx context.Context) (*StormResult, error) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	o := &herald.Overrides{
-		Ladder:      &policy.LadderOverride{Delays: []time.Duration{rung}, Attempts: 3, Jitter: &jitter},
+		Ladder:      &policy.LadderOverride{Delays: duration.Of(rung), Attempts: 3, Jitter: &jitter},
 		MaxInFlight: policy.MaxMaxInFlight,
 		Breaker:     stormBreaker(),
 	}
@@ -95,9 +96,9 @@ func (e *env) storm(ctx context.Context) (*StormResult, error) {
 	mu.Lock()
 	t0 := answered
 	mu.Unlock()
-	res := &StormResult{Events: n, Rung: rung, Jitter: jitter,
+	res := &StormResult{Events: n, Rung: duration.Duration(rung), Jitter: jitter,
 		PeakTarget:     1.25 * float64(n) / (2 * jitter * rung.Seconds()),
-		EarliestTarget: time.Duration(float64(rung) * (1 - jitter))}
+		EarliestTarget: duration.Duration(time.Duration(float64(rung) * (1 - jitter)))}
 	var firsts []time.Time
 	for _, a := range e.rcv.arrivalsOf(ep) {
 		switch a.N {
@@ -105,10 +106,10 @@ func (e *env) storm(ctx context.Context) (*StormResult, error) {
 			firsts = append(firsts, a.At)
 		case 2:
 			d := a.At.Sub(t0)
-			if res.Seconds == 0 || d < res.FirstAt {
-				res.FirstAt = d
+			if res.Seconds == 0 || d < res.FirstAt.Std() {
+				res.FirstAt = duration.Duration(d)
 			}
-			res.LastAt = max(res.LastAt, d)
+			res.LastAt = max(res.LastAt, duration.Duration(d))
 			res.Seconds++
 			sec := int(math.Floor(d.Seconds()))
 			if sec < 0 {
@@ -121,7 +122,7 @@ func (e *env) storm(ctx context.Context) (*StormResult, error) {
 		}
 	}
 	f, l := span(firsts)
-	res.FirstSpread = l.Sub(f)
+	res.FirstSpread = duration.Duration(l.Sub(f))
 	for _, c := range res.PerSecond {
 		res.Peak = max(res.Peak, c)
 	}

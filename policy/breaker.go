@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // CircuitState is the state of an endpoint's circuit breaker.
@@ -24,20 +26,20 @@ type BreakerConfig struct {
 	// ConsecutiveFailures failed attempts in a row, all within ConsecutiveWindow, open the circuit.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	// ConsecutiveWindow is how recent the consecutive failures must be.
-	ConsecutiveWindow time.Duration `json:"consecutive_window"`
+	ConsecutiveWindow duration.Duration `json:"consecutive_window"`
 	// VolumeFailures failed attempts within VolumeWindow, successes or not in between, open the circuit.
 	VolumeFailures int `json:"volume_failures"`
 	// VolumeWindow is how recent the counted failures must be.
-	VolumeWindow time.Duration `json:"volume_window"`
+	VolumeWindow duration.Duration `json:"volume_window"`
 	// ProbeDelay is how long after first opening the probe is due.
-	ProbeDelay time.Duration `json:"probe_delay"`
+	ProbeDelay duration.Duration `json:"probe_delay"`
 	// MaxProbeDelay caps the probe delay, which doubles each time the circuit re-opens.
-	MaxProbeDelay time.Duration `json:"max_probe_delay"`
+	MaxProbeDelay duration.Duration `json:"max_probe_delay"`
 	// HalfOpenSuccesses successful attempts in a row after a good probe close the circuit.
 	HalfOpenSuccesses int `json:"half_open_successes"`
 	// ProbeTimeout is how long a probe or half-open attempt may go without an outcome or a
 	// release before its slot is treated as released (a lost worker must not wedge the circuit).
-	ProbeTimeout time.Duration `json:"probe_timeout"`
+	ProbeTimeout duration.Duration `json:"probe_timeout"`
 }
 
 // DefaultBreakerConfig returns the article's numbers: 5 consecutive failures within 60s or
@@ -46,13 +48,13 @@ type BreakerConfig struct {
 func DefaultBreakerConfig() BreakerConfig {
 	return BreakerConfig{
 		ConsecutiveFailures: 5,
-		ConsecutiveWindow:   60 * time.Second,
+		ConsecutiveWindow:   duration.Duration(60 * time.Second),
 		VolumeFailures:      20,
-		VolumeWindow:        5 * time.Minute,
-		ProbeDelay:          5 * time.Minute,
-		MaxProbeDelay:       time.Hour,
+		VolumeWindow:        duration.Duration(5 * time.Minute),
+		ProbeDelay:          duration.Duration(5 * time.Minute),
+		MaxProbeDelay:       duration.Duration(time.Hour),
 		HalfOpenSuccesses:   5,
-		ProbeTimeout:        2 * time.Minute,
+		ProbeTimeout:        duration.Duration(2 * time.Minute),
 	}
 }
 
@@ -60,14 +62,14 @@ func DefaultBreakerConfig() BreakerConfig {
 // zero field (nil HalfOpenSuccesses) keeps the base's value, so a change names only what
 // it changes.
 type BreakerOverride struct {
-	ConsecutiveFailures int           `json:"consecutive_failures,omitempty"`
-	ConsecutiveWindow   time.Duration `json:"consecutive_window,omitempty"`
-	VolumeFailures      int           `json:"volume_failures,omitempty"`
-	VolumeWindow        time.Duration `json:"volume_window,omitempty"`
-	ProbeDelay          time.Duration `json:"probe_delay,omitempty"`
-	MaxProbeDelay       time.Duration `json:"max_probe_delay,omitempty"`
-	HalfOpenSuccesses   *int          `json:"half_open_successes,omitempty"`
-	ProbeTimeout        time.Duration `json:"probe_timeout,omitempty"`
+	ConsecutiveFailures int               `json:"consecutive_failures,omitempty"`
+	ConsecutiveWindow   duration.Duration `json:"consecutive_window,omitempty"`
+	VolumeFailures      int               `json:"volume_failures,omitempty"`
+	VolumeWindow        duration.Duration `json:"volume_window,omitempty"`
+	ProbeDelay          duration.Duration `json:"probe_delay,omitempty"`
+	MaxProbeDelay       duration.Duration `json:"max_probe_delay,omitempty"`
+	HalfOpenSuccesses   *int              `json:"half_open_successes,omitempty"`
+	ProbeTimeout        duration.Duration `json:"probe_timeout,omitempty"`
 }
 
 // Override returns the override that sets every field to c's.
@@ -88,7 +90,7 @@ func (c BreakerConfig) Apply(o BreakerOverride) BreakerConfig {
 			*dst = v
 		}
 	}
-	setDur := func(dst *time.Duration, v time.Duration) {
+	setDur := func(dst *duration.Duration, v duration.Duration) {
 		if v != 0 {
 			*dst = v
 		}
@@ -142,7 +144,7 @@ func (c BreakerConfig) Validate() error {
 	switch {
 	case c.ProbeDelay <= 0:
 		errs = append(errs, fmt.Errorf("breaker probe delay %s is not positive; use a duration such as 5m", c.ProbeDelay))
-	case c.ProbeDelay < MinDelay:
+	case c.ProbeDelay.Std() < MinDelay:
 		errs = append(errs, fmt.Errorf("breaker probe delay %s is under %s; use a duration such as 5m", c.ProbeDelay, MinDelay))
 	}
 	if c.MaxProbeDelay < c.ProbeDelay {
@@ -219,13 +221,13 @@ type Breaker struct {
 	// Epoch counts state changes; tickets from older epochs are ignored.
 	Epoch uint64 `json:"epoch"`
 	// Delay is the current probe delay while open or half-open.
-	Delay time.Duration `json:"delay,omitempty"`
+	Delay duration.Duration `json:"delay,omitempty"`
 	// ProbeDue is when the next probe may go while open.
 	ProbeDue time.Time `json:"probe_due,omitzero"`
 	// Streak holds the times of the current run of consecutive failures (closed only).
-	Streak []time.Time `json:"streak,omitempty"`
+	Streak []time.Time `json:"streak,omitzero"`
 	// Failures holds the times of recent failures for the volume trigger (closed only).
-	Failures []time.Time `json:"failures,omitempty"`
+	Failures []time.Time `json:"failures,omitzero"`
 	// Successes counts good half-open attempts so far.
 	Successes int `json:"successes,omitempty"`
 	// Slot numbers the last probe or trickle slot handed out.
@@ -273,7 +275,7 @@ func (b *Breaker) Admit(now time.Time) Admission {
 	switch b.State() {
 	case CircuitOpen:
 		if b.SlotBusy {
-			return Admission{Reason: fmt.Sprintf("circuit open (%s): probe in flight", b.Reason), RetryAt: b.SlotAt.Add(b.Config.ProbeTimeout)}
+			return Admission{Reason: fmt.Sprintf("circuit open (%s): probe in flight", b.Reason), RetryAt: b.SlotAt.Add(b.Config.ProbeTimeout.Std())}
 		}
 		if now.Before(b.ProbeDue) {
 			return Admission{Reason: fmt.Sprintf("circuit open (%s): probe due at %s", b.Reason, b.ProbeDue.UTC().Format(time.RFC3339)), RetryAt: b.ProbeDue}
@@ -281,7 +283,7 @@ func (b *Breaker) Admit(now time.Time) Admission {
 		return Admission{OK: true, Probe: true, Ticket: b.takeSlot(now, TicketProbe)}
 	case CircuitHalfOpen:
 		if b.SlotBusy {
-			return Admission{Reason: "circuit half-open: one attempt in flight", RetryAt: b.SlotAt.Add(b.Config.ProbeTimeout)}
+			return Admission{Reason: "circuit half-open: one attempt in flight", RetryAt: b.SlotAt.Add(b.Config.ProbeTimeout.Std())}
 		}
 		return Admission{OK: true, Ticket: b.takeSlot(now, TicketTrickle)}
 	default:
@@ -383,7 +385,7 @@ func (b *Breaker) Reconfigure(c BreakerConfig) error {
 	if b.Delay > c.MaxProbeDelay {
 		b.Delay = c.MaxProbeDelay
 		if b.State() == CircuitOpen {
-			if due := b.Entered.Add(b.Delay); due.Before(b.ProbeDue) {
+			if due := b.Entered.Add(b.Delay.Std()); due.Before(b.ProbeDue) {
 				b.ProbeDue = due
 			}
 		}
@@ -398,13 +400,13 @@ func (b *Breaker) recordClosed(now time.Time, ok bool) {
 		b.Streak = nil
 		return
 	}
-	b.Streak = pushTime(b.Streak, now, b.Config.ConsecutiveWindow, b.Config.ConsecutiveFailures)
-	b.Failures = pushTime(b.Failures, now, b.Config.VolumeWindow, b.Config.VolumeFailures)
+	b.Streak = pushTime(b.Streak, now, b.Config.ConsecutiveWindow.Std(), b.Config.ConsecutiveFailures)
+	b.Failures = pushTime(b.Failures, now, b.Config.VolumeWindow.Std(), b.Config.VolumeFailures)
 	switch {
 	case len(b.Streak) >= b.Config.ConsecutiveFailures:
-		b.trip(now, fmt.Sprintf("%d consecutive failures", b.Config.ConsecutiveFailures), b.Config.ProbeDelay)
+		b.trip(now, fmt.Sprintf("%d consecutive failures", b.Config.ConsecutiveFailures), b.Config.ProbeDelay.Std())
 	case len(b.Failures) >= b.Config.VolumeFailures:
-		b.trip(now, fmt.Sprintf("%d failures in %s", b.Config.VolumeFailures, b.Config.VolumeWindow), b.Config.ProbeDelay)
+		b.trip(now, fmt.Sprintf("%d failures in %s", b.Config.VolumeFailures, b.Config.VolumeWindow), b.Config.ProbeDelay.Std())
 	}
 }
 
@@ -417,7 +419,7 @@ func (b *Breaker) reopen(now time.Time, reason string) {
 	if d > b.Config.MaxProbeDelay || d <= 0 {
 		d = b.Config.MaxProbeDelay
 	}
-	b.trip(now, reason, d)
+	b.trip(now, reason, d.Std())
 }
 
 func (b *Breaker) trip(now time.Time, reason string, delay time.Duration) {
@@ -428,7 +430,7 @@ func (b *Breaker) trip(now time.Time, reason string, delay time.Duration) {
 	b.Entered = now
 	b.Epoch++
 	b.Reason = reason
-	b.Delay = delay
+	b.Delay = duration.Duration(delay)
 	b.ProbeDue = now.Add(delay)
 	b.Streak, b.Failures = nil, nil
 	b.Successes = 0
@@ -461,7 +463,7 @@ func (b *Breaker) ownsSlot(t Ticket) bool {
 
 // expireSlot frees a slot whose attempt has been silent for ProbeTimeout.
 func (b *Breaker) expireSlot(now time.Time) {
-	if b.SlotBusy && now.Sub(b.SlotAt) >= b.Config.ProbeTimeout {
+	if b.SlotBusy && now.Sub(b.SlotAt) >= b.Config.ProbeTimeout.Std() {
 		b.SlotBusy = false
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 var breakerEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -163,7 +165,7 @@ func TestBreakerTransitions(t *testing.T) {
 		)},
 		{"20 failures within 5m open despite successes", slices.Concat(
 			failOK(0, 14*sec, 19),
-			[]bStep{{At: 19 * 14 * sec, Op: "fail", State: CircuitOpen, Reason: "20 failures in 5m0s", ProbeAt: 19*14*sec + 5*m}},
+			[]bStep{{At: 19 * 14 * sec, Op: "fail", State: CircuitOpen, Reason: "20 failures in 5m", ProbeAt: 19*14*sec + 5*m}},
 		)},
 		{"20 failures over more than 5m do not open", slices.Concat(
 			failOK(0, 16*sec, 20), // the 20th failure is at 304s, the first has left
@@ -294,7 +296,7 @@ func TestBreakerTransitions(t *testing.T) {
 
 func TestBreakerSinceAndProbeDelayConfig(t *testing.T) {
 	c := DefaultBreakerConfig()
-	c.ConsecutiveFailures, c.ProbeDelay, c.MaxProbeDelay, c.HalfOpenSuccesses = 2, time.Second, 3*time.Second, 0
+	c.ConsecutiveFailures, c.ProbeDelay, c.MaxProbeDelay, c.HalfOpenSuccesses = 2, duration.Duration(time.Second), duration.Duration(3*time.Second), 0
 	b := NewBreaker(c)
 	at := func(s int) time.Time { return breakerEpoch.Add(time.Duration(s) * time.Second) }
 	for _, s := range []int{0, 1} {
@@ -327,9 +329,9 @@ func TestBreakerConfigValidate(t *testing.T) {
 		{"no consecutive failures", func(c *BreakerConfig) { c.ConsecutiveFailures = 0 }, "breaker consecutive failures 0 is out of range; use 1 to"},
 		{"zero consecutive window", func(c *BreakerConfig) { c.ConsecutiveWindow = 0 }, "breaker consecutive window 0s is not positive"},
 		{"huge volume", func(c *BreakerConfig) { c.VolumeFailures = 20000 }, "breaker volume failures 20000 is out of range"},
-		{"negative volume window", func(c *BreakerConfig) { c.VolumeWindow = -time.Second }, "breaker volume window -1s is not positive"},
+		{"negative volume window", func(c *BreakerConfig) { c.VolumeWindow = duration.Duration(-time.Second) }, "breaker volume window -1s is not positive"},
 		{"zero probe delay", func(c *BreakerConfig) { c.ProbeDelay = 0 }, "breaker probe delay 0s is not positive"},
-		{"max below delay", func(c *BreakerConfig) { c.MaxProbeDelay = time.Minute }, "breaker max probe delay 1m0s is below the probe delay 5m0s"},
+		{"max below delay", func(c *BreakerConfig) { c.MaxProbeDelay = duration.Duration(time.Minute) }, "breaker max probe delay 1m is below the probe delay 5m"},
 		{"negative half-open", func(c *BreakerConfig) { c.HalfOpenSuccesses = -1 }, "breaker half-open successes -1 is out of range; use 0 to"},
 		{"zero probe timeout", func(c *BreakerConfig) { c.ProbeTimeout = 0 }, "breaker probe timeout 0s is not positive"},
 	})
@@ -343,7 +345,7 @@ func TestBreakerReconfigure(t *testing.T) {
 	b := NewBreaker(DefaultBreakerConfig())
 	failBreaker(&b, 5)
 	c := DefaultBreakerConfig()
-	c.ProbeDelay, c.MaxProbeDelay = time.Minute, 2*time.Minute
+	c.ProbeDelay, c.MaxProbeDelay = duration.Duration(time.Minute), duration.Duration(2*time.Minute)
 	if err := b.Reconfigure(c); err != nil {
 		t.Fatal(err)
 	}
@@ -374,10 +376,10 @@ func TestBreakerCopiesAreIndependent(t *testing.T) {
 // twin is driven identically but goes through a JSON round trip now and then, and must answer the same.
 func TestBreakerProperties(t *testing.T) {
 	cfg := BreakerConfig{
-		ConsecutiveFailures: 3, ConsecutiveWindow: 20 * time.Second,
-		VolumeFailures: 6, VolumeWindow: time.Minute,
-		ProbeDelay: 10 * time.Second, MaxProbeDelay: 80 * time.Second,
-		HalfOpenSuccesses: 3, ProbeTimeout: 15 * time.Second,
+		ConsecutiveFailures: 3, ConsecutiveWindow: duration.Duration(20 * time.Second),
+		VolumeFailures: 6, VolumeWindow: duration.Duration(time.Minute),
+		ProbeDelay: duration.Duration(10 * time.Second), MaxProbeDelay: duration.Duration(80 * time.Second),
+		HalfOpenSuccesses: 3, ProbeTimeout: duration.Duration(15 * time.Second),
 	}
 	visits := map[CircuitState]int{}
 	probes := 0
@@ -395,7 +397,7 @@ func TestBreakerProperties(t *testing.T) {
 			}
 			before := b.State()
 			beforeSince := b.Since()
-			busy := b.SlotBusy && now.Sub(b.SlotAt) < b.Config.ProbeTimeout // a probe or half-open attempt is out
+			busy := b.SlotBusy && now.Sub(b.SlotAt) < b.Config.ProbeTimeout.Std() // a probe or half-open attempt is out
 			switch op := rng.Intn(10); {
 			case op < 4:
 				a, a2 := b.Admit(now), twin.Admit(now)
@@ -455,7 +457,7 @@ func TestBreakerProperties(t *testing.T) {
 				t.Fatalf("%s: twin %s/%q/%s, original %s/%q/%s", where, twin.State(), twin.TripReason(), twin.NextProbeAt(), b.State(), b.TripReason(), b.NextProbeAt())
 			}
 			if b.State() == CircuitOpen {
-				if d := b.NextProbeAt().Sub(b.Since()); d < cfg.ProbeDelay || d > cfg.MaxProbeDelay {
+				if d := b.NextProbeAt().Sub(b.Since()); d < cfg.ProbeDelay.Std() || d > cfg.MaxProbeDelay.Std() {
 					t.Fatalf("%s: probe delay %s outside [%s, %s]", where, d, cfg.ProbeDelay, cfg.MaxProbeDelay)
 				}
 			}
@@ -474,11 +476,11 @@ func TestBreakerProperties(t *testing.T) {
 func TestBreakerOverrideMergeApply(t *testing.T) {
 	zero, probe := 0, 2*time.Minute
 	var o BreakerOverride
-	o.Merge(BreakerOverride{ProbeDelay: probe})
+	o.Merge(BreakerOverride{ProbeDelay: duration.Duration(probe)})
 	o.Merge(BreakerOverride{ConsecutiveFailures: 3, HalfOpenSuccesses: &zero})
 	got := DefaultBreakerConfig().Apply(o)
 	want := DefaultBreakerConfig()
-	want.ProbeDelay, want.ConsecutiveFailures, want.HalfOpenSuccesses = probe, 3, 0
+	want.ProbeDelay, want.ConsecutiveFailures, want.HalfOpenSuccesses = duration.Duration(probe), 3, 0
 	if got != want {
 		t.Errorf("merged override applied = %+v, want %+v", got, want)
 	}

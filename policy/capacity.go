@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // Limits on an endpoint's configured concurrency cap.
@@ -26,15 +28,15 @@ type CapacityConfig struct {
 	// MaxInFlight is the configured cap, MinMaxInFlight to MaxMaxInFlight.
 	MaxInFlight int `json:"max_in_flight"`
 	// SlowP99 is the p99 latency above which the cap halves.
-	SlowP99 time.Duration `json:"slow_p99"`
+	SlowP99 duration.Duration `json:"slow_p99"`
 	// RecoverP99 is the p99 latency below which a reduced cap doubles back toward MaxInFlight.
-	RecoverP99 time.Duration `json:"recover_p99"`
+	RecoverP99 duration.Duration `json:"recover_p99"`
 	// WindowSamples is how many of the latest attempts the latency window holds at most.
 	WindowSamples int `json:"window_samples"`
 	// Window is how old a sample may be before it leaves the latency window.
-	Window time.Duration `json:"window"`
+	Window duration.Duration `json:"window"`
 	// MinChangeInterval is the least time between two changes of the cap.
-	MinChangeInterval time.Duration `json:"min_change_interval"`
+	MinChangeInterval duration.Duration `json:"min_change_interval"`
 	// MinSamples is how many samples observed since the last change a change needs.
 	MinSamples int `json:"min_samples"`
 }
@@ -45,11 +47,11 @@ type CapacityConfig struct {
 func DefaultCapacityConfig() CapacityConfig {
 	return CapacityConfig{
 		MaxInFlight:       DefaultMaxInFlight,
-		SlowP99:           3 * time.Second,
-		RecoverP99:        1500 * time.Millisecond,
+		SlowP99:           duration.Duration(3 * time.Second),
+		RecoverP99:        duration.Duration(1500 * time.Millisecond),
 		WindowSamples:     100,
-		Window:            5 * time.Minute,
-		MinChangeInterval: 30 * time.Second,
+		Window:            duration.Duration(5 * time.Minute),
+		MinChangeInterval: duration.Duration(30 * time.Second),
 		MinSamples:        10,
 	}
 }
@@ -87,9 +89,9 @@ func (c CapacityConfig) Validate() error {
 // LatencySample is one finished attempt's latency.
 type LatencySample struct {
 	// At is when the attempt finished.
-	At time.Time `json:"at"`
+	At time.Time `json:"at,omitzero"`
 	// Latency is how long the attempt took.
-	Latency time.Duration `json:"latency"`
+	Latency duration.Duration `json:"latency"`
 }
 
 // Capacity is one endpoint's adaptive concurrency cap. It is a value with exported fields
@@ -130,7 +132,7 @@ func (c *Capacity) Observe(now time.Time, latency time.Duration) bool {
 	window := c.window(now)
 	samples := make([]LatencySample, 0, len(window)+1)
 	samples = append(samples, window...)
-	samples = append(samples, LatencySample{At: now, Latency: latency})
+	samples = append(samples, LatencySample{At: now, Latency: duration.Duration(latency)})
 	if n := c.Config.WindowSamples; n > 0 && len(samples) > n {
 		samples = samples[len(samples)-n:]
 	}
@@ -140,15 +142,15 @@ func (c *Capacity) Observe(now time.Time, latency time.Duration) bool {
 	if c.Fresh < c.Config.MinSamples {
 		return false
 	}
-	if !c.ChangedAt.IsZero() && now.Sub(c.ChangedAt) < c.Config.MinChangeInterval {
+	if !c.ChangedAt.IsZero() && now.Sub(c.ChangedAt) < c.Config.MinChangeInterval.Std() {
 		return false
 	}
 	p99 := percentile(samples[len(samples)-c.Fresh:], 0.99)
 	limit := c.Cap()
 	switch {
-	case p99 > c.Config.SlowP99 && limit > MinMaxInFlight:
+	case p99 > c.Config.SlowP99.Std() && limit > MinMaxInFlight:
 		limit = max(limit/2, MinMaxInFlight)
-	case p99 < c.Config.RecoverP99 && limit < c.Config.MaxInFlight:
+	case p99 < c.Config.RecoverP99.Std() && limit < c.Config.MaxInFlight:
 		limit = min(limit*2, c.Config.MaxInFlight)
 	default:
 		return false
@@ -188,7 +190,7 @@ func (c *Capacity) Reconfigure(cfg CapacityConfig) error {
 // window returns the samples less than Window old at now; it shares c.Samples, read only.
 func (c *Capacity) window(now time.Time) []LatencySample {
 	i := 0
-	for i < len(c.Samples) && now.Sub(c.Samples[i].At) >= c.Config.Window {
+	for i < len(c.Samples) && now.Sub(c.Samples[i].At) >= c.Config.Window.Std() {
 		i++
 	}
 	return c.Samples[i:]
@@ -205,7 +207,7 @@ func percentile(samples []LatencySample, q float64) time.Duration {
 	q = min(q, 1)
 	ls := make([]time.Duration, len(samples))
 	for i, s := range samples {
-		ls[i] = s.Latency
+		ls[i] = s.Latency.Std()
 	}
 	slices.Sort(ls)
 	rank := int(math.Ceil(q * float64(len(ls))))

@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 var capacityEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -124,10 +126,10 @@ func TestCapacityConfigValidate(t *testing.T) {
 		{"zero", func(c *CapacityConfig) { c.MaxInFlight = 0 }, "max in-flight 0 is below 1"},
 		{"negative", func(c *CapacityConfig) { c.MaxInFlight = -4 }, "max in-flight -4 is below 1"},
 		{"zero slow", func(c *CapacityConfig) { c.SlowP99 = 0 }, "slow p99 0s is not positive"},
-		{"recover not below slow", func(c *CapacityConfig) { c.RecoverP99 = 3 * time.Second }, "recover p99 3s must be positive and below the slow p99 3s"},
+		{"recover not below slow", func(c *CapacityConfig) { c.RecoverP99 = duration.Duration(3 * time.Second) }, "recover p99 3s must be positive and below the slow p99 3s"},
 		{"no samples", func(c *CapacityConfig) { c.WindowSamples = 0 }, "window samples 0 is out of range"},
 		{"zero window", func(c *CapacityConfig) { c.Window = 0 }, "latency window 0s is not positive"},
-		{"negative interval", func(c *CapacityConfig) { c.MinChangeInterval = -time.Second }, "min change interval -1s is negative"},
+		{"negative interval", func(c *CapacityConfig) { c.MinChangeInterval = duration.Duration(-time.Second) }, "min change interval -1s is negative"},
 		{"min samples above window", func(c *CapacityConfig) { c.MinSamples = 101 }, "min samples 101 is out of range; use 1 to the window samples (100)"},
 	})
 	for _, n := range []int{1, 500} {
@@ -184,8 +186,8 @@ func TestCapacityReconfigure(t *testing.T) {
 // MinChangeInterval, and a twin that goes through JSON now and then answers the same.
 func TestCapacityProperties(t *testing.T) {
 	cfg := CapacityConfig{
-		MaxInFlight: 37, SlowP99: 300 * time.Millisecond, RecoverP99: 150 * time.Millisecond,
-		WindowSamples: 20, Window: 30 * time.Second, MinChangeInterval: 5 * time.Second, MinSamples: 4,
+		MaxInFlight: 37, SlowP99: duration.Duration(300 * time.Millisecond), RecoverP99: duration.Duration(150 * time.Millisecond),
+		WindowSamples: 20, Window: duration.Duration(30 * time.Second), MinChangeInterval: duration.Duration(5 * time.Second), MinSamples: 4,
 	}
 	changes := 0
 	for seed := int64(1); seed <= 600; seed++ {
@@ -222,7 +224,7 @@ func TestCapacityProperties(t *testing.T) {
 				if after != max(before/2, 1) && after != min(before*2, cfg.MaxInFlight) {
 					t.Fatalf("%s: cap went %d to %d", where, before, after)
 				}
-				if !lastChange.IsZero() && now.Sub(lastChange) < cfg.MinChangeInterval {
+				if !lastChange.IsZero() && now.Sub(lastChange) < cfg.MinChangeInterval.Std() {
 					t.Fatalf("%s: changed %s after the previous change", where, now.Sub(lastChange))
 				}
 				lastChange = now

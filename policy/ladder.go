@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // Limits on a Ladder, enforced by [Ladder.Validate].
@@ -34,9 +36,9 @@ const (
 // When Attempts exceeds len(Delays)+1 the last delay repeats; when it is
 // smaller the unused delays are cut.
 type Ladder struct {
-	Delays   []time.Duration `json:"delays"`   // wait before attempt 2, 3, ...
-	Attempts int             `json:"attempts"` // total attempts including the first
-	Jitter   float64         `json:"jitter"`   // fraction, 0.2 = ±20%; 0 = none; must be in [0, 1)
+	Delays   []duration.Duration `json:"delays"`   // wait before attempt 2, 3, ...
+	Attempts int                 `json:"attempts"` // total attempts including the first
+	Jitter   float64             `json:"jitter"`   // fraction, 0.2 = ±20%; 0 = none; must be in [0, 1)
 }
 
 // DefaultLadder returns Herald's default ladder: 8 attempts, the first at
@@ -44,15 +46,15 @@ type Ladder struct {
 // delay jittered by ±20%.
 func DefaultLadder() Ladder {
 	return Ladder{
-		Delays: []time.Duration{
-			30 * time.Second,
-			2 * time.Minute,
-			10 * time.Minute,
-			30 * time.Minute,
-			1 * time.Hour,
-			3 * time.Hour,
-			8 * time.Hour,
-		},
+		Delays: duration.Of(
+			30*time.Second,
+			2*time.Minute,
+			10*time.Minute,
+			30*time.Minute,
+			1*time.Hour,
+			3*time.Hour,
+			8*time.Hour,
+		),
 		Attempts: 8,
 		Jitter:   0.2,
 	}
@@ -73,9 +75,9 @@ func (l Ladder) Validate() error {
 		switch {
 		case d <= 0:
 			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; every delay must be positive", i+1, d))
-		case d < MinDelay:
+		case d.Std() < MinDelay:
 			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; the shortest allowed is %s", i+1, d, MinDelay))
-		case d > MaxDelay:
+		case d.Std() > MaxDelay:
 			errs = append(errs, fmt.Errorf("ladder: delay %d is %s; the longest allowed is %s", i+1, d, MaxDelay))
 		}
 	}
@@ -96,16 +98,16 @@ func (l Ladder) BaseDelay(failed int) (time.Duration, bool) {
 		return 0, false
 	}
 	i := min(failed-1, len(l.Delays)-1)
-	return l.Delays[i], true
+	return l.Delays[i].Std(), true
 }
 
 // LadderOverride changes some fields of a Ladder, for per-endpoint
 // configuration. A nil Delays, zero Attempts or nil Jitter keeps the base
 // ladder's value.
 type LadderOverride struct {
-	Delays   []time.Duration `json:"delays,omitempty"`   // replaces the schedule when non-nil
-	Attempts int             `json:"attempts,omitempty"` // replaces the attempt count when non-zero
-	Jitter   *float64        `json:"jitter,omitempty"`   // replaces the jitter when non-nil; 0 turns it off
+	Delays   []duration.Duration `json:"delays,omitempty"`   // replaces the schedule when non-nil
+	Attempts int                 `json:"attempts,omitempty"` // replaces the attempt count when non-zero
+	Jitter   *float64            `json:"jitter,omitempty"`   // replaces the jitter when non-nil; 0 turns it off
 }
 
 // Apply returns l with the override's fields in place. The result shares no
@@ -121,7 +123,7 @@ func (l Ladder) Apply(o LadderOverride) Ladder {
 	if o.Jitter != nil {
 		out.Jitter = *o.Jitter
 	}
-	out.Delays = append([]time.Duration(nil), out.Delays...)
+	out.Delays = append([]duration.Duration(nil), out.Delays...)
 	return out
 }
 
@@ -154,10 +156,10 @@ func scaleDuration(base time.Duration, f float64) time.Duration {
 
 // NextAttempt is the decision after a failed attempt.
 type NextAttempt struct {
-	Retry     bool          `json:"retry"`                // false: the ladder is exhausted → dead letter
-	Delay     time.Duration `json:"delay,omitempty"`      // wait before the next attempt
-	BaseDelay time.Duration `json:"base_delay,omitempty"` // the ladder's un-jittered delay
-	Source    string        `json:"source,omitempty"`     // "ladder" or "retry_after"
+	Retry     bool              `json:"retry"`                // false: the ladder is exhausted → dead letter
+	Delay     duration.Duration `json:"delay,omitempty"`      // wait before the next attempt
+	BaseDelay duration.Duration `json:"base_delay,omitempty"` // the ladder's un-jittered delay
+	Source    string            `json:"source,omitempty"`     // "ladder" or "retry_after"
 }
 
 // Next decides what follows failed attempt number failed (1-based), given the Retry-After decision and a jitter key.
@@ -194,8 +196,8 @@ func NextAt(l Ladder, failed int, ra RetryAfter, u float64) NextAttempt {
 	if (ra.Action == RetryAfterHonoured || ra.Action == RetryAfterCapped) && ra.Delay >= 0 {
 		return NextAttempt{
 			Retry:     true,
-			Delay:     max(ra.Delay, scaleDuration(ra.Delay, 1+j*u)),
-			BaseDelay: base,
+			Delay:     duration.Duration(max(ra.Delay.Std(), scaleDuration(ra.Delay.Std(), 1+j*u))),
+			BaseDelay: duration.Duration(base),
 			Source:    SourceRetryAfter,
 		}
 	}
@@ -203,7 +205,7 @@ func NextAt(l Ladder, failed int, ra RetryAfter, u float64) NextAttempt {
 	if base > 0 && j > 0 {
 		d = scaleDuration(base, 1-j+2*j*u)
 	}
-	return NextAttempt{Retry: true, Delay: d, BaseDelay: base, Source: SourceLadder}
+	return NextAttempt{Retry: true, Delay: duration.Duration(d), BaseDelay: duration.Duration(base), Source: SourceLadder}
 }
 
 // Spread returns the k-th place (k = 0, 1, 2, ...) of a sequence that fills [0, 1)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 func TestDefaultLadder(t *testing.T) {
@@ -31,8 +33,8 @@ func TestDefaultLadder(t *testing.T) {
 		t.Errorf("BaseDelay(8) = %s, true; want exhausted after the 8th attempt", got)
 	}
 	// DefaultLadder must hand out a fresh slice each time.
-	l.Delays[0] = time.Hour
-	if DefaultLadder().Delays[0] != 30*time.Second {
+	l.Delays[0] = duration.Duration(time.Hour)
+	if DefaultLadder().Delays[0].Std() != 30*time.Second {
 		t.Error("DefaultLadder() shares its Delays slice between calls")
 	}
 }
@@ -46,15 +48,15 @@ func TestBaseDelay(t *testing.T) {
 		want   time.Duration
 		ok     bool
 	}{
-		{"first failure", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, 1, s, true},
-		{"second failure", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, 2, m, true},
-		{"last attempt failed", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, 3, 0, false},
-		{"past the end", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, 4, 0, false},
-		{"last delay repeats", Ladder{Delays: []time.Duration{s, m}, Attempts: 6}, 5, m, true},
-		{"ladder cut", Ladder{Delays: []time.Duration{s, m, time.Hour}, Attempts: 2}, 2, 0, false},
-		{"zero failed counts as one", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, 0, s, true},
-		{"negative failed counts as one", Ladder{Delays: []time.Duration{s, m}, Attempts: 3}, -7, s, true},
-		{"single attempt", Ladder{Delays: []time.Duration{s}, Attempts: 1}, 1, 0, false},
+		{"first failure", Ladder{Delays: duration.Of(s, m), Attempts: 3}, 1, s, true},
+		{"second failure", Ladder{Delays: duration.Of(s, m), Attempts: 3}, 2, m, true},
+		{"last attempt failed", Ladder{Delays: duration.Of(s, m), Attempts: 3}, 3, 0, false},
+		{"past the end", Ladder{Delays: duration.Of(s, m), Attempts: 3}, 4, 0, false},
+		{"last delay repeats", Ladder{Delays: duration.Of(s, m), Attempts: 6}, 5, m, true},
+		{"ladder cut", Ladder{Delays: duration.Of(s, m, time.Hour), Attempts: 2}, 2, 0, false},
+		{"zero failed counts as one", Ladder{Delays: duration.Of(s, m), Attempts: 3}, 0, s, true},
+		{"negative failed counts as one", Ladder{Delays: duration.Of(s, m), Attempts: 3}, -7, s, true},
+		{"single attempt", Ladder{Delays: duration.Of(s), Attempts: 1}, 1, 0, false},
 		{"no delays never retries", Ladder{Attempts: 5}, 1, 0, false},
 		{"zero ladder", Ladder{}, 1, 0, false},
 	}
@@ -77,19 +79,19 @@ func TestLadderValidate(t *testing.T) {
 	}{
 		{"default", ok, nil},
 		{"one attempt without delays", Ladder{Attempts: 1}, nil},
-		{"max attempts", Ladder{Delays: []time.Duration{time.Second}, Attempts: MaxAttempts}, nil},
-		{"max delay", Ladder{Delays: []time.Duration{MaxDelay}, Attempts: 2}, nil},
-		{"zero jitter", Ladder{Delays: []time.Duration{time.Second}, Attempts: 2, Jitter: 0}, nil},
+		{"max attempts", Ladder{Delays: duration.Of(time.Second), Attempts: MaxAttempts}, nil},
+		{"max delay", Ladder{Delays: duration.Of(MaxDelay), Attempts: 2}, nil},
+		{"zero jitter", Ladder{Delays: duration.Of(time.Second), Attempts: 2, Jitter: 0}, nil},
 		{"zero attempts", Ladder{Delays: ok.Delays, Attempts: 0, Jitter: 0.2}, []string{"attempts is 0", "between 1 and 100"}},
 		{"too many attempts", Ladder{Delays: ok.Delays, Attempts: 101, Jitter: 0.2}, []string{"attempts is 101"}},
 		{"no delays", Ladder{Attempts: 3}, []string{"3 attempts but no delays"}},
-		{"zero delay", Ladder{Delays: []time.Duration{time.Second, 0}, Attempts: 3}, []string{"delay 2 is 0s", "positive"}},
-		{"negative delay", Ladder{Delays: []time.Duration{-time.Second}, Attempts: 3}, []string{"delay 1 is -1s"}},
-		{"delay too long", Ladder{Delays: []time.Duration{MaxDelay + 1}, Attempts: 2}, []string{"delay 1", "longest allowed is 720h0m0s"}},
+		{"zero delay", Ladder{Delays: duration.Of(time.Second, 0), Attempts: 3}, []string{"delay 2 is 0s", "positive"}},
+		{"negative delay", Ladder{Delays: duration.Of(-time.Second), Attempts: 3}, []string{"delay 1 is -1s"}},
+		{"delay too long", Ladder{Delays: duration.Of(MaxDelay + 1), Attempts: 2}, []string{"delay 1", "longest allowed is 720h0m0s"}},
 		{"negative jitter", Ladder{Delays: ok.Delays, Attempts: 8, Jitter: -0.1}, []string{"jitter -0.1 is out of range", "[0, 1)"}},
 		{"jitter one", Ladder{Delays: ok.Delays, Attempts: 8, Jitter: 1}, []string{"jitter 1 is out of range"}},
 		{"jitter NaN", Ladder{Delays: ok.Delays, Attempts: 8, Jitter: math.NaN()}, []string{"jitter NaN"}},
-		{"every problem at once", Ladder{Delays: []time.Duration{0}, Attempts: 0, Jitter: 2}, []string{"attempts is 0", "delay 1 is 0s", "jitter 2"}},
+		{"every problem at once", Ladder{Delays: duration.Of(0), Attempts: 0, Jitter: 2}, []string{"attempts is 0", "delay 1 is 0s", "jitter 2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +204,7 @@ func TestApply(t *testing.T) {
 	}{
 		{"empty keeps all", LadderOverride{}, base},
 		{"attempts", LadderOverride{Attempts: 3}, Ladder{Delays: base.Delays, Attempts: 3, Jitter: 0.2}},
-		{"delays", LadderOverride{Delays: []time.Duration{time.Minute}}, Ladder{Delays: []time.Duration{time.Minute}, Attempts: 8, Jitter: 0.2}},
+		{"delays", LadderOverride{Delays: duration.Of(time.Minute)}, Ladder{Delays: duration.Of(time.Minute), Attempts: 8, Jitter: 0.2}},
 		{"jitter off", LadderOverride{Jitter: &zero}, Ladder{Delays: base.Delays, Attempts: 8, Jitter: 0}},
 	}
 	for _, tt := range tests {
@@ -235,14 +237,14 @@ func TestNext(t *testing.T) {
 		{"ladder first retry", l, 1, none, true, SourceLadder, 30 * time.Second, 24 * time.Second, 36 * time.Second},
 		{"ladder last retry", l, 7, none, true, SourceLadder, 8 * time.Hour, 6*time.Hour + 24*time.Minute, 9*time.Hour + 36*time.Minute},
 		{"ladder exhausted", l, 8, none, false, SourceLadder, 0, 0, 0},
-		{"exhausted despite Retry-After", l, 8, RetryAfter{Action: RetryAfterHonoured, Delay: time.Minute}, false, SourceLadder, 0, 0, 0},
-		{"ignored falls back to ladder", l, 2, RetryAfter{Action: RetryAfterIgnored, Asked: 48 * time.Hour}, true, SourceLadder, 2 * time.Minute, 96 * time.Second, 144 * time.Second},
-		{"honoured 60s, upward jitter", l, 1, RetryAfter{Action: RetryAfterHonoured, Delay: 60 * time.Second}, true, SourceRetryAfter, 30 * time.Second, 60 * time.Second, 72 * time.Second},
-		{"honoured shorter than ladder replaces it", l, 6, RetryAfter{Action: RetryAfterHonoured, Delay: 90 * time.Second}, true, SourceRetryAfter, 3 * time.Hour, 90 * time.Second, 108 * time.Second},
-		{"capped 4h", l, 1, RetryAfter{Action: RetryAfterCapped, Delay: 4 * time.Hour, Asked: 6 * time.Hour}, true, SourceRetryAfter, 30 * time.Second, 4 * time.Hour, 4*time.Hour + 48*time.Minute},
+		{"exhausted despite Retry-After", l, 8, RetryAfter{Action: RetryAfterHonoured, Delay: duration.Duration(time.Minute)}, false, SourceLadder, 0, 0, 0},
+		{"ignored falls back to ladder", l, 2, RetryAfter{Action: RetryAfterIgnored, Asked: duration.Duration(48 * time.Hour)}, true, SourceLadder, 2 * time.Minute, 96 * time.Second, 144 * time.Second},
+		{"honoured 60s, upward jitter", l, 1, RetryAfter{Action: RetryAfterHonoured, Delay: duration.Duration(60 * time.Second)}, true, SourceRetryAfter, 30 * time.Second, 60 * time.Second, 72 * time.Second},
+		{"honoured shorter than ladder replaces it", l, 6, RetryAfter{Action: RetryAfterHonoured, Delay: duration.Duration(90 * time.Second)}, true, SourceRetryAfter, 3 * time.Hour, 90 * time.Second, 108 * time.Second},
+		{"capped 4h", l, 1, RetryAfter{Action: RetryAfterCapped, Delay: duration.Duration(4 * time.Hour), Asked: duration.Duration(6 * time.Hour)}, true, SourceRetryAfter, 30 * time.Second, 4 * time.Hour, 4*time.Hour + 48*time.Minute},
 		{"honoured zero retries at once", l, 1, RetryAfter{Action: RetryAfterHonoured, Delay: 0}, true, SourceRetryAfter, 30 * time.Second, 0, 0},
-		{"no jitter is exact", Ladder{Delays: []time.Duration{time.Minute}, Attempts: 3}, 2, none, true, SourceLadder, time.Minute, time.Minute, time.Minute},
-		{"no jitter honoured is exact", Ladder{Delays: []time.Duration{time.Minute}, Attempts: 3}, 1, RetryAfter{Action: RetryAfterHonoured, Delay: 5 * time.Second}, true, SourceRetryAfter, time.Minute, 5 * time.Second, 5 * time.Second},
+		{"no jitter is exact", Ladder{Delays: duration.Of(time.Minute), Attempts: 3}, 2, none, true, SourceLadder, time.Minute, time.Minute, time.Minute},
+		{"no jitter honoured is exact", Ladder{Delays: duration.Of(time.Minute), Attempts: 3}, 1, RetryAfter{Action: RetryAfterHonoured, Delay: duration.Duration(5 * time.Second)}, true, SourceRetryAfter, time.Minute, 5 * time.Second, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,16 +252,16 @@ func TestNext(t *testing.T) {
 			for i := range 1000 {
 				key := JitterKey("evt_"+strconv.Itoa(i), 0, tt.failed)
 				got := Next(tt.ladder, tt.failed, tt.ra, key)
-				if got.Retry != tt.retry || got.Source != tt.source || got.BaseDelay != tt.base {
+				if got.Retry != tt.retry || got.Source != tt.source || got.BaseDelay.Std() != tt.base {
 					t.Fatalf("Next(failed %d, %+v) = %+v; want retry %v, source %s, base %s", tt.failed, tt.ra, got, tt.retry, tt.source, tt.base)
 				}
-				if got.Delay < tt.min || got.Delay > tt.max {
+				if got.Delay.Std() < tt.min || got.Delay.Std() > tt.max {
 					t.Fatalf("Next(failed %d, %+v, %q).Delay = %s, want in [%s, %s]", tt.failed, tt.ra, key, got.Delay, tt.min, tt.max)
 				}
 				if again := Next(tt.ladder, tt.failed, tt.ra, key); again != got {
 					t.Fatalf("Next is not deterministic: %+v then %+v", got, again)
 				}
-				distinct[got.Delay] = true
+				distinct[got.Delay.Std()] = true
 			}
 			// A window wider than zero must actually spread the keys.
 			if tt.max > tt.min && len(distinct) < 900 {
@@ -282,7 +284,7 @@ func TestSpread(t *testing.T) {
 	for _, start := range []uint64{0, 1, 137, 1 << 20} {
 		perSecond := map[int]int{}
 		for k := start; k < start+240; k++ {
-			d := NextAt(l, 1, RetryAfter{Action: RetryAfterNone}, Spread(k)).Delay
+			d := NextAt(l, 1, RetryAfter{Action: RetryAfterNone}, Spread(k)).Delay.Std()
 			if d < 24*time.Second || d >= 36*time.Second {
 				t.Fatalf("start %d: delay %s outside 24s..36s", start, d)
 			}
@@ -298,7 +300,7 @@ func TestSpread(t *testing.T) {
 
 func TestNextAtMatchesNext(t *testing.T) {
 	l := DefaultLadder()
-	for _, ra := range []RetryAfter{{Action: RetryAfterNone}, {Action: RetryAfterHonoured, Delay: time.Minute}} {
+	for _, ra := range []RetryAfter{{Action: RetryAfterNone}, {Action: RetryAfterHonoured, Delay: duration.Duration(time.Minute)}} {
 		for _, key := range []string{"evt_a/0/1", "evt_b/2/3", "x"} {
 			for failed := 1; failed <= 8; failed++ {
 				if a, b := Next(l, failed, ra, key), NextAt(l, failed, ra, unitFraction(key)); a != b {
@@ -312,7 +314,7 @@ func TestNextAtMatchesNext(t *testing.T) {
 // jitter is the delay Next picks for a one-step ladder of base with jitter j, after the
 // failed attempt whose jitter key is key.
 func jitter(base time.Duration, j float64, key string) time.Duration {
-	return Next(Ladder{Delays: []time.Duration{base}, Attempts: 2, Jitter: j}, 1, RetryAfter{}, key).Delay
+	return Next(Ladder{Delays: duration.Of(base), Attempts: 2, Jitter: j}, 1, RetryAfter{}, key).Delay.Std()
 }
 
 // totalDelay is the sum of l's base delays: from the first attempt to the last without

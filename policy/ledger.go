@@ -15,7 +15,7 @@ type Lease struct {
 	// Permits is how many attempts the holder may have in flight.
 	Permits int `json:"permits"`
 	// Expires is when the permits return on their own unless renewed.
-	Expires time.Time `json:"expires"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Ledger is one endpoint's ledger of leased permits and its FIFO queue of waiters. It is a

@@ -25,7 +25,7 @@ const (
 type Disablement struct {
 	Cause  DisableCause `json:"cause"`
 	Reason string       `json:"reason"`
-	At     time.Time    `json:"at"`
+	At     time.Time    `json:"at,omitzero"`
 }
 
 // GoneStatus is the HTTP status that disables an endpoint at once (Standard Webhooks).
@@ -74,7 +74,7 @@ func OnDisabled(attempts int) DisabledAction {
 // configured before the setting existed).
 func (c LimiterConfig) disableAfter() time.Duration {
 	if c.DisableAfter > 0 {
-		return c.DisableAfter
+		return c.DisableAfter.Std()
 	}
 	return DefaultDisableAfter
 }

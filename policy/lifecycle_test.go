@@ -3,6 +3,8 @@ package policy
 import (
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 func lifecycleLimiter() Limiter {
@@ -36,7 +38,7 @@ func TestLifecycleFailingSpell(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			g := lifecycleLimiter()
-			g.Config.DisableAfter = tc.disable
+			g.Config.DisableAfter = duration.Duration(tc.disable)
 			g.Record(t0, tc.outs)
 			if (g.Disabled != nil) != tc.disabled || !g.FailingSince.Equal(tc.since) {
 				t.Errorf("disabled %+v, failing since %s; want disabled %v, since %s", g.Disabled, g.FailingSince, tc.disabled, tc.since)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // LimiterConfig configures a Limiter.
@@ -15,7 +17,7 @@ type LimiterConfig struct {
 	// LeaseTTL is how long a grant of permits lasts unless renewed. It must exceed the
 	// attempt timeout, so that an attempt admitted just before a holder stops renewing
 	// finishes before its permit returns to the pool.
-	LeaseTTL time.Duration `json:"lease_ttl"`
+	LeaseTTL duration.Duration `json:"lease_ttl"`
 	// MaxQueue bounds the queue of waiting attempts; beyond it, waiters are told to come
 	// back later instead of being queued.
 	MaxQueue int `json:"max_queue"`
@@ -25,7 +27,7 @@ type LimiterConfig struct {
 	RateLimit int `json:"rate_limit,omitempty"`
 	// DisableAfter is how long every attempt must fail before the endpoint is disabled
 	// (zero: DefaultDisableAfter).
-	DisableAfter time.Duration `json:"disable_after,omitempty"`
+	DisableAfter duration.Duration `json:"disable_after,omitempty"`
 }
 
 // MaxLeaseTTL bounds the TTL a holder may ask for, so that a dead holder's permits always
@@ -38,7 +40,7 @@ func DefaultLimiterConfig() LimiterConfig {
 	return LimiterConfig{
 		Breaker:  DefaultBreakerConfig(),
 		Capacity: DefaultCapacityConfig(),
-		LeaseTTL: 40 * time.Second,
+		LeaseTTL: duration.Duration(40 * time.Second),
 		MaxQueue: 10000,
 	}
 }
@@ -62,7 +64,7 @@ func (c LimiterConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.DisableAfter != 0 {
-		if err := ValidateDisableAfter(c.DisableAfter); err != nil {
+		if err := ValidateDisableAfter(c.DisableAfter.Std()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -100,7 +102,7 @@ type Limiter struct {
 type Grant struct {
 	Waiter string    `json:"waiter"`
 	Ticket Ticket    `json:"ticket"`
-	Until  time.Time `json:"until"`
+	Until  time.Time `json:"until,omitzero"`
 	// Window, for a rate-limited endpoint, is the start of the rate window the grant is
 	// for: its request may start only within it (InWindow). Zero for any other endpoint.
 	Window time.Time `json:"window,omitzero"`
@@ -110,10 +112,10 @@ type Grant struct {
 
 // Outcome is the result of one admitted attempt, as reported to the limiter.
 type Outcome struct {
-	At      time.Time     `json:"at"`
-	OK      bool          `json:"ok"`
-	Latency time.Duration `json:"latency"`
-	Ticket  Ticket        `json:"ticket"`
+	At      time.Time         `json:"at,omitzero"`
+	OK      bool              `json:"ok"`
+	Latency duration.Duration `json:"latency"`
+	Ticket  Ticket            `json:"ticket"`
 	// Gone is set when the receiver answered 410 Gone (GoneStatus).
 	Gone bool `json:"gone,omitempty"`
 }
@@ -134,7 +136,7 @@ type LeaseRequest struct {
 	Waiters []string `json:"waiters,omitempty"`
 	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
 	// Give the holder's attempt timeout plus a margin.
-	TTL time.Duration `json:"ttl,omitempty"`
+	TTL duration.Duration `json:"ttl,omitempty"`
 }
 
 // LeaseReply answers a LeaseRequest.
@@ -269,9 +271,9 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 			want = min(want, max(r.InUse, l.Permits-over))
 		}
 	}
-	ttl := r.TTL
+	ttl := r.TTL.Std()
 	if ttl <= 0 {
-		ttl = g.Config.LeaseTTL
+		ttl = g.Config.LeaseTTL.Std()
 	}
 	ttl = min(ttl, MaxLeaseTTL)
 	l := g.Ledger.Lend(r.Holder, want, capNow, ttl, now)
@@ -382,7 +384,7 @@ func (g *Limiter) Tick(now time.Time) []Grant {
 	var wakes []Grant
 	for len(g.Ledger.Waiting) > 0 {
 		w := g.Ledger.Waiting[0]
-		s, ok := g.admitOne(now, w, g.Config.LeaseTTL)
+		s, ok := g.admitOne(now, w, g.Config.LeaseTTL.Std())
 		if !ok {
 			break
 		}
@@ -401,7 +403,7 @@ func (g *Limiter) Record(now time.Time, outs []Outcome) {
 	slices.SortStableFunc(outs, func(a, b Outcome) int { return a.At.Compare(b.At) })
 	for _, o := range outs {
 		g.Breaker.Record(o.At, o.Ticket, o.OK)
-		g.Capacity.Observe(o.At, o.Latency)
+		g.Capacity.Observe(o.At, o.Latency.Std())
 		g.recordLifecycle(o)
 	}
 }
@@ -453,7 +455,7 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	}
 	if len(g.Ledger.Waiting) > 0 && g.Disabled == nil {
 		if g.Breaker.SlotBusy {
-			take(g.Breaker.SlotAt.Add(g.Breaker.Config.ProbeTimeout))
+			take(g.Breaker.SlotAt.Add(g.Breaker.Config.ProbeTimeout.Std()))
 		} else if due := g.Breaker.NextProbeAt(); due.After(now) {
 			take(due)
 		}
@@ -500,8 +502,8 @@ type LimiterView struct {
 	// Queue is how many deliveries wait for a permit or for the circuit to close.
 	Queue int `json:"queue"`
 	// P50 and P99 are attempt latencies over the recent window.
-	P50 time.Duration `json:"p50"`
-	P99 time.Duration `json:"p99"`
+	P50 duration.Duration `json:"p50"`
+	P99 duration.Duration `json:"p99"`
 	Lifecycle
 }
 
@@ -510,13 +512,13 @@ type CircuitView struct {
 	// State is closed, open or half_open.
 	State CircuitState `json:"state"`
 	// Since is when the circuit entered State.
-	Since time.Time `json:"since,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 	// Reason says what tripped it, e.g. "5 consecutive failures".
 	Reason string `json:"reason,omitempty"`
 	// TrippedAt is when it last opened.
-	TrippedAt time.Time `json:"tripped_at,omitempty"`
+	TrippedAt time.Time `json:"tripped_at,omitzero"`
 	// NextProbeAt is when the next probe may go (open only).
-	NextProbeAt time.Time `json:"next_probe_at,omitempty"`
+	NextProbeAt time.Time `json:"next_probe_at,omitzero"`
 }
 
 // Lifecycle is an endpoint's lifecycle as people see it. herald.EndpointState embeds it
@@ -550,8 +552,8 @@ func (g *Limiter) View(now time.Time) LimiterView {
 		RateLimit:   g.Config.RateLimit,
 		Leases:      live,
 		Queue:       len(g.Ledger.Waiting),
-		P50:         g.Capacity.Percentile(now, 0.5),
-		P99:         g.Capacity.Percentile(now, 0.99),
+		P50:         duration.Duration(g.Capacity.Percentile(now, 0.5)),
+		P99:         duration.Duration(g.Capacity.Percentile(now, 0.99)),
 		Lifecycle:   Lifecycle{Disabled: g.Disabled, FailingSince: g.FailingSince},
 	}
 }
@@ -617,7 +619,7 @@ type Snapshot struct {
 	// Threshold is how many consecutive failures trip the breaker.
 	Threshold int `json:"threshold"`
 	// Slow is the latency from which an attempt counts toward slowing the cap down.
-	Slow time.Duration `json:"slow"`
+	Slow duration.Duration `json:"slow"`
 	// RateLimit, when set, is the endpoint's rate limit in requests per second: the gate
 	// admits no attempt on its own (no lease, no spare permits); each waits for a grant.
 	RateLimit int `json:"rate_limit,omitempty"`
@@ -687,7 +689,7 @@ func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 		g.Ledger.Remove(waiter)
 		return Grant{Waiter: waiter, Until: now, Disabled: true}, true
 	}
-	r := g.waiter(now, waiter, g.Config.LeaseTTL)
+	r := g.waiter(now, waiter, g.Config.LeaseTTL.Std())
 	if r.Outcome != WaiterGranted {
 		return Grant{}, false
 	}

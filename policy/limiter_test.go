@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 var limiterEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -150,7 +152,7 @@ func gOutcomes(now time.Time, outs string, gap time.Duration, tk Ticket) []Outco
 	var os []Outcome
 	for i, c := range outs {
 		at := now.Add(-time.Duration(len(outs)-1-i) * gap)
-		os = append(os, Outcome{At: at, OK: c == 'S', Latency: 100 * time.Millisecond, Ticket: tk})
+		os = append(os, Outcome{At: at, OK: c == 'S', Latency: duration.Duration(100 * time.Millisecond), Ticket: tk})
 	}
 	return os
 }
@@ -201,7 +203,7 @@ func (r *limiterRun) run(steps []gStep) {
 				outs[j].At = limiterEpoch.Add(at)
 			}
 			rep := g.Lease(now, LeaseRequest{Holder: s.Holder, InUse: s.InUse, Want: s.Want,
-				Outcomes: outs, Waiters: s.Waiters, TTL: s.TTL})
+				Outcomes: outs, Waiters: s.Waiters, TTL: duration.Duration(s.TTL)})
 			if rep.Permits > heldBefore {
 				grantedSomething = true
 			}
@@ -264,7 +266,7 @@ func (r *limiterRun) run(steps []gStep) {
 			tk := r.grants[s.Waiter].Ticket
 			switch s.Result {
 			case "ok", "fail":
-				o = &Outcome{At: now, OK: s.Result == "ok", Latency: 100 * time.Millisecond, Ticket: tk}
+				o = &Outcome{At: now, OK: s.Result == "ok", Latency: duration.Duration(100 * time.Millisecond), Ticket: tk}
 			case "none":
 			default:
 				t.Fatalf("%s: bad result %q", where, s.Result)
@@ -733,7 +735,7 @@ func (p *guardProp) settle() {
 			if a.end.After(p.now) {
 				kept = append(kept, a)
 			} else {
-				h.ended = append(h.ended, Outcome{At: a.end, OK: a.ok, Latency: a.lat, Ticket: a.tk})
+				h.ended = append(h.ended, Outcome{At: a.end, OK: a.ok, Latency: duration.Duration(a.lat), Ticket: a.tk})
 			}
 		}
 		h.running = kept
@@ -831,9 +833,9 @@ func (p *guardProp) lease(h *gpHolder) {
 	if p.rng.Intn(4) == 0 {
 		ttl = time.Duration(31+p.rng.Intn(30)) * time.Second // outlasts every attempt
 	}
-	rep := g.Lease(p.now, LeaseRequest{Holder: h.id, InUse: inUse, Want: want, Outcomes: h.ended, Waiters: waiters, TTL: ttl})
+	rep := g.Lease(p.now, LeaseRequest{Holder: h.id, InUse: inUse, Want: want, Outcomes: h.ended, Waiters: waiters, TTL: duration.Duration(ttl)})
 	if ttl == 0 {
-		ttl = g.Config.LeaseTTL
+		ttl = g.Config.LeaseTTL.Std()
 	}
 	h.ended = nil
 	state := g.Breaker.State()
@@ -956,7 +958,7 @@ func (p *guardProp) tick() {
 		if st := p.ws[w.Waiter].state; st != "queued" {
 			p.errorf("woke %s waiter %s", st, w.Waiter)
 		}
-		p.grant(w.Waiter, w.Ticket, w.Until, p.g.Config.LeaseTTL, state, due)
+		p.grant(w.Waiter, w.Ticket, w.Until, p.g.Config.LeaseTTL.Std(), state, due)
 	}
 	p.queue = p.queue[len(wakes):]
 	if len(wakes) > 1 {
@@ -984,7 +986,7 @@ func (p *guardProp) done() {
 	var o *Outcome
 	if w.state != "queued" && p.rng.Intn(8) != 0 {
 		lat := time.Duration(p.rng.Intn(2000)) * time.Millisecond
-		o = &Outcome{At: p.now, OK: p.rng.Float64() >= p.pFail, Latency: lat, Ticket: w.tk}
+		o = &Outcome{At: p.now, OK: p.rng.Float64() >= p.pFail, Latency: duration.Duration(lat), Ticket: w.tk}
 	}
 	p.g.Done(p.now, id, o)
 	if w.state == "queued" {
@@ -1097,7 +1099,7 @@ func limiterProperties(t *testing.T, regrantAnywhere bool) {
 		c.Breaker.ConsecutiveFailures = 2 + rng.Intn(4)
 		c.Breaker.VolumeFailures = 4 + rng.Intn(10)
 		c.Breaker.HalfOpenSuccesses = rng.Intn(4)
-		c.Breaker.ProbeDelay = time.Duration(30+rng.Intn(300)) * time.Second
+		c.Breaker.ProbeDelay = duration.Duration(time.Duration(30+rng.Intn(300)) * time.Second)
 		c.Breaker.MaxProbeDelay = c.Breaker.ProbeDelay * 4
 		p := &guardProp{t: t, rng: rng, g: NewLimiter(c), now: limiterEpoch, ws: map[string]*gpWaiter{}, regrantAnywhere: regrantAnywhere}
 		for i := range 1 + rng.Intn(3) {

@@ -3,12 +3,14 @@ package policy
 import (
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // closedSnapshot is an endpoint with a closed circuit, cap capNow and free permits nobody holds.
 func closedSnapshot(capNow, free int) Snapshot {
 	return Snapshot{Circuit: CircuitClosed, Ticket: Ticket{Epoch: 1, Kind: TicketNormal}, Cap: capNow, Free: free,
-		Threshold: 5, Slow: 1500 * time.Millisecond}
+		Threshold: 5, Slow: duration.Duration(1500 * time.Millisecond)}
 }
 
 // renewedLease holds a lease of permits at an endpoint whose cap is all leased.
@@ -185,8 +187,8 @@ func TestLocalLeaseWant(t *testing.T) {
 
 func TestLocalLeaseBackground(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	fast := []Outcome{{At: now, OK: true, Latency: 20 * time.Millisecond}}
-	slow := []Outcome{{At: now, OK: true, Latency: 2 * time.Second}}
+	fast := []Outcome{{At: now, OK: true, Latency: duration.Duration(20 * time.Millisecond)}}
+	slow := []Outcome{{At: now, OK: true, Latency: duration.Duration(2 * time.Second)}}
 	failed := []Outcome{{At: now, OK: false}}
 	cold := func() LocalLease { var h LocalLease; h.Heard(closedSnapshot(100, 100), false, 0, 0); return h }
 	busyCold := func() LocalLease { h := cold(); h.Admit(false, false); return h }

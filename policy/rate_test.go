@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -313,7 +315,7 @@ func TestLimiterRateProperties(t *testing.T) {
 					}
 					continue
 				}
-				g.Done(now, w, &Outcome{At: now, OK: true, Latency: ms(5), Ticket: granted[w].Ticket})
+				g.Done(now, w, &Outcome{At: now, OK: true, Latency: duration.Duration(ms(5)), Ticket: granted[w].Ticket})
 				state[w] = "done"
 			case op == 3:
 				inUse := rng.Intn(3)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // RetryAfterAction says what Herald did with a receiver's Retry-After.
@@ -41,14 +43,14 @@ const (
 // d > IgnoreAbove. With the defaults, exactly 4h is capped (to the same 4h),
 // exactly 24h is capped to 4h and 24h+1s is ignored.
 type RetryAfterRules struct {
-	HonourBelow time.Duration `json:"honour_below"` // asks below this are honoured; longer ones are capped to it
-	IgnoreAbove time.Duration `json:"ignore_above"` // asks above this are ignored
+	HonourBelow duration.Duration `json:"honour_below"` // asks below this are honoured; longer ones are capped to it
+	IgnoreAbove duration.Duration `json:"ignore_above"` // asks above this are ignored
 }
 
 // DefaultRetryAfterRules returns the rules from the issue: honour under 4h,
 // cap at 4h up to 24h, ignore beyond.
 func DefaultRetryAfterRules() RetryAfterRules {
-	return RetryAfterRules{HonourBelow: 4 * time.Hour, IgnoreAbove: 24 * time.Hour}
+	return RetryAfterRules{HonourBelow: duration.Duration(4 * time.Hour), IgnoreAbove: duration.Duration(24 * time.Hour)}
 }
 
 // Validate reports a problem with the rules, or nil: HonourBelow must be
@@ -56,21 +58,21 @@ func DefaultRetryAfterRules() RetryAfterRules {
 func (r RetryAfterRules) Validate() error {
 	var errs []error
 	if r.HonourBelow <= 0 {
-		errs = append(errs, fmt.Errorf("retry-after rules: honour_below is %s; it must be positive (default %s)", r.HonourBelow, 4*time.Hour))
+		errs = append(errs, fmt.Errorf("retry-after rules: honour_below is %s; it must be positive (default %s)", r.HonourBelow, duration.Duration(4*time.Hour)))
 	}
 	if r.IgnoreAbove < r.HonourBelow {
-		errs = append(errs, fmt.Errorf("retry-after rules: ignore_above %s is below honour_below %s; set it at or above honour_below (default %s)", r.IgnoreAbove, r.HonourBelow, 24*time.Hour))
+		errs = append(errs, fmt.Errorf("retry-after rules: ignore_above %s is below honour_below %s; set it at or above honour_below (default %s)", r.IgnoreAbove, r.HonourBelow, duration.Duration(24*time.Hour)))
 	}
 	return errors.Join(errs...)
 }
 
 // RetryAfter is the decision on one Retry-After header.
 type RetryAfter struct {
-	Raw    string           `json:"raw,omitempty"`    // the header value, trimmed, at most MaxRetryAfterRaw bytes
-	Action RetryAfterAction `json:"action"`           // what Herald did with it
-	Delay  time.Duration    `json:"delay,omitempty"`  // what Herald will wait at least (honoured/capped)
-	Asked  time.Duration    `json:"asked,omitempty"`  // what the receiver asked, when parseable and representable
-	Reason string           `json:"reason,omitempty"` // human text, e.g. "asked 6h0m0s, capped at 4h0m0s"
+	Raw    string            `json:"raw,omitempty"`    // the header value, trimmed, at most MaxRetryAfterRaw bytes
+	Action RetryAfterAction  `json:"action"`           // what Herald did with it
+	Delay  duration.Duration `json:"delay,omitempty"`  // what Herald will wait at least (honoured/capped)
+	Asked  duration.Duration `json:"asked,omitempty"`  // what the receiver asked, when parseable and representable
+	Reason string            `json:"reason,omitempty"` // human text, e.g. "asked 6h, capped at 4h"
 }
 
 // Decide turns one Retry-After value into a decision.
@@ -126,22 +128,22 @@ func (r RetryAfterRules) Decide(raw, dateHeader string, attemptTime time.Time) R
 		asked = target.Sub(ref) // saturates instead of overflowing
 	}
 
-	out.Asked = asked
+	out.Asked = duration.Duration(asked)
 	switch {
 	case asked < 0:
 		out.Action = RetryAfterIgnored
-		out.Reason = fmt.Sprintf("asked %s, in the past; ladder applies%s", asked, from)
-	case asked < r.HonourBelow:
+		out.Reason = fmt.Sprintf("asked %s, in the past; ladder applies%s", out.Asked, from)
+	case asked < r.HonourBelow.Std():
 		out.Action = RetryAfterHonoured
-		out.Delay = asked
-		out.Reason = fmt.Sprintf("asked %s, honoured%s", asked, from)
-	case asked <= r.IgnoreAbove:
+		out.Delay = duration.Duration(asked)
+		out.Reason = fmt.Sprintf("asked %s, honoured%s", out.Asked, from)
+	case asked <= r.IgnoreAbove.Std():
 		out.Action = RetryAfterCapped
 		out.Delay = max(r.HonourBelow, 0)
-		out.Reason = fmt.Sprintf("asked %s, capped at %s%s", asked, out.Delay, from)
+		out.Reason = fmt.Sprintf("asked %s, capped at %s%s", out.Asked, out.Delay, from)
 	default:
 		out.Action = RetryAfterIgnored
-		out.Reason = fmt.Sprintf("asked %s, over %s; ladder applies%s", asked, r.IgnoreAbove, from)
+		out.Reason = fmt.Sprintf("asked %s, over %s; ladder applies%s", out.Asked, r.IgnoreAbove, from)
 	}
 	return out
 }
@@ -193,5 +195,5 @@ func truncateUTF8(s string, n int) string {
 // Backpressure reports whether the receiver asked for 60 s to 5 min: the article's sign of
 // a receiver that sheds load on purpose and knows when it will be ready.
 func (r RetryAfter) Backpressure() bool {
-	return r.Asked >= time.Minute && r.Asked <= 5*time.Minute
+	return r.Asked.Std() >= time.Minute && r.Asked.Std() <= 5*time.Minute
 }

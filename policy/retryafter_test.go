@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // attempt is a Friday, 12:00 UTC.
@@ -27,15 +29,15 @@ func TestDecide(t *testing.T) {
 		{name: "only whitespace", raw: " \t ", action: RetryAfterNone},
 
 		// Delta-seconds.
-		{name: "seconds", raw: "120", action: RetryAfterHonoured, delay: 2 * m, asked: 2 * m, reason: "asked 2m0s, honoured"},
+		{name: "seconds", raw: "120", action: RetryAfterHonoured, delay: 2 * m, asked: 2 * m, reason: "asked 2m, honoured"},
 		{name: "surrounding whitespace", raw: " \t120 ", action: RetryAfterHonoured, delay: 2 * m, asked: 2 * m},
 		{name: "zero", raw: "0", action: RetryAfterHonoured, delay: 0, asked: 0},
 		{name: "leading zeros", raw: "007", action: RetryAfterHonoured, delay: 7 * time.Second, asked: 7 * time.Second},
 		{name: "just under 4h", raw: "14399", action: RetryAfterHonoured, delay: 4*h - time.Second, asked: 4*h - time.Second},
-		{name: "exactly 4h is capped", raw: "14400", action: RetryAfterCapped, delay: 4 * h, asked: 4 * h, reason: "asked 4h0m0s, capped at 4h0m0s"},
-		{name: "6h capped", raw: "21600", action: RetryAfterCapped, delay: 4 * h, asked: 6 * h, reason: "asked 6h0m0s, capped at 4h0m0s"},
+		{name: "exactly 4h is capped", raw: "14400", action: RetryAfterCapped, delay: 4 * h, asked: 4 * h, reason: "asked 4h, capped at 4h"},
+		{name: "6h capped", raw: "21600", action: RetryAfterCapped, delay: 4 * h, asked: 6 * h, reason: "asked 6h, capped at 4h"},
 		{name: "exactly 24h is capped", raw: "86400", action: RetryAfterCapped, delay: 4 * h, asked: 24 * h},
-		{name: "24h+1s ignored", raw: "86401", action: RetryAfterIgnored, asked: 24*h + time.Second, reason: "over 24h0m0s; ladder applies"},
+		{name: "24h+1s ignored", raw: "86401", action: RetryAfterIgnored, asked: 24*h + time.Second, reason: "over 24h; ladder applies"},
 		{name: "negative seconds", raw: "-5", action: RetryAfterIgnored, asked: -5 * time.Second, reason: "in the past"},
 		{name: "largest representable", raw: "9223372036", action: RetryAfterIgnored, asked: 9223372036 * time.Second},
 		{name: "one past representable", raw: "9223372037", action: RetryAfterIgnored, reason: "too large"},
@@ -59,7 +61,7 @@ func TestDecide(t *testing.T) {
 		{name: "asctime one-digit day", raw: "Thu Mar  6 13:00:00 2025", at: time.Date(2025, 3, 6, 12, 0, 0, 0, time.UTC), action: RetryAfterHonoured, delay: h, asked: h},
 		{name: "date with whitespace", raw: "  Fri, 14 Mar 2025 12:00:30 GMT\t", action: RetryAfterHonoured, delay: 30 * time.Second, asked: 30 * time.Second},
 		{name: "date equal to now", raw: "Fri, 14 Mar 2025 12:00:00 GMT", action: RetryAfterHonoured, delay: 0, asked: 0},
-		{name: "date in the past", raw: "Fri, 14 Mar 2025 11:00:00 GMT", action: RetryAfterIgnored, asked: -h, reason: "asked -1h0m0s, in the past"},
+		{name: "date in the past", raw: "Fri, 14 Mar 2025 11:00:00 GMT", action: RetryAfterIgnored, asked: -h, reason: "asked -1h, in the past"},
 		{name: "date exactly 4h ahead", raw: "Fri, 14 Mar 2025 16:00:00 GMT", action: RetryAfterCapped, delay: 4 * h, asked: 4 * h},
 		{name: "date 6h ahead", raw: "Fri, 14 Mar 2025 18:00:00 GMT", action: RetryAfterCapped, delay: 4 * h, asked: 6 * h},
 		{name: "date exactly 24h ahead", raw: "Sat, 15 Mar 2025 12:00:00 GMT", action: RetryAfterCapped, delay: 4 * h, asked: 24 * h},
@@ -86,7 +88,7 @@ func TestDecide(t *testing.T) {
 				at = attempt
 			}
 			got := rules.Decide(tt.raw, tt.date, at)
-			if got.Action != tt.action || got.Delay != tt.delay || got.Asked != tt.asked {
+			if got.Action != tt.action || got.Delay.Std() != tt.delay || got.Asked.Std() != tt.asked {
 				t.Errorf("Decide(%q, %q) = %+v; want action %s, delay %s, asked %s", tt.raw, tt.date, got, tt.action, tt.delay, tt.asked)
 			}
 			if !strings.Contains(got.Reason, tt.reason) {
@@ -100,7 +102,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideCustomRules(t *testing.T) {
-	r := RetryAfterRules{HonourBelow: time.Minute, IgnoreAbove: time.Hour}
+	r := RetryAfterRules{HonourBelow: duration.Duration(time.Minute), IgnoreAbove: duration.Duration(time.Hour)}
 	tests := []struct {
 		raw    string
 		action RetryAfterAction
@@ -113,7 +115,7 @@ func TestDecideCustomRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := r.Decide(tt.raw, "", attempt)
-		if got.Action != tt.action || got.Delay != tt.delay {
+		if got.Action != tt.action || got.Delay.Std() != tt.delay {
 			t.Errorf("Decide(%q) = %+v; want %s with delay %s", tt.raw, got, tt.action, tt.delay)
 		}
 	}
@@ -143,10 +145,10 @@ func TestRetryAfterRulesValidate(t *testing.T) {
 		want  []string
 	}{
 		{"default", DefaultRetryAfterRules(), nil},
-		{"equal caps", RetryAfterRules{HonourBelow: time.Hour, IgnoreAbove: time.Hour}, nil},
+		{"equal caps", RetryAfterRules{HonourBelow: duration.Duration(time.Hour), IgnoreAbove: duration.Duration(time.Hour)}, nil},
 		{"zero value", RetryAfterRules{}, []string{"honour_below is 0s", "must be positive"}},
-		{"negative honour", RetryAfterRules{HonourBelow: -time.Second, IgnoreAbove: time.Hour}, []string{"honour_below is -1s"}},
-		{"ignore below honour", RetryAfterRules{HonourBelow: 4 * time.Hour, IgnoreAbove: time.Hour}, []string{"ignore_above 1h0m0s is below honour_below 4h0m0s"}},
+		{"negative honour", RetryAfterRules{HonourBelow: duration.Duration(-time.Second), IgnoreAbove: duration.Duration(time.Hour)}, []string{"honour_below is -1s"}},
+		{"ignore below honour", RetryAfterRules{HonourBelow: duration.Duration(4 * time.Hour), IgnoreAbove: duration.Duration(time.Hour)}, []string{"ignore_above 1h is below honour_below 4h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,7 +172,7 @@ func FuzzRetryAfter(f *testing.F) {
 	f.Add("Fri, 14 Mar 2025 13:00:00 GMT", "", int64(math.MinInt64), int64(0), int64(0))
 
 	f.Fuzz(func(t *testing.T, raw, date string, unix, honour, ignore int64) {
-		rules := RetryAfterRules{HonourBelow: time.Duration(honour), IgnoreAbove: time.Duration(ignore)}
+		rules := RetryAfterRules{HonourBelow: duration.Duration(time.Duration(honour)), IgnoreAbove: duration.Duration(time.Duration(ignore))}
 		if rules.Validate() != nil {
 			rules = DefaultRetryAfterRules()
 		}
@@ -213,7 +215,7 @@ func FuzzRetryAfter(f *testing.F) {
 			if next.Source != SourceRetryAfter || next.Delay < got.Delay || next.Delay > hi {
 				t.Fatalf("Next for %+v = %+v, want retry_after delay in [%s, %s]", got, next, got.Delay, hi)
 			}
-		} else if next.Source != SourceLadder || next.Delay < 24*time.Second || next.Delay > 36*time.Second {
+		} else if next.Source != SourceLadder || next.Delay.Std() < 24*time.Second || next.Delay.Std() > 36*time.Second {
 			t.Fatalf("Next for %+v = %+v, want ladder delay in [24s, 36s]", got, next)
 		}
 	})

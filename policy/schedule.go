@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 // ParseDelays parses "30s,2m,10m" style schedules (for CLI flags) into delays, with clear errors.
@@ -12,12 +14,12 @@ import (
 // Each item is a Go duration (see time.ParseDuration) and must be positive;
 // spaces around items are allowed. The empty string is an error: a schedule
 // needs at least one delay.
-func ParseDelays(s string) ([]time.Duration, error) {
+func ParseDelays(s string) ([]duration.Duration, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New(`delays: empty schedule; give comma-separated durations such as "30s,2m,10m"`)
 	}
 	items := strings.Split(s, ",")
-	out := make([]time.Duration, 0, len(items))
+	out := make([]duration.Duration, 0, len(items))
 	for i, item := range items {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -30,31 +32,17 @@ func ParseDelays(s string) ([]time.Duration, error) {
 		if d <= 0 {
 			return nil, fmt.Errorf("delays: item %d is %s; every delay must be positive", i+1, d)
 		}
-		out = append(out, d)
+		out = append(out, duration.Duration(d))
 	}
 	return out, nil
 }
 
-// FormatDelays is the inverse of ParseDelays: it writes "30s,2m,10m,1h30m",
-// dropping zero trailing units that time.Duration.String would print
-// ("2m" not "2m0s"). An empty slice gives "".
-func FormatDelays(d []time.Duration) string {
+// FormatDelays is the inverse of ParseDelays: it writes "30s,2m,10m,1h30m", each
+// delay as Duration.String writes it. An empty slice gives "".
+func FormatDelays(d []duration.Duration) string {
 	parts := make([]string, len(d))
 	for i, v := range d {
-		parts[i] = formatDuration(v)
+		parts[i] = v.String()
 	}
 	return strings.Join(parts, ",")
-}
-
-// formatDuration is time.Duration.String without zero trailing minutes and
-// seconds: 2m0s → 2m, 1h0m0s → 1h, 1h30m0s → 1h30m.
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-	}
-	return s
 }

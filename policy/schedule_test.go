@@ -5,17 +5,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 )
 
 func TestParseDelays(t *testing.T) {
 	tests := []struct {
 		in   string
-		want []time.Duration
+		want []duration.Duration
 	}{
-		{"30s", []time.Duration{30 * time.Second}},
-		{"30s,2m,10m", []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute}},
-		{" 30s , 1h30m ,500ms ", []time.Duration{30 * time.Second, 90 * time.Minute, 500 * time.Millisecond}},
-		{"2m0s,1h0m0s", []time.Duration{2 * time.Minute, time.Hour}},
+		{"30s", duration.Of(30 * time.Second)},
+		{"30s,2m,10m", duration.Of(30*time.Second, 2*time.Minute, 10*time.Minute)},
+		{" 30s , 1h30m ,500ms ", duration.Of(30*time.Second, 90*time.Minute, 500*time.Millisecond)},
+		{"2m0s,1h0m0s", duration.Of(2*time.Minute, time.Hour)},
 	}
 	for _, tt := range tests {
 		got, err := ParseDelays(tt.in)
@@ -54,13 +56,13 @@ func TestParseDelaysErrors(t *testing.T) {
 
 func TestFormatDelays(t *testing.T) {
 	tests := []struct {
-		in   []time.Duration
+		in   []duration.Duration
 		want string
 	}{
 		{nil, ""},
 		{DefaultLadder().Delays, "30s,2m,10m,30m,1h,3h,8h"},
-		{[]time.Duration{90 * time.Minute, 90 * time.Second, time.Hour + 30*time.Second}, "1h30m,1m30s,1h0m30s"},
-		{[]time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 10 * time.Hour}, "500ms,1.5s,10h"},
+		{duration.Of(90*time.Minute, 90*time.Second, time.Hour+30*time.Second), "1h30m,1m30s,1h0m30s"},
+		{duration.Of(500*time.Millisecond, 1500*time.Millisecond, 10*time.Hour), "500ms,1.5s,10h"},
 	}
 	for _, tt := range tests {
 		got := FormatDelays(tt.in)

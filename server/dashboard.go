@@ -248,7 +248,7 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 		v.SuccessRate = fmt.Sprintf("%.1f%%", 100*float64(e.Counters.Successes)/float64(e.Counters.Attempts))
 	}
 	if e.P99 > 0 {
-		v.P50, v.P99 = shortDuration(e.P50), shortDuration(e.P99)
+		v.P50, v.P99 = shortDuration(e.P50.Std()), shortDuration(e.P99.Std())
 	}
 	if l := e.Overrides.Ladder; l != nil {
 		parts := make([]string, len(l.Delays))
@@ -584,14 +584,14 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	for _, a := range st.Attempts {
 		res := a.Result
 		av := attemptView{Round: a.Round, Number: a.Number, At: s.stamp(res.StartedAt), OK: res.Delivered(), Result: res.Summary(),
-			Latency: shortDuration(res.Duration), RetryAfter: "–", Next: "–", Snippet: res.Snippet}
+			Latency: shortDuration(res.Duration.Std()), RetryAfter: "–", Next: "–", Snippet: res.Snippet}
 		if res.RetryAfterHeader != "" {
 			d := res.RetryAfter()
 			av.RetryAfter = fmt.Sprintf("%q: %s", res.RetryAfterHeader, d.Reason)
 		}
 		if n := a.Next; n != nil {
 			if n.Retry {
-				av.Next = fmt.Sprintf("retry at %s (after %s, from the %s)", s.stamp(n.At), shortDuration(n.Delay), strings.ReplaceAll(n.Source, "_", "-"))
+				av.Next = fmt.Sprintf("retry at %s (after %s, from the %s)", s.stamp(n.At), shortDuration(n.Delay.Std()), strings.ReplaceAll(n.Source, "_", "-"))
 			} else {
 				av.Next = "no retry: the ladder is exhausted"
 			}

@@ -37,7 +37,7 @@ type Token struct {
 	Tenant string `json:"tenant,omitempty"`
 	// Note is a free-form reminder of what the token is for.
 	Note      string    `json:"note,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 // Who says what a token may see: "operator" or "tenant acme".

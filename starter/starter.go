@@ -533,8 +533,20 @@ func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Sta
 	case herald.StateWaitingKey:
 		return fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
 	default:
-		return fmt.Errorf("%w: event %s is %s, not a dead letter: its ladder is still running (next attempt at %s)",
-			ErrInvalid, eventID, st.State, st.NextAttemptAt.Format(time.RFC3339))
+		return fmt.Errorf("%w: event %s is %s, not a dead letter: %s", ErrInvalid, eventID, st.State, stillRunning(st))
+	}
+}
+
+// stillRunning says where the ladder of a delivery that is not a dead letter stands:
+// when its next attempt goes, or what holds it back.
+func stillRunning(st herald.Status) string {
+	switch {
+	case !st.NextAttemptAt.IsZero():
+		return "its ladder is still running (next attempt at " + st.NextAttemptAt.Format(time.RFC3339) + ")"
+	case st.Waiting != nil && st.Waiting.Reason != "":
+		return "its ladder is still running; the next attempt is held: " + st.Waiting.Reason
+	default:
+		return "its ladder is still running"
 	}
 }
 
@@ -586,7 +598,7 @@ type DeadLetter struct {
 	Tenant     string    `json:"tenant"`
 	EndpointID string    `json:"endpoint_id"`
 	Type       string    `json:"type"`
-	SentAt     time.Time `json:"sent_at"`
+	SentAt     time.Time `json:"sent_at,omitzero"`
 	WorkflowID string    `json:"workflow_id"`
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
@@ -88,7 +89,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 	})
 	o := fast(3, time.Second)
 	o.MaxInFlight = capN
-	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 1, ProbeDelay: time.Hour, MaxProbeDelay: time.Hour}
+	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 1, ProbeDelay: duration.Duration(time.Hour), MaxProbeDelay: duration.Duration(time.Hour)}
 	put("bq", bq.URL, o)
 	ok := newReceiver(t, status(http.StatusOK))
 	put("ok", ok.URL, fast(3, time.Second))
@@ -118,7 +119,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 	t.Logf("endpoint get with %d waiting: %s", backlog, time.Since(began))
 	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	began = time.Now()
-	_, err = s.Starter.PutEndpoint(uctx, herald.PutEndpointRequest{ID: "bq", Overrides: &herald.Overrides{Timeout: 4 * time.Second}})
+	_, err = s.Starter.PutEndpoint(uctx, herald.PutEndpointRequest{ID: "bq", Overrides: &herald.Overrides{Timeout: herald.Duration(4 * time.Second)}})
 	cancel()
 	if err != nil {
 		t.Fatalf("endpoint put with %d waiting: %v", backlog, err)
@@ -189,7 +190,7 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 		r := newReceiver(t, status(http.StatusInternalServerError))
 		o := fast(3, time.Second)
 		o.MaxInFlight = capN
-		o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: threshold, ProbeDelay: time.Hour, MaxProbeDelay: time.Hour}
+		o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: threshold, ProbeDelay: duration.Duration(time.Hour), MaxProbeDelay: duration.Duration(time.Hour)}
 		id := fmt.Sprintf("cold-bad-%d", i)
 		putEndpoint(t, id, r.URL, o)
 		bad = append(bad, ep{id: id, rcv: r})

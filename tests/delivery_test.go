@@ -81,7 +81,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 	if first.Result.StatusCode != 503 || first.Result.RetryAfterHeader != "2" {
 		t.Errorf("first attempt = %+v", first.Result)
 	}
-	if first.Next == nil || first.Next.Source != policy.SourceRetryAfter || first.Next.Delay < 2*time.Second {
+	if first.Next == nil || first.Next.Source != policy.SourceRetryAfter || first.Next.Delay.Std() < 2*time.Second {
 		t.Errorf("next step after Retry-After 2 = %+v, want retry_after ≥ 2s", first.Next)
 	}
 	reqs := rcv.requests()

@@ -20,6 +20,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/internal/testkit/check"
@@ -158,9 +159,9 @@ func putEndpoint(t *testing.T, id, url string, o *herald.Overrides) signature.Se
 func fast(attempts int, delays ...time.Duration) *herald.Overrides {
 	zero := 0.0
 	return &herald.Overrides{
-		Ladder:    &policy.LadderOverride{Delays: delays, Attempts: attempts, Jitter: &zero},
-		Retention: time.Hour,
-		Timeout:   5 * time.Second,
+		Ladder:    &policy.LadderOverride{Delays: duration.Of(delays...), Attempts: attempts, Jitter: &zero},
+		Retention: herald.Duration(time.Hour),
+		Timeout:   herald.Duration(5 * time.Second),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -90,7 +91,7 @@ func TestOpsEvents(t *testing.T) {
 	cust := newReceiver(t, status(http.StatusServiceUnavailable))
 	one := 1
 	o := fast(1)
-	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 2, ProbeDelay: time.Second, MaxProbeDelay: time.Second, HalfOpenSuccesses: &one}
+	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 2, ProbeDelay: duration.Duration(time.Second), MaxProbeDelay: duration.Duration(time.Second), HalfOpenSuccesses: &one}
 	putEndpoint(t, "ops-cust", cust.URL, o)
 	e1 := sendOne(t, "ops-cust")
 	waitState(t, e1, herald.StateDeadLetter)

@@ -11,13 +11,14 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
 // scaledBreaker is the article's breaker with seconds for minutes.
 func scaledBreaker() *policy.BreakerOverride {
 	two := 2
-	return &policy.BreakerOverride{ProbeDelay: 2 * time.Second, MaxProbeDelay: 8 * time.Second, HalfOpenSuccesses: &two}
+	return &policy.BreakerOverride{ProbeDelay: duration.Duration(2 * time.Second), MaxProbeDelay: duration.Duration(8 * time.Second), HalfOpenSuccesses: &two}
 }
 
 func endpointState(t *testing.T, id string) herald.EndpointState {
@@ -178,8 +179,8 @@ func TestSlowEndpointCapHalves(t *testing.T) {
 	rcv := newReceiver(t, conc.handler(300*time.Millisecond))
 	o := fast(3, time.Second)
 	capCfg := policy.DefaultCapacityConfig()
-	capCfg.SlowP99, capCfg.RecoverP99 = 200*time.Millisecond, 50*time.Millisecond
-	capCfg.MinSamples, capCfg.MinChangeInterval, capCfg.Window = 5, time.Hour, time.Hour
+	capCfg.SlowP99, capCfg.RecoverP99 = duration.Duration(200*time.Millisecond), duration.Duration(50*time.Millisecond)
+	capCfg.MinSamples, capCfg.MinChangeInterval, capCfg.Window = 5, duration.Duration(time.Hour), duration.Duration(time.Hour)
 	o.Capacity, o.MaxInFlight = &capCfg, 8
 	putEndpoint(t, "slow", rcv.URL, o)
 	ids := sendN(t, "slow", 8)
@@ -188,7 +189,7 @@ func TestSlowEndpointCapHalves(t *testing.T) {
 	}
 	eventually(t, "the cap to halve", func() bool {
 		st := endpointState(t, "slow")
-		return st.Cap == 4 && st.MaxInFlight == 8 && st.P99 >= 300*time.Millisecond
+		return st.Cap == 4 && st.MaxInFlight == 8 && st.P99.Std() >= 300*time.Millisecond
 	})
 	conc.peak.Store(0)
 	for _, id := range sendN(t, "slow", 12) {
@@ -212,7 +213,7 @@ func TestDeadHolderLeaseExpires(t *testing.T) {
 	h, err := shared.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: herald.EndpointWorkflowID("orphaned"), UpdateName: herald.UpdateLease,
 		Args: []any{herald.LeaseRequest{LeaseRequest: policy.LeaseRequest{
-			Holder: "worker:dead", InUse: 3, Want: 3, TTL: 3 * time.Second}}},
+			Holder: "worker:dead", InUse: 3, Want: 3, TTL: duration.Duration(3 * time.Second)}}},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 	heraldworker "github.com/heraldhq/herald/worker"
@@ -69,8 +70,8 @@ func TestRecordHistories(t *testing.T) {
 	tripping := newReceiver(t, firstThenOK(func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadGateway) }))
 	putEndpoint(t, "rec-ok", ok.URL, fast(3, time.Second))
 	brk := fast(3, time.Second)
-	full := policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: time.Minute, VolumeFailures: 20,
-		VolumeWindow: 5 * time.Minute, ProbeDelay: time.Second, MaxProbeDelay: time.Minute, HalfOpenSuccesses: 0, ProbeTimeout: time.Minute}.Override()
+	full := policy.BreakerConfig{ConsecutiveFailures: 1, ConsecutiveWindow: duration.Duration(time.Minute), VolumeFailures: 20,
+		VolumeWindow: duration.Duration(5 * time.Minute), ProbeDelay: duration.Duration(time.Second), MaxProbeDelay: duration.Duration(time.Minute), HalfOpenSuccesses: 0, ProbeTimeout: duration.Duration(time.Minute)}.Override()
 	brk.Breaker = &full
 	putEndpoint(t, "rec-breaker", tripping.URL, brk)
 	putEndpoint(t, "rec-flaky", flaky.URL, fast(3, 30*time.Second))
@@ -96,7 +97,7 @@ func TestRecordHistories(t *testing.T) {
 	waitState(t, "evt_rec_dead_replayed", herald.StateDelivered)
 	// A change to a registered endpoint: it settles before it returns (read-your-writes).
 	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "rec-down",
-		Overrides: &herald.Overrides{Timeout: 4 * time.Second}}); err != nil {
+		Overrides: &herald.Overrides{Timeout: herald.Duration(4 * time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
 

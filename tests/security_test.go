@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
@@ -56,7 +57,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 	secret, _ := signature.GenerateSecret()
 	zero := 0.0
 	if _, err := s.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,
-		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{time.Second}, Attempts: 2, Jitter: &zero}}}); err != nil {
+		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Delays: duration.Of(time.Second), Attempts: 2, Jitter: &zero}}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Send(ctx, starter.Event{EndpointID: "sealed", Data: json.RawMessage(`{"card":"` + payloadMarker + `"}`)})
@@ -176,7 +177,7 @@ func TestSSRFGuard(t *testing.T) {
 	byName := "http://" + net.JoinHostPort(name, u.Port()) + "/hook"
 	zero := 0.0
 	if _, err := s.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "ssrf-name", URL: byName, Secret: secret,
-		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 1, Jitter: &zero}, Retention: time.Hour}}); err != nil {
+		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 1, Jitter: &zero}, Retention: herald.Duration(time.Hour)}}); err != nil {
 		t.Fatalf("put %s: %v", byName, err)
 	}
 	res, err := s.Send(ctx, starter.Event{EndpointID: "ssrf-name", Data: json.RawMessage(`{}`)})
@@ -212,7 +213,7 @@ func TestSecretRotation(t *testing.T) {
 	rcv := newReceiver(t, status(http.StatusOK))
 	old := putEndpoint(t, "rotating", rcv.URL, fast(1))
 	fresh, _ := signature.GenerateSecret()
-	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "rotating", RotateTo: fresh, RotateGrace: 2 * time.Second}); err != nil {
+	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "rotating", RotateTo: fresh, RotateGrace: herald.Duration(2 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	send := func() request {

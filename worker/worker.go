@@ -85,7 +85,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 	RegisterEndpoints(ew, o.Net)
 	defaults := o.Defaults
 	gate := activities.NewGate(c, o.RenewInterval, func(ep herald.Endpoint) time.Duration {
-		return defaults.Apply(ep.Overrides).Timeout
+		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, herald.EndpointTaskQueue(o.TaskQueue), o.Logger)
 	Register(w, o.Net)
 	w.RegisterActivity(&activities.Activities{

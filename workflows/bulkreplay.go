@@ -14,13 +14,13 @@ import (
 type BulkReplayInput struct {
 	Filter herald.DeadLetterFilter `json:"filter"`
 	// At is when to replay; zero or past means at once.
-	At time.Time `json:"at,omitempty"`
+	At time.Time `json:"at,omitzero"`
 }
 
 // BulkReplayResult says how many dead letters were replayed.
 type BulkReplayResult struct {
 	Replayed   int       `json:"replayed"`
-	ReplayedAt time.Time `json:"replayed_at"`
+	ReplayedAt time.Time `json:"replayed_at,omitzero"`
 }
 
 // BulkReplay waits until the requested time, then replays every dead letter the filter

@@ -130,7 +130,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			if workflow.GetVersion(ctx, versionNoAttemptWithoutRequest, workflow.DefaultVersion, 1) == 1 {
 				// The attempt never reached the receiver (no slot in time, the worker
 				// stopping): it uses none of the ladder. Wait, then make attempt n again.
-				d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: policy.NotStartedRecheck})
+				d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: herald.Duration(policy.NotStartedRecheck)})
 				n--
 				continue
 			}
@@ -162,7 +162,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		rec := herald.AttemptRecord{Round: round, Number: n, Result: res}
 		if res.Delivered() {
 			d.record(rec)
-			d.status.DeliveredAt = res.StartedAt.Add(res.Duration)
+			d.status.DeliveredAt = res.StartedAt.Add(res.Duration.Std())
 			// A first-try success stays on the fast path: no search attribute update.
 			upsert := n > 1 || round > 0
 			if !upsert && d.held && workflow.GetVersion(ctx, versionHeldDeliveredUpsert, workflow.DefaultVersion, 1) == 1 {
@@ -183,13 +183,13 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			d.record(rec)
 			return res.Policy, false, nil
 		}
-		step.At = workflow.Now(ctx).Add(next.Delay)
+		step.At = workflow.Now(ctx).Add(next.Delay.Std())
 		d.record(rec)
 		d.status.NextAttemptAt = step.At
 		d.setState(ctx, herald.StateWaitingRetry, true)
 		summary := fmt.Sprintf("attempt %d → %s; retry %d in %s (%s)", n, res.Summary(), n+1,
-			next.Delay.Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
-		if err := workflow.NewTimerWithOptions(ctx, next.Delay, workflow.TimerOptions{Summary: summary}).Get(ctx, nil); err != nil {
+			next.Delay.Std().Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
+		if err := workflow.NewTimerWithOptions(ctx, next.Delay.Std(), workflow.TimerOptions{Summary: summary}).Get(ctx, nil); err != nil {
 			return herald.Settings{}, false, err
 		}
 	}
@@ -206,11 +206,11 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
 	}
 	again := h.Recheck
 	if again <= 0 { // recorded before the gate said how long to wait
-		again = policy.HoldRecheck(h.Queued, h.RetryAt, now)
+		again = herald.Duration(policy.HoldRecheck(h.Queued, h.RetryAt, now))
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	timer := workflow.NewTimerWithOptions(tctx, again, workflow.TimerOptions{
+	timer := workflow.NewTimerWithOptions(tctx, again.Std(), workflow.TimerOptions{
 		Summary: waitSummary(h),
 	})
 	sel := workflow.NewSelector(ctx)
@@ -227,7 +227,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
 func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	now := workflow.Now(ctx)
 	d.status.DeadAt = now
-	d.status.ExpiresAt = now.Add(p.Retention)
+	d.status.ExpiresAt = now.Add(p.Retention.Std())
 	d.setState(ctx, herald.StateDeadLetter, true)
 	endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricDeadLetters).Inc(1)
 	reason := d.status.Reason
@@ -244,7 +244,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	expired := false
-	timer := workflow.NewTimerWithOptions(tctx, p.Retention, workflow.TimerOptions{
+	timer := workflow.NewTimerWithOptions(tctx, p.Retention.Std(), workflow.TimerOptions{
 		Summary: fmt.Sprintf("dead letter: waiting for a replay until %s", d.status.ExpiresAt.UTC().Format(time.RFC3339)),
 	})
 	replayed := false

@@ -77,19 +77,19 @@ func defaultPolicy() herald.Settings {
 
 // withRetention is the default policy with a dead-letter retention of d.
 func withRetention(d time.Duration) herald.Settings {
-	return herald.DefaultSettings().Apply(herald.Overrides{Retention: d})
+	return herald.DefaultSettings().Apply(herald.Overrides{Retention: herald.Duration(d)})
 }
 
 func failedAttempt(now time.Time, p herald.Settings) herald.Result {
 	return herald.Result{
-		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: 120 * time.Millisecond,
+		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: herald.Duration(120 * time.Millisecond),
 		Outcome: herald.OutcomeHTTPStatus, StatusCode: http.StatusServiceUnavailable, Policy: p,
 	}
 }
 
 func deliveredAttempt(now time.Time, p herald.Settings) herald.Result {
 	return herald.Result{
-		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: 90 * time.Millisecond,
+		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: herald.Duration(90 * time.Millisecond),
 		Outcome: herald.OutcomeDelivered, StatusCode: http.StatusOK, Policy: p,
 	}
 }
@@ -169,7 +169,7 @@ func ladderDelays(t *testing.T, p herald.Settings, eventID string, round int) []
 		if !next.Retry {
 			return out
 		}
-		out = append(out, next.Delay)
+		out = append(out, next.Delay.Std())
 	}
 }
 
@@ -303,7 +303,7 @@ func TestDeliveryDefaultLadderTiming(t *testing.T) {
 			t.Errorf("timer %d = %s, want %s", i+1, tm[i], d)
 		}
 	}
-	if tm[7] != p.Retention {
+	if tm[7] != p.Retention.Std() {
 		t.Errorf("retention timer = %s, want %s", tm[7], p.Retention)
 	}
 
@@ -314,23 +314,23 @@ func TestDeliveryDefaultLadderTiming(t *testing.T) {
 		t.Fatalf("status shows %d attempts, want 8", len(parked.Attempts))
 	}
 	for i, a := range parked.Attempts[:7] {
-		if a.Next == nil || !a.Next.Retry || a.Next.Delay != want[i] || a.Next.Source != policy.SourceLadder ||
-			a.Next.BaseDelay != bases[i] || !a.Next.At.Equal(calls[i+1].At) {
+		if a.Next == nil || !a.Next.Retry || a.Next.Delay.Std() != want[i] || a.Next.Source != policy.SourceLadder ||
+			a.Next.BaseDelay.Std() != bases[i] || !a.Next.At.Equal(calls[i+1].At) {
 			t.Errorf("attempt %d next step = %+v, want retry after %s (base %s) at %s from the ladder", i+1, a.Next, want[i], bases[i], calls[i+1].At)
 		}
 	}
 	if last := parked.Attempts[7]; last.Next == nil || last.Next.Retry {
 		t.Errorf("last attempt next step = %+v, want no retry", last.Next)
 	}
-	if !parked.DeadAt.Equal(deadAt) || !parked.ExpiresAt.Equal(deadAt.Add(p.Retention)) || !parked.NextAttemptAt.IsZero() {
+	if !parked.DeadAt.Equal(deadAt) || !parked.ExpiresAt.Equal(deadAt.Add(p.Retention.Std())) || !parked.NextAttemptAt.IsZero() {
 		t.Errorf("dead at %s, expires %s, next attempt %s; want dead at %s, expires %s, no next attempt",
-			parked.DeadAt, parked.ExpiresAt, parked.NextAttemptAt, deadAt, deadAt.Add(p.Retention))
+			parked.DeadAt, parked.ExpiresAt, parked.NextAttemptAt, deadAt, deadAt.Add(p.Retention.Std()))
 	}
 
 	// Nobody replays it: it expires after the default 30 days.
 	st := workflowStatus(t, env)
-	if st.State != herald.StateExpired || !env.Now().Equal(deadAt.Add(p.Retention)) {
-		t.Errorf("final state %q at %s, want %q at %s", st.State, env.Now(), herald.StateExpired, deadAt.Add(p.Retention))
+	if st.State != herald.StateExpired || !env.Now().Equal(deadAt.Add(p.Retention.Std())) {
+		t.Errorf("final state %q at %s, want %q at %s", st.State, env.Now(), herald.StateExpired, deadAt.Add(p.Retention.Std()))
 	}
 	wantUpserts := []herald.State{herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateWaitingRetry,
 		herald.StateWaitingRetry, herald.StateWaitingRetry, herald.StateDeadLetter, herald.StateExpired}
@@ -393,13 +393,13 @@ func TestDeliveryRetryAfter(t *testing.T) {
 			if gap < tc.min || gap > tc.max {
 				t.Errorf("second attempt after %s, want %s..%s", gap, tc.min, tc.max)
 			}
-			if gap != want {
+			if gap != want.Std() {
 				t.Errorf("second attempt after %s, want %s (policy.Next)", gap, want)
 			}
 			if st.State != herald.StateDelivered || len(st.Attempts) != 2 {
 				t.Fatalf("state %q with %d attempts, want delivered with 2", st.State, len(st.Attempts))
 			}
-			if n := st.Attempts[0].Next; n == nil || n.Source != tc.source || n.Delay != gap || n.BaseDelay != 30*time.Second {
+			if n := st.Attempts[0].Next; n == nil || n.Source != tc.source || n.Delay.Std() != gap || n.BaseDelay.Std() != 30*time.Second {
 				t.Errorf("next step = %+v, want source %s, delay %s, base 30s", n, tc.source, gap)
 			}
 		})

@@ -17,7 +17,7 @@ type EndpointInput struct {
 	// Endpoint is nil until the first put registers it.
 	Endpoint *herald.Endpoint `json:"endpoint,omitempty"`
 	Counters herald.Report    `json:"counters"`
-	Since    time.Time        `json:"since,omitempty"`
+	Since    time.Time        `json:"since,omitzero"`
 	// Limiter is the circuit breaker, the concurrency cap, the leases and the queue.
 	Limiter *policy.Limiter `json:"guard,omitempty"`
 	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
@@ -228,7 +228,7 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	case req.Secret != "":
 		ep.Secret, ep.PreviousSecret, ep.PreviousUntil = req.Secret, "", time.Time{}
 	case req.RotateTo != "":
-		ep.PreviousSecret, ep.PreviousUntil = ep.Secret, now.Add(req.RotateGrace)
+		ep.PreviousSecret, ep.PreviousUntil = ep.Secret, now.Add(req.RotateGrace.Std())
 		ep.Secret = req.RotateTo
 	case ep.Secret == "" && req.DefaultSecret != "":
 		ep.Secret = req.DefaultSecret

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -89,7 +90,7 @@ func TestEndpointPutAndQueries(t *testing.T) {
 		cfg1, st1, cfgErr = queryConfigAndState(t, env)
 		changed = put(env, herald.PutEndpointRequest{
 			ID: testEndpointID, URL: "https://hooks2.acme.test/in", DefaultSecret: secret,
-			Overrides: &herald.Overrides{Timeout: 10 * time.Second, Retention: 48 * time.Hour},
+			Overrides: &herald.Overrides{Timeout: herald.Duration(10 * time.Second), Retention: herald.Duration(48 * time.Hour)},
 		})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
@@ -124,7 +125,7 @@ func TestEndpointPutAndQueries(t *testing.T) {
 		!r.Endpoint.UpdatedAt.Equal(testStart.Add(time.Minute)) {
 		t.Errorf("second put = %+v, want version 2, new URL, same secret (a default secret never replaces one)", r)
 	}
-	if cfg2.Overrides.Timeout != 10*time.Second || cfg2.Overrides.Retention != 48*time.Hour {
+	if cfg2.Overrides.Timeout.Std() != 10*time.Second || cfg2.Overrides.Retention.Std() != 48*time.Hour {
 		t.Errorf("overrides after the second put = %+v", cfg2.Overrides)
 	}
 
@@ -173,19 +174,19 @@ func TestEndpointPutValidation(t *testing.T) {
 		{name: "registered: secret and rotation at once", registered: true,
 			req: herald.PutEndpointRequest{ID: testEndpointID, Secret: other, RotateTo: other}, wantErr: "not both"},
 		{name: "registered: negative grace", registered: true,
-			req: herald.PutEndpointRequest{ID: testEndpointID, RotateTo: other, RotateGrace: -time.Minute}, wantErr: "negative"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, RotateTo: other, RotateGrace: herald.Duration(-time.Minute)}, wantErr: "negative"},
 		{name: "registered: bad ladder", registered: true,
 			req:     herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: policy.MaxAttempts + 1}}},
 			wantErr: "ladder"},
 		{name: "registered: bad retry-after rules", registered: true,
-			req:     herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{RetryAfter: &policy.RetryAfterRules{HonourBelow: time.Hour}}},
+			req:     herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{RetryAfter: &policy.RetryAfterRules{HonourBelow: duration.Duration(time.Hour)}}},
 			wantErr: "retry-after"},
 		{name: "registered: timeout over the maximum", registered: true,
-			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Timeout: 3 * time.Minute}}, wantErr: "timeout"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Timeout: herald.Duration(3 * time.Minute)}}, wantErr: "timeout"},
 		{name: "registered: timeout under 1s", registered: true,
-			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Timeout: 500 * time.Millisecond}}, wantErr: "timeout"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Timeout: herald.Duration(500 * time.Millisecond)}}, wantErr: "timeout"},
 		{name: "registered: negative retention", registered: true,
-			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Retention: -time.Hour}}, wantErr: "retention"},
+			req: herald.PutEndpointRequest{ID: testEndpointID, Overrides: &herald.Overrides{Retention: herald.Duration(-time.Hour)}}, wantErr: "retention"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,7 +288,7 @@ func TestEndpointSecretRotation(t *testing.T) {
 		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		rotation = put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
+		rotation = put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: herald.Duration(grace)})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		during, duringState, _ = queryConfigAndState(t, env)
@@ -328,7 +329,7 @@ func TestEndpointPreviousSecretForgottenAfterGrace(t *testing.T) {
 		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: oldSecret})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: grace})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: newSecretV, RotateGrace: herald.Duration(grace)})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		after, afterState, _ = queryConfigAndState(t, env)
@@ -349,7 +350,7 @@ func TestEndpointSecretReplacedAtOnce(t *testing.T) {
 	var replaced *putOutcome
 	env.RegisterDelayedCallback(func() { put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: s1}) }, time.Second)
 	env.RegisterDelayedCallback(func() {
-		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: s2, RotateGrace: time.Hour})
+		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: s2, RotateGrace: herald.Duration(time.Hour)})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() { replaced = put(env, herald.PutEndpointRequest{ID: testEndpointID, Secret: s3}) }, 2*time.Minute)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 )
@@ -50,7 +51,7 @@ func lifecycleEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *tape[strin
 func report(env *testsuite.TestWorkflowEnvironment, d time.Duration, ok, gone bool) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(herald.SignalOutcomes, herald.OutcomeReport{Holder: testHolder,
-			Outcomes: []policy.Outcome{{At: env.Now(), OK: ok, Gone: gone, Latency: 100 * time.Millisecond}}})
+			Outcomes: []policy.Outcome{{At: env.Now(), OK: ok, Gone: gone, Latency: duration.Duration(100 * time.Millisecond)}}})
 	}, d)
 }
 
@@ -203,7 +204,7 @@ func TestDeliveryAtDisabledEndpoint(t *testing.T) {
 		checkInput(t, calls[1].In, 0, 2)
 		checkInput(t, calls[2].In, 1, 1)
 		if dead.State != herald.StateDeadLetter || dead.Reason != reason || len(dead.Attempts) != 1 ||
-			!dead.ExpiresAt.Equal(dead.DeadAt.Add(p.Retention)) {
+			!dead.ExpiresAt.Equal(dead.DeadAt.Add(p.Retention.Std())) {
 			t.Errorf("at the disabled endpoint: state %q, reason %q, %d attempts, dead %s expires %s; want a dead letter for the retention with the reason and one attempt",
 				dead.State, dead.Reason, len(dead.Attempts), dead.DeadAt, dead.ExpiresAt)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 )
@@ -123,7 +124,7 @@ func register(t *testing.T, env *testsuite.TestWorkflowEnvironment, o *herald.Ov
 func failures(n int, last time.Time, tk policy.Ticket) []policy.Outcome {
 	var os []policy.Outcome
 	for i := n - 1; i >= 0; i-- {
-		os = append(os, policy.Outcome{At: last.Add(-time.Duration(i) * time.Second), OK: false, Latency: 200 * time.Millisecond, Ticket: tk})
+		os = append(os, policy.Outcome{At: last.Add(-time.Duration(i) * time.Second), OK: false, Latency: duration.Duration(200 * time.Millisecond), Ticket: tk})
 	}
 	return os
 }
@@ -132,7 +133,7 @@ func failures(n int, last time.Time, tk policy.Ticket) []policy.Outcome {
 func outcomes(n int, last time.Time, lat time.Duration, tk policy.Ticket) []policy.Outcome {
 	var os []policy.Outcome
 	for i := n - 1; i >= 0; i-- {
-		os = append(os, policy.Outcome{At: last.Add(-time.Duration(i) * time.Second), OK: true, Latency: lat, Ticket: tk})
+		os = append(os, policy.Outcome{At: last.Add(-time.Duration(i) * time.Second), OK: true, Latency: duration.Duration(lat), Ticket: tk})
 	}
 	return os
 }
@@ -170,7 +171,7 @@ func sendDone(t *testing.T, env *testsuite.TestWorkflowEnvironment, rec *guardRe
 	}
 	env.SignalWorkflow(herald.SignalDone, herald.Done{
 		Waiter:  waiter,
-		Outcome: &policy.Outcome{At: env.Now().Add(-time.Second), OK: ok, Latency: 300 * time.Millisecond, Ticket: p.Permit.Ticket},
+		Outcome: &policy.Outcome{At: env.Now().Add(-time.Second), OK: ok, Latency: duration.Duration(300 * time.Millisecond), Ticket: p.Permit.Ticket},
 		Report:  rep,
 	})
 }
@@ -393,16 +394,16 @@ func TestLimiterSlowP99HalvesCap(t *testing.T) {
 	if !first.check(t, "first lease") || len(states) != 3 {
 		t.FailNow()
 	}
-	if s := states[0]; s.Cap != 100 || s.MaxInFlight != 100 || s.P99 != 4*time.Second {
+	if s := states[0]; s.Cap != 100 || s.MaxInFlight != 100 || s.P99.Std() != 4*time.Second {
 		t.Errorf("after 9 slow attempts: cap %d of %d, p99 %s; want 100 of 100 (9 samples are too few), p99 4s", s.Cap, s.MaxInFlight, s.P99)
 	}
-	if s := states[1]; s.Cap != 50 || s.MaxInFlight != 100 || s.P99 != 5*time.Second {
+	if s := states[1]; s.Cap != 50 || s.MaxInFlight != 100 || s.P99.Std() != 5*time.Second {
 		t.Errorf("after 10 slow attempts: cap %d of %d, p99 %s; want the cap halved to 50, p99 5s", s.Cap, s.MaxInFlight, s.P99)
 	}
 	if other.check(t, "worker:b's lease") && other.result.Permits != 40 {
 		t.Errorf("worker:b granted %d permits while worker:a holds 10 under a cap of 50, want 40", other.result.Permits)
 	}
-	if s := states[2]; s.Cap != 100 || s.P50 != 100*time.Millisecond {
+	if s := states[2]; s.Cap != 100 || s.P50.Std() != 100*time.Millisecond {
 		t.Errorf("after 10 fast attempts: cap %d, p50 %s; want the cap back at 100, p50 100ms", s.Cap, s.P50)
 	}
 	if s := states[2]; s.Circuit.State != policy.CircuitClosed {
@@ -450,7 +451,7 @@ func TestLimiterDeadHolderLeaseExpires(t *testing.T) {
 	var before, after herald.EndpointState
 	var signalsBefore []permitSignal
 	env.RegisterDelayedCallback(func() {
-		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: ttl}, herald.Report{})
+		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: duration.Duration(ttl)}, herald.Report{})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 1, Waiters: waiterIDs(1, 3)}, herald.Report{})

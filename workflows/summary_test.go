@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -36,7 +37,7 @@ func TestRetryReason(t *testing.T) {
 	if got := retryReason(policy.NextAttempt{Source: policy.SourceRetryAfter}, ra, l); got != "Retry-After 120 honoured" {
 		t.Errorf("retry-after reason = %q", got)
 	}
-	if got := retryReason(policy.NextAttempt{Source: policy.SourceLadder, BaseDelay: time.Minute}, ra, l); got != "ladder 1m0s ±20%" {
+	if got := retryReason(policy.NextAttempt{Source: policy.SourceLadder, BaseDelay: duration.Duration(time.Minute)}, ra, l); got != "ladder 1m ±20%" {
 		t.Errorf("ladder reason = %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -23,7 +24,7 @@ func TestValidatePutBounds(t *testing.T) {
 		return base + strings.Repeat("a", n-len(base))
 	}
 	ladder := func(d time.Duration) *herald.Overrides {
-		return &herald.Overrides{Ladder: &policy.LadderOverride{Delays: []time.Duration{d}, Attempts: 2}}
+		return &herald.Overrides{Ladder: &policy.LadderOverride{Delays: duration.Of(d), Attempts: 2}}
 	}
 	tests := []struct {
 		name string
@@ -35,9 +36,9 @@ func TestValidatePutBounds(t *testing.T) {
 		{"no URL names no flag", herald.PutEndpointRequest{Secret: sec}, "give its URL"},
 		{"ladder wait 1s", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: ladder(time.Second)}, ""},
 		{"ladder wait 100ms", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: ladder(100 * time.Millisecond)}, "shortest allowed is 1s"},
-		{"retention 1h", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &herald.Overrides{Retention: time.Hour}}, ""},
-		{"retention 10m", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &herald.Overrides{Retention: 10 * time.Minute}}, "retention 10m0s is under 1h"},
-		{"grace 31 days", herald.PutEndpointRequest{URL: url(40), Secret: sec, RotateTo: sec, RotateGrace: 31 * 24 * time.Hour}, "over 30 days"},
+		{"retention 1h", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &herald.Overrides{Retention: herald.Duration(time.Hour)}}, ""},
+		{"retention 10m", herald.PutEndpointRequest{URL: url(40), Secret: sec, Overrides: &herald.Overrides{Retention: herald.Duration(10 * time.Minute)}}, "retention 10m0s is under 1h"},
+		{"grace 31 days", herald.PutEndpointRequest{URL: url(40), Secret: sec, RotateTo: sec, RotateGrace: herald.Duration(31 * 24 * time.Hour)}, "over 30 days"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

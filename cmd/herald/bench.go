@@ -6,6 +6,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -154,22 +155,22 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.CostEvents, "cost-events", cfg.CostEvents, "cost: first-try deliveries to read back")
 	f.IntVar(&cfg.CostEndpoints, "cost-endpoints", cfg.CostEndpoints, "cost: endpoints the deliveries are spread over (many cold endpoints: try 1000)")
 	f.IntVar(&cfg.StormEvents, "storm-events", cfg.StormEvents, "storm: events whose first attempt fails together")
-	f.DurationVar(&cfg.StormRung, "storm-rung", cfg.StormRung, "storm: the ladder's first wait (jittered ±20%)")
+	f.DurationVar((*time.Duration)(&cfg.StormRung), "storm-rung", cfg.StormRung.Std(), "storm: the ladder's first wait (jittered ±20%)")
 	f.Float64Var(&cfg.IsolationRate, "isolation-rate", cfg.IsolationRate, "isolation: events per second over the 10 endpoints")
-	f.DurationVar(&cfg.IsolationFor, "isolation-for", cfg.IsolationFor, "isolation: how long each of its two runs sends")
-	f.DurationVar(&cfg.HangTimeout, "hang-timeout", cfg.HangTimeout, "isolation: attempt timeout of the hanging endpoint (at least 1s)")
+	f.DurationVar((*time.Duration)(&cfg.IsolationFor), "isolation-for", cfg.IsolationFor.Std(), "isolation: how long each of its two runs sends")
+	f.DurationVar((*time.Duration)(&cfg.HangTimeout), "hang-timeout", cfg.HangTimeout.Std(), "isolation: attempt timeout of the hanging endpoint (at least 1s)")
 	f.IntVar(&cfg.CapEvents, "cap-events", cfg.CapEvents, "cap: events sent at once to the capped endpoint")
 	f.IntVar(&cfg.CapLimit, "cap", cfg.CapLimit, "cap: the endpoint's max in-flight requests (1-500)")
-	f.DurationVar(&cfg.CapDelay, "cap-delay", cfg.CapDelay, "cap: how long the capped endpoint's receiver takes to answer")
+	f.DurationVar((*time.Duration)(&cfg.CapDelay), "cap-delay", cfg.CapDelay.Std(), "cap: how long the capped endpoint's receiver takes to answer")
 	f.IntVar(&cfg.BreakerEvents, "breaker-events", cfg.BreakerEvents, "breaker: events sent to the failing endpoint")
-	f.DurationVar(&cfg.BreakerFor, "breaker-for", cfg.BreakerFor, "breaker: how long to watch the failing endpoint")
-	f.DurationVar(&cfg.ProbeDelay, "probe-delay", cfg.ProbeDelay, "breaker: the scaled-down delay before the circuit's first probe")
+	f.DurationVar((*time.Duration)(&cfg.BreakerFor), "breaker-for", cfg.BreakerFor.Std(), "breaker: how long to watch the failing endpoint")
+	f.DurationVar((*time.Duration)(&cfg.ProbeDelay), "probe-delay", cfg.ProbeDelay.Std(), "breaker: the scaled-down delay before the circuit's first probe")
 	f.IntVar(&cfg.BacklogEvents, "backlog-events", cfg.BacklogEvents, "backlog: deliveries queued behind the open circuit")
 	f.Float64Var(&cfg.BacklogRate, "backlog-rate", cfg.BacklogRate, "backlog: events per second over the 10 healthy endpoints")
-	f.DurationVar(&cfg.BacklogFor, "backlog-for", cfg.BacklogFor, "backlog: how long each of the healthy endpoints' two runs sends")
+	f.DurationVar((*time.Duration)(&cfg.BacklogFor), "backlog-for", cfg.BacklogFor.Std(), "backlog: how long each of the healthy endpoints' two runs sends")
 	f.IntVar(&cfg.BacklogCap, "backlog-cap", cfg.BacklogCap, "backlog: the blocked endpoint's max in-flight requests (1-500)")
-	f.DurationVar(&cfg.BacklogDelay, "backlog-delay", cfg.BacklogDelay, "backlog: how long the blocked endpoint's receiver takes to answer once it recovers")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to FILE; read it with `go tool pprof`")
+	f.DurationVar((*time.Duration)(&cfg.BacklogDelay), "backlog-delay", cfg.BacklogDelay.Std(), "backlog: how long the blocked endpoint's receiver takes to answer once it recovers")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to `FILE`; read it with go tool pprof")
 	return cmd
 }
 

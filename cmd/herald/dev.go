@@ -132,15 +132,15 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		}
 		fmt.Fprintf(out, "  Storage            %s\n", storage)
 		fmt.Fprintf(out, "  Metrics            %s/metrics (Prometheus)\n", httpURL)
-		fmt.Fprintf(out, "  Dashboard and API  %s/ (API under /v1; sign in with a token from herald token create --operator, kept in %s)\n", httpURL, tokens.Path())
+		fmt.Fprintf(out, "  Dashboard and API  %s/ (API under /v1; sign in with a token from %s, kept in %s)\n", httpURL, tokenCreate(tokens.Path()), tokens.Path())
 		if g.keys != nil {
 			fmt.Fprintf(out, "  Payloads           encrypted with key %s (%s); UI decodes through %s\n", g.keys.ActiveKeyID(), g.keyFile, codecEndpoint)
 		} else {
 			fmt.Fprintf(out, "  Payloads           NOT encrypted (--plaintext)\n")
 		}
 		fmt.Fprintf(out, "  Worker             task queue %q; may dial %v\n", g.taskQueue, opts.Net.Allow)
-		fmt.Fprintf(out, "Try:  herald endpoint put demo --url http://127.0.0.1:9000/hook\n")
-		fmt.Fprintf(out, "      herald send --endpoint demo --type demo.hello --data '{\"hello\":\"world\"}'\n")
+		fmt.Fprintf(out, "Try:  %s\n", g.heraldAt(srv.FrontendAddress(), srv.Namespace(), "endpoint", "put", "demo", "--url", "http://127.0.0.1:9000/hook"))
+		fmt.Fprintf(out, "      %s\n", g.heraldAt(srv.FrontendAddress(), srv.Namespace(), "send", "--endpoint", "demo", "--type", "demo.hello", "--data", `{"hello":"world"}`))
 		fmt.Fprintf(out, "Ctrl-C stops everything.\n")
 		<-ctx.Done()
 		fmt.Fprintln(out, "\nStopping Herald dev stack...")

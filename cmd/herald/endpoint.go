@@ -182,7 +182,7 @@ herald endpoint enable can recover it.`,
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
 				return s.DisableEndpoint(ctx, args[0], reason)
 			}, func(w io.Writer, st herald.EndpointState) error {
-				_, err := fmt.Fprintf(w, "Endpoint %s is disabled: %s. Enable it again with: herald endpoint enable %s\n", st.ID, disabledReason(st), st.ID)
+				_, err := fmt.Fprintf(w, "Endpoint %s is disabled: %s. Enable it again with: %s\n", st.ID, disabledReason(st), g.herald("endpoint", "enable", st.ID))
 				return err
 			})
 		},
@@ -260,7 +260,7 @@ func newEndpointGetCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (herald.EndpointState, error) {
 				return s.GetEndpoint(ctx, args[0])
-			}, printEndpoint)
+			}, g.printEndpoint)
 		},
 	}
 }
@@ -274,7 +274,7 @@ func newEndpointListCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return showList(g, cmd, func(ctx context.Context, s *starter.Client) ([]herald.EndpointState, error) {
 				return s.ListEndpoints(ctx, state)
-			}, "No endpoints yet. Register one: herald endpoint put ID --url URL", func(w io.Writer, list []herald.EndpointState) error {
+			}, "No endpoints yet. Register one: "+g.herald("endpoint", "put", "ID", "--url", "URL"), func(w io.Writer, list []herald.EndpointState) error {
 				tw := newTable(w, "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
 				for _, e := range list {
 					circuit := string(e.Circuit.State)
@@ -320,7 +320,7 @@ signatures in webhook-signature, one per secret (space-separated), so the receiv
 switch to the new secret at its own pace; after it, only the new secret signs.`,
 		Args: exactArgs(1, "give the endpoint ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := herald.PutEndpointRequest{ID: args[0], RotateGrace: grace}
+			req := herald.PutEndpointRequest{ID: args[0], RotateGrace: herald.Duration(grace)}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)
 				if err != nil {
@@ -372,11 +372,11 @@ type breakerFlags struct {
 func (b *breakerFlags) bind(f *pflag.FlagSet) {
 	d := policy.DefaultBreakerConfig()
 	f.IntVar(&b.consecutive, "breaker-consecutive", d.ConsecutiveFailures, "open the circuit after this many consecutive failures within --breaker-window")
-	f.DurationVar(&b.window, "breaker-window", d.ConsecutiveWindow, "the window of --breaker-consecutive")
+	f.DurationVar(&b.window, "breaker-window", d.ConsecutiveWindow.Std(), "the window of --breaker-consecutive")
 	f.IntVar(&b.volume, "breaker-volume", d.VolumeFailures, "or after this many failures within --breaker-volume-window")
-	f.DurationVar(&b.volumeWindow, "breaker-volume-window", d.VolumeWindow, "the window of --breaker-volume")
-	f.DurationVar(&b.probe, "probe-delay", d.ProbeDelay, "wait before the first probe of an open circuit (doubles after each failed probe)")
-	f.DurationVar(&b.maxProbe, "max-probe-delay", d.MaxProbeDelay, "longest wait between probes")
+	f.DurationVar(&b.volumeWindow, "breaker-volume-window", d.VolumeWindow.Std(), "the window of --breaker-volume")
+	f.DurationVar(&b.probe, "probe-delay", d.ProbeDelay.Std(), "wait before the first probe of an open circuit (doubles after each failed probe)")
+	f.DurationVar(&b.maxProbe, "max-probe-delay", d.MaxProbeDelay.Std(), "longest wait between probes")
 	f.IntVar(&b.halfOpen, "half-open-attempts", d.HalfOpenSuccesses, "successes in a row, one at a time, that close a half-open circuit")
 }
 

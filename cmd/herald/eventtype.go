@@ -178,7 +178,7 @@ func newEventTypeListCmd(g *globals) *cobra.Command {
 			}, func(w io.Writer, l eventTypeList) error {
 				fmt.Fprintf(w, "Strict types %s\n", onOff(l.StrictTypes))
 				if len(l.EventTypes) == 0 {
-					_, err := fmt.Fprintln(w, "No event types yet. Register one: herald event-type put order.paid --description TEXT")
+					_, err := fmt.Fprintln(w, "No event types yet. Register one: "+g.herald("event-type", "put", "order.paid", "--description", "TEXT"))
 					return err
 				}
 				fmt.Fprintln(w)

@@ -39,7 +39,7 @@ func TestSendNeedsOneDestination(t *testing.T) {
 
 func TestPrintFanout(t *testing.T) {
 	var b bytes.Buffer
-	err := printPublished(&b, starter.PublishResult{EventID: "evt_1", Tenant: "acme", Type: "order.paid", Deliveries: []starter.FanoutDelivery{
+	err := (&globals{}).printPublished(&b, starter.PublishResult{EventID: "evt_1", Tenant: "acme", Type: "order.paid", Deliveries: []starter.FanoutDelivery{
 		{EndpointID: "a", WorkflowID: herald.FanoutDeliveryID("acme", "a", "evt_1")},
 		{EndpointID: "b", WorkflowID: herald.FanoutDeliveryID("acme", "b", "evt_1"), Existed: true},
 	}})
@@ -52,7 +52,7 @@ func TestPrintFanout(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := printPublished(&b, starter.PublishResult{EventID: "evt_2", Tenant: "acme", Type: "x", NoDestination: true}); err != nil {
+	if err := (&globals{}).printPublished(&b, starter.PublishResult{EventID: "evt_2", Tenant: "acme", Type: "x", NoDestination: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "no destination") {

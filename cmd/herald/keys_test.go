@@ -56,7 +56,7 @@ func TestStatusSaysWaitingForKey(t *testing.T) {
 		Waiting: &herald.Waiting{Hold: herald.Hold{Reason: codec.WaitingForKey("k2")}},
 	}
 	var out bytes.Buffer
-	printStatus(&out, st)
+	(&globals{}).printStatus(&out, st, herald.DefaultTenant)
 	for _, want := range []string{"waiting_key", "waiting for a worker with payload key k2"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status output lacks %q:\n%s", want, out.String())

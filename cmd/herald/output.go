@@ -25,8 +25,8 @@ func fmtTime(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-// printStatus prints a delivery's status for people.
-func printStatus(w io.Writer, st herald.Status) error {
+// printStatus prints the status of a delivery of tenant's for people.
+func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) error {
 	fmt.Fprintf(w, "Event      %s (%s → %s)\n", st.Event.ID, st.Event.Type, st.Event.EndpointID)
 	fmt.Fprintf(w, "State      %s\n", st.State)
 	if st.Round > 0 {
@@ -44,7 +44,7 @@ func printStatus(w io.Writer, st herald.Status) error {
 	case !st.DeliveredAt.IsZero() && st.State == herald.StateDelivered:
 		fmt.Fprintf(w, "Delivered  %s\n", fmtTime(st.DeliveredAt))
 	case st.State == herald.StateDeadLetter:
-		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (herald replay %s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), st.Event.ID)
+		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (%s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), g.herald(replayArgs(st.Event.ID, tenant)...))
 	case st.State == herald.StateSkipped:
 		fmt.Fprintf(w, "Skipped    no request was made: %s\n", st.Reason)
 	}
@@ -65,7 +65,7 @@ func printStatus(w io.Writer, st herald.Status) error {
 		next := "-"
 		if a.Next != nil {
 			if a.Next.Retry {
-				next = fmt.Sprintf("in %s (%s)", a.Next.Delay.Round(time.Second), a.Next.Source)
+				next = fmt.Sprintf("in %s (%s)", a.Next.Delay.Std().Round(time.Second), a.Next.Source)
 			} else {
 				next = "ladder exhausted"
 			}
@@ -75,15 +75,15 @@ func printStatus(w io.Writer, st herald.Status) error {
 			res += ": " + r.Error
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
-			r.Duration.Round(time.Millisecond), oneLine(res, 80), next)
+			r.Duration.Std().Round(time.Millisecond), oneLine(res, 80), next)
 	}
 	return tw.Flush()
 }
 
 // circuitBanner is the one-line warning shown whenever a circuit is not closed, or "".
-func circuitBanner(st herald.EndpointState) string {
+func (g *globals) circuitBanner(st herald.EndpointState) string {
 	if d := st.Disabled; d != nil {
-		return fmt.Sprintf("endpoint %s is disabled since %s: %s; enable it with: herald endpoint enable %s", st.ID, fmtTime(d.At), d.Reason, st.ID)
+		return fmt.Sprintf("endpoint %s is disabled since %s: %s; enable it with: %s", st.ID, fmtTime(d.At), d.Reason, g.herald("endpoint", "enable", st.ID))
 	}
 	c := st.Circuit
 	switch c.State {
@@ -106,8 +106,8 @@ func clock(t time.Time) string {
 	return t.Local().Format("15:04:05")
 }
 
-func printEndpoint(w io.Writer, st herald.EndpointState) error {
-	if b := circuitBanner(st); b != "" {
+func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
+	if b := g.circuitBanner(st); b != "" {
 		fmt.Fprintf(w, "!! %s\n\n", b)
 	}
 	fmt.Fprintf(w, "Endpoint   %s (tenant %s)\n", st.ID, st.Tenant)
@@ -165,7 +165,7 @@ func printEndpoint(w io.Writer, st herald.EndpointState) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "In flight  %d of cap %d (configured %d); %d waiting; latency p50 %s, p99 %s\n",
-		st.InFlight, st.Cap, st.MaxInFlight, st.Queue, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond))
+		st.InFlight, st.Cap, st.MaxInFlight, st.Queue, st.P50.Std().Round(time.Millisecond), st.P99.Std().Round(time.Millisecond))
 	if st.RateLimit > 0 {
 		fmt.Fprintf(w, "Rate limit %d requests per second, across all workers\n", st.RateLimit)
 	}

@@ -14,7 +14,7 @@ func TestEndpointGetShowsRateLimit(t *testing.T) {
 	var st herald.EndpointState
 	st.ID, st.Overrides.RateLimit, st.RateLimit = "acme", &five, 5
 	var b strings.Builder
-	if err := printEndpoint(&b, st); err != nil {
+	if err := (&globals{}).printEndpoint(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"rate limit 5/s", "Rate limit 5 requests per second, across all workers"} {
@@ -24,7 +24,7 @@ func TestEndpointGetShowsRateLimit(t *testing.T) {
 	}
 	st.Overrides.RateLimit, st.RateLimit = nil, 0
 	b.Reset()
-	if err := printEndpoint(&b, st); err != nil {
+	if err := (&globals{}).printEndpoint(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(strings.ToLower(b.String()), "rate limit") {

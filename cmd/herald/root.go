@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,8 +64,8 @@ Start here:
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	pf.StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	pf.StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", defaultAddress), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	pf.StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", defaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", herald.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
 	pf.StringVarP(&g.output, "output", "o", "text", "output format: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log more (Temporal client and worker details)")
@@ -183,6 +184,49 @@ func (g *globals) starterOptions(adjust ...func(*starter.Options)) starter.Optio
 		f(&o)
 	}
 	return o
+}
+
+// Defaults of the flags every command shares, before the environment.
+const (
+	defaultAddress   = "127.0.0.1:7233"
+	defaultNamespace = "default"
+)
+
+// herald is the command line "herald ARGS..." that reaches what this command reached:
+// followed by --address, --namespace, --task-queue and --codec-key-file wherever this
+// command's value (from a flag or the environment) is not the default, so a printed hint
+// works when pasted into another shell. Each argument is quoted for the shell if needed.
+func (g *globals) herald(args ...string) string {
+	return g.heraldAt(g.address, g.namespace, args...)
+}
+
+// heraldAt is herald for a Temporal at address in namespace (herald dev's own).
+func (g *globals) heraldAt(address, namespace string, args ...string) string {
+	parts := []string{"herald"}
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
+	}
+	for _, f := range [][3]string{
+		{"--address", address, defaultAddress},
+		{"--namespace", namespace, defaultNamespace},
+		{"--task-queue", g.taskQueue, herald.DefaultTaskQueue},
+		{"--codec-key-file", g.keyFile, defaultKeyFile},
+	} {
+		if f[1] != f[2] && f[1] != "" {
+			parts = append(parts, f[0], shellQuote(f[1]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote is s as one shell word: as it is when that is safe, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // discard is a logger that drops everything.

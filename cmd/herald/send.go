@@ -54,21 +54,18 @@ which rule, and so is a type that is not registered when strict types are on.`,
 				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw)}
 				return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.PublishResult, error) {
 					return s.Publish(ctx, tenant, ev)
-				}, printPublished)
+				}, g.printPublished)
 			}
 			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.SendResult, error) {
 				res, err := s.Send(ctx, ev)
 				if errors.Is(err, starter.ErrNotFound) {
-					err = fmt.Errorf("%w (herald endpoint put %s --url URL)", err, endpoint)
+					err = fmt.Errorf("%w (%s)", err, g.herald("endpoint", "put", endpoint, "--url", "URL"))
 				}
 				return res, err
 			}, func(w io.Writer, res starter.SendResult) error {
-				follow := res.EventID
-				if tenant, _, _ := herald.ParseDeliveryID(res.WorkflowID); tenant != herald.DefaultTenant {
-					follow += " --tenant " + tenant
-				}
-				_, err := fmt.Fprintf(w, "Sent %s (workflow %s)\nFollow it: herald status %s\n", res.EventID, res.WorkflowID, follow)
+				tenant, _, _ := herald.ParseDeliveryID(res.WorkflowID)
+				_, err := fmt.Fprintf(w, "Sent %s (workflow %s)\nFollow it: %s\n", res.EventID, res.WorkflowID, g.herald(statusArgs(res.EventID, tenant)...))
 				return err
 			})
 		},
@@ -84,10 +81,10 @@ which rule, and so is a type that is not registered when strict types are on.`,
 }
 
 // printPublished prints where a send to a tenant went: each endpoint's delivery.
-func printPublished(w io.Writer, res starter.PublishResult) error {
-	follow := res.EventID + " --tenant " + res.Tenant
+func (g *globals) printPublished(w io.Writer, res starter.PublishResult) error {
+	follow := g.herald(statusArgs(res.EventID, res.Tenant)...)
 	if res.NoDestination {
-		_, err := fmt.Fprintf(w, "Recorded %s (%s) with no destination: no endpoint of tenant %s subscribes to %s.\nFollow it: herald status %s\n",
+		_, err := fmt.Fprintf(w, "Recorded %s (%s) with no destination: no endpoint of tenant %s subscribes to %s.\nFollow it: %s\n",
 			res.EventID, res.Type, res.Tenant, res.Type, follow)
 		return err
 	}
@@ -99,7 +96,7 @@ func printPublished(w io.Writer, res starter.PublishResult) error {
 		}
 		fmt.Fprintf(w, "  %s  workflow %s%s\n", d.EndpointID, d.WorkflowID, note)
 	}
-	_, err := fmt.Fprintf(w, "Follow it: herald status %s\n", follow)
+	_, err := fmt.Fprintf(w, "Follow it: %s\n", follow)
 	return err
 }
 
@@ -130,4 +127,17 @@ func readData(arg string, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("%w: --data %s is over %d bytes: event data may be at most 256 KiB compacted", starter.ErrTooLarge, arg, most)
 	}
 	return b, nil
+}
+
+// statusArgs are the arguments of herald status for an event of tenant.
+func statusArgs(eventID, tenant string) []string {
+	if tenant == "" || tenant == herald.DefaultTenant {
+		return []string{"status", eventID}
+	}
+	return []string{"status", eventID, "--tenant", tenant}
+}
+
+// replayArgs are the arguments of herald replay for an event of tenant.
+func replayArgs(eventID, tenant string) []string {
+	return append([]string{"replay"}, statusArgs(eventID, tenant)[1:]...)
 }

@@ -73,7 +73,7 @@ browser would never send it back. Force it with --cookie-secure always|never.`,
 			fmt.Fprintf(out, "  API        %s://%s/v1 (OpenAPI at /v1/openapi.json)\n", scheme, ln.Addr())
 			fmt.Fprintf(out, "  Tokens     %s", tokens.Path())
 			if list, _ := tokens.List(); len(list) == 0 {
-				fmt.Fprintf(out, " (none yet: herald token create --operator)")
+				fmt.Fprintf(out, " (none yet: %s)", tokenCreate(tokens.Path()))
 			}
 			fmt.Fprintln(out)
 			ctx, stop := untilInterrupt(cmd)

@@ -42,7 +42,7 @@ its delivery's status, and an event sent to a tenant its event view (with "deliv
 					if g.output == "json" {
 						return printJSON(w, st)
 					}
-					return printStatus(w, st)
+					return g.printStatus(w, st, tenant)
 				}
 				if !errors.Is(err, starter.ErrNotFound) {
 					return err
@@ -102,7 +102,7 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 					failed := 0
 					for _, id := range args {
-						msg, err := replayEvent(ctx, s, tenant, id, only)
+						msg, err := g.replayEvent(ctx, s, tenant, id, only)
 						if err != nil {
 							fmt.Fprintf(cmd.ErrOrStderr(), "herald: %v\n", err)
 							failed++
@@ -154,7 +154,7 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 // replayEvent replays an event: its delivery, for an event sent to one endpoint; for an
 // event sent to a tenant, its dead-lettered deliveries, or only's delivery. It returns
 // the line to print.
-func replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (string, error) {
+func (g *globals) replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (string, error) {
 	if only == "" {
 		err := s.ReplayOf(ctx, tenant, id)
 		if err == nil {
@@ -172,7 +172,7 @@ func replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string
 		return "", err
 	}
 	if len(eps) == 0 {
-		return fmt.Sprintf("Event %s has no dead-lettered delivery: nothing to replay (herald status %s --tenant %s)", id, id, tenant), nil
+		return fmt.Sprintf("Event %s has no dead-lettered delivery: nothing to replay (%s)", id, g.herald(statusArgs(id, tenant)...)), nil
 	}
 	return fmt.Sprintf("Replaying %s to %s", id, strings.Join(eps, ", ")), nil
 }

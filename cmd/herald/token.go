@@ -85,7 +85,7 @@ printed once, when created. Every herald serve instance must read the same file.
 				return printJSON(cmd.OutOrStdout(), rows)
 			}
 			if len(toks) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "No tokens in %s. Create one: herald token create --operator\n", s.Path())
+				fmt.Fprintf(cmd.OutOrStdout(), "No tokens in %s. Create one: %s\n", s.Path(), tokenCreate(s.Path()))
 				return nil
 			}
 			tw := newTable(cmd.OutOrStdout(), "ID", "FOR", "CREATED", "NOTE")
@@ -114,4 +114,13 @@ printed once, when created. Every herald serve instance must read the same file.
 	}
 	cmd.AddCommand(create, list, revoke)
 	return cmd
+}
+
+// tokenCreate is the command line that creates an operator token in the tokens file path.
+func tokenCreate(path string) string {
+	line := "herald token create --operator"
+	if path != server.DefaultTokensFile {
+		line += " --tokens-file " + shellQuote(path)
+	}
+	return line
 }

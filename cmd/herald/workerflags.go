@@ -40,8 +40,8 @@ func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 	fs.StringVar(&f.schedule, "schedule", policy.FormatDelays(d.Ladder.Delays), "default retry ladder: waits before attempt 2, 3, ... (comma-separated durations)")
 	fs.IntVar(&f.attempts, "attempts", d.Ladder.Attempts, "default number of attempts, the first included")
 	fs.Float64Var(&f.jitter, "jitter", d.Ladder.Jitter, "default jitter of each wait, as a fraction (0.2 = ±20%)")
-	fs.DurationVar(&f.retention, "retention", d.Retention, "how long a dead letter waits for a replay before it expires")
-	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "default timeout of one attempt")
+	fs.DurationVar(&f.retention, "retention", d.Retention.Std(), "how long a dead letter waits for a replay before it expires")
+	fs.DurationVar(&f.timeout, "timeout", d.Timeout.Std(), "default timeout of one attempt")
 	fs.BoolVar(&f.plaintext, "plaintext", false, "store payloads and secrets unencrypted in Temporal (development only)")
 }
 
@@ -85,7 +85,7 @@ func (f *workerFlags) options(fs *pflag.FlagSet, taskQueue string) (worker.Optio
 	if err := policy.ValidateRetention(f.retention); err != nil {
 		return o, fmt.Errorf("%w: --retention: %v", errUsage, err)
 	}
-	d.Retention, d.Timeout = f.retention, f.timeout
+	d.Retention, d.Timeout = herald.Duration(f.retention), herald.Duration(f.timeout)
 	return worker.Options{
 		TaskQueue: taskQueue,
 		Defaults:  d,
