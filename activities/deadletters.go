@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
@@ -15,28 +16,49 @@ type Operator struct {
 	Client client.Client
 }
 
-// ReplayDeadLetters signals a replay to every dead letter f selects and returns how many it
+// ReplayCount is what ReplayDeadLetters did: how many dead letters it signalled to replay,
+// and how many it skipped because they were no longer running when signalled.
+type ReplayCount struct {
+	Replayed int `json:"replayed"`
+	Gone     int `json:"gone,omitempty"`
+}
+
+// UnmarshalJSON reads a ReplayCount, or the bare count of replays that histories recorded
+// before ReplayCount existed.
+func (c *ReplayCount) UnmarshalJSON(b []byte) error {
+	var n int
+	if json.Unmarshal(b, &n) == nil {
+		*c = ReplayCount{Replayed: n}
+		return nil
+	}
+	type plain ReplayCount
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// ReplayDeadLetters signals a replay to every dead letter f selects and says how many it
 // signalled. It heartbeats its progress, so a retried run picks up where it stopped. Each
 // signal replays only a dead letter parked by f.DeadBefore (default: when the activity was
 // scheduled): with two bulk replays over the same range, a dead letter one replayed and
 // that parked again is not replayed by the other.
-func (o *Operator) ReplayDeadLetters(ctx context.Context, f herald.DeadLetterFilter) (int, error) {
+func (o *Operator) ReplayDeadLetters(ctx context.Context, f herald.DeadLetterFilter) (ReplayCount, error) {
 	req := herald.ReplayRequest{DeadBefore: f.DeadBefore}
 	if req.DeadBefore.IsZero() {
 		req.DeadBefore = activity.GetInfo(ctx).ScheduledTime
 	}
-	replayed := 0
+	var n ReplayCount
 	for ex, err := range herald.Executions(ctx, o.Client, f.Query(), 200) {
 		if err != nil {
-			return replayed, fmt.Errorf("list dead letters: %w", err)
+			return n, fmt.Errorf("list dead letters: %w", err)
 		}
 		id := ex.GetExecution().GetWorkflowId()
 		if err := o.Client.SignalWorkflow(ctx, id, ex.GetExecution().GetRunId(), herald.SignalReplay, req); err == nil {
-			replayed++
-		} else if !isNotFound(err) {
-			return replayed, fmt.Errorf("replay %s: %w", id, err)
+			n.Replayed++
+		} else if isNotFound(err) {
+			n.Gone++ // expired or replayed by someone else since it was listed
+		} else {
+			return n, fmt.Errorf("replay %s: %w", id, err)
 		}
-		activity.RecordHeartbeat(ctx, replayed)
+		activity.RecordHeartbeat(ctx, n)
 	}
-	return replayed, nil
+	return n, nil
 }

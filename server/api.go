@@ -436,11 +436,12 @@ type bulkReplayRequest struct {
 	At    time.Time `json:"at,omitzero"`
 }
 
-// bulkReplayResponse answers a bulk replay.
+// bulkReplayResponse answers a bulk replay: with its result once it has run.
 type bulkReplayResponse struct {
-	EndpointID string    `json:"endpoint_id"`
-	WorkflowID string    `json:"workflow_id"`
-	At         time.Time `json:"at,omitzero"`
+	EndpointID string                      `json:"endpoint_id"`
+	WorkflowID string                      `json:"workflow_id"`
+	At         time.Time                   `json:"at,omitzero"`
+	Result     *workflows.BulkReplayResult `json:"result,omitempty"`
 }
 
 func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -461,7 +462,23 @@ func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *ht
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, bulkReplayResponse{EndpointID: id, WorkflowID: wf, At: body.At}, nil
+	out := bulkReplayResponse{EndpointID: id, WorkflowID: wf, At: body.At}
+	if body.At.After(s.opts.Now()) {
+		return http.StatusAccepted, out, nil
+	}
+	// A replay that runs now is waited for, within half the request's time, so the
+	// answer can say how many it replayed; a longer one is answered 202 and runs on.
+	wctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout/2)
+	defer cancel()
+	res, err := s.opts.Starter.WaitBulkReplay(wctx, wf)
+	if err != nil {
+		if wctx.Err() != nil && ctx.Err() == nil {
+			return http.StatusAccepted, out, nil
+		}
+		return 0, nil, err
+	}
+	out.Result = &res
+	return http.StatusOK, out, nil
 }
 
 // deadLetterList answers GET /v1/dead-letters.

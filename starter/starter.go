@@ -658,6 +658,19 @@ func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (
 	return run.GetID(), nil
 }
 
+// WaitBulkReplay waits for the bulk replay workflowID to finish, at most until ctx ends,
+// and returns how many dead letters it replayed and skipped.
+func (s *Client) WaitBulkReplay(ctx context.Context, workflowID string) (workflows.BulkReplayResult, error) {
+	var res workflows.BulkReplayResult
+	if err := s.c.GetWorkflow(ctx, workflowID, "").Get(ctx, &res); err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("bulk replay %s: %w", workflowID, err)
+	}
+	return res, nil
+}
+
 func isNotFound(err error) bool {
 	var nf *serviceerror.NotFound
 	return errors.As(err, &nf)

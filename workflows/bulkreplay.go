@@ -17,11 +17,19 @@ type BulkReplayInput struct {
 	At time.Time `json:"at,omitzero"`
 }
 
-// BulkReplayResult says how many dead letters were replayed.
+// BulkReplayResult says how many dead letters were replayed, and how many were skipped
+// and why.
 type BulkReplayResult struct {
-	Replayed   int       `json:"replayed"`
+	Replayed int `json:"replayed"`
+	// Skipped counts the dead letters listed that had ended (expired, or replayed by
+	// someone else) before their replay signal reached them; SkippedWhy says so.
+	Skipped    int       `json:"skipped"`
+	SkippedWhy string    `json:"skipped_why,omitempty"`
 	ReplayedAt time.Time `json:"replayed_at,omitzero"`
 }
+
+// SkippedGone is BulkReplayResult.SkippedWhy for dead letters that had ended.
+const SkippedGone = "no longer a dead letter when its replay was sent (expired, or replayed by someone else since it was listed)"
 
 // BulkReplay waits until the requested time, then replays every dead letter the filter
 // selects, each with its original event id. The wait is a durable timer, visible in the UI.
@@ -50,9 +58,13 @@ func BulkReplay(ctx workflow.Context, in BulkReplayInput) (BulkReplayResult, err
 		}
 	}
 	var op *activities.Operator
-	var n int
+	var n activities.ReplayCount
 	if err := workflow.ExecuteActivity(actx, op.ReplayDeadLetters, f).Get(ctx, &n); err != nil {
 		return BulkReplayResult{}, err
 	}
-	return BulkReplayResult{Replayed: n, ReplayedAt: workflow.Now(ctx)}, nil
+	res := BulkReplayResult{Replayed: n.Replayed, Skipped: n.Gone, ReplayedAt: workflow.Now(ctx)}
+	if n.Gone > 0 {
+		res.SkippedWhy = SkippedGone
+	}
+	return res, nil
 }

@@ -710,12 +710,12 @@ func TestBulkReplay(t *testing.T) {
 			var calls []time.Time
 			var gotFilter herald.DeadLetterFilter
 			env.OnActivity((&activities.Operator{}).ReplayDeadLetters, mock.Anything, mock.Anything).Return(
-				func(_ context.Context, f herald.DeadLetterFilter) (int, error) {
+				func(_ context.Context, f herald.DeadLetterFilter) (activities.ReplayCount, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					calls = append(calls, env.Now())
 					gotFilter = f
-					return 17, nil
+					return activities.ReplayCount{Replayed: 17, Gone: 2}, nil
 				})
 			var timers []time.Duration
 			env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
@@ -739,8 +739,8 @@ func TestBulkReplay(t *testing.T) {
 			if gotFilter.EndpointID != filter.EndpointID || !gotFilter.Since.Equal(filter.Since) || !gotFilter.Until.IsZero() {
 				t.Errorf("filter = %+v, want %+v", gotFilter, filter)
 			}
-			if res.Replayed != 17 || !res.ReplayedAt.Equal(tc.wantCall) {
-				t.Errorf("result = %+v, want 17 replayed at %s", res, tc.wantCall)
+			if res.Replayed != 17 || res.Skipped != 2 || res.SkippedWhy != SkippedGone || !res.ReplayedAt.Equal(tc.wantCall) {
+				t.Errorf("result = %+v, want 17 replayed and 2 skipped (gone) at %s", res, tc.wantCall)
 			}
 			if len(timers) != tc.timers || (tc.timers == 1 && timers[0] != tc.wantCall.Sub(testStart)) {
 				t.Errorf("timers %v, want %d", timers, tc.timers)

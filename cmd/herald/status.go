@@ -80,7 +80,9 @@ is replayed, the others are left alone; --only ENDPOINT replays that endpoint's 
 alone (delivered again if it was delivered).
 
 With --endpoint, every dead letter of that endpoint sent between --since and --until is
-replayed, now or at --at, by a bulk-replay workflow you can watch in the Temporal UI.
+replayed, now or at --at, by a bulk-replay workflow you can watch in the Temporal UI. A
+bulk replay that runs now is waited for, and says how many it replayed and how many it
+skipped (dead letters that ended between being listed and being replayed).
 Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hours ago,
 --at 30m means in thirty minutes.`,
 		Example: `  herald replay evt_0193...
@@ -133,14 +135,24 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 			}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (bulkReplayStarted, error) {
 				id, err := s.BulkReplay(ctx, in)
-				return bulkReplayStarted{BulkReplayInput: in, WorkflowID: id}, err
-			}, func(w io.Writer, b bulkReplayStarted) error {
-				when := "now"
-				if !b.At.IsZero() {
-					when = "at " + fmtTime(b.At)
+				b := bulkReplayStarted{BulkReplayInput: in, WorkflowID: id}
+				if err != nil || in.At.After(time.Now()) {
+					return b, err
 				}
-				_, err := fmt.Fprintf(w, "Bulk replay %s started (%s); watch it in the Temporal UI.\n", b.WorkflowID, when)
-				return err
+				res, err := s.WaitBulkReplay(ctx, id)
+				b.Result = &res
+				return b, err
+			}, func(w io.Writer, b bulkReplayStarted) error {
+				if b.Result == nil {
+					_, err := fmt.Fprintf(w, "Bulk replay %s will run at %s; when it has, the Temporal UI shows how many it replayed (its result).\n", b.WorkflowID, fmtTime(b.At))
+					return err
+				}
+				r := b.Result
+				fmt.Fprintf(w, "Replayed %d dead letter(s) of endpoint %s (bulk replay %s).\n", r.Replayed, b.Filter.EndpointID, b.WorkflowID)
+				if r.Skipped > 0 {
+					fmt.Fprintf(w, "Skipped %d: %s.\n", r.Skipped, r.SkippedWhy)
+				}
+				return nil
 			})
 		},
 	}
@@ -178,10 +190,11 @@ func (g *globals) replayEvent(ctx context.Context, s *starter.Client, tenant, id
 }
 
 // bulkReplayStarted is what replay --endpoint prints: what the bulk replay replays and
-// when, and its workflow id.
+// when, its workflow id and, once it has run (at once unless --at is later), its result.
 type bulkReplayStarted struct {
 	workflows.BulkReplayInput
-	WorkflowID string `json:"workflow_id"`
+	WorkflowID string                      `json:"workflow_id"`
+	Result     *workflows.BulkReplayResult `json:"result,omitempty"`
 }
 
 func newDLQCmd(g *globals) *cobra.Command {
