@@ -2,37 +2,17 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/signature"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from the command and read from the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // receive -o json prints one JSON object per request on standard output, and its
 // start-up line on standard error.
@@ -42,7 +22,7 @@ func TestReceiveJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdoutR, stdoutW := io.Pipe()
-	var stderr syncBuffer
+	var stderr lockedLines
 	ctx, cancel := context.WithCancel(context.Background())
 	root := newRootCmd()
 	root.SetArgs([]string{"receive", "-o", "json", "--listen", "127.0.0.1:0", "--secret", string(secret), "--status", "202"})
