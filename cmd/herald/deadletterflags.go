@@ -17,7 +17,7 @@ type deadLetterFlags struct {
 func (f *deadLetterFlags) bind(fs *pflag.FlagSet, endpointUsage, sinceUsage string) {
 	fs.StringVar(&f.endpoint, "endpoint", "", endpointUsage)
 	fs.StringVar(&f.since, "since", "", sinceUsage)
-	fs.StringVar(&f.until, "until", "", "only events sent at or before this time")
+	fs.StringVar(&f.until, "until", "", "only events sent at or before this `TIME`")
 }
 
 // filter reads the flags into a filter, --since and --until counted back from now.

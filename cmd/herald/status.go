@@ -84,7 +84,11 @@ replayed, now or at --at, by a bulk-replay workflow you can watch in the Tempora
 bulk replay that runs now is waited for, and says how many it replayed and how many it
 skipped (dead letters that ended between being listed and being replayed).
 Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hours ago,
---at 30m means in thirty minutes.`,
+--at 30m means in thirty minutes.
+
+With -o json, event ids print a list with one object per id (event_id, replayed, and a
+message or the error); --endpoint prints the bulk replay (filter, at, workflow_id) with its
+result (replayed, skipped, skipped_why) once it has run.`,
 		Example: `  herald replay evt_0193...
   herald replay evt_0193... --tenant acme --only acme-billing
   herald replay --endpoint acme --since 2026-11-30T12:00:00Z --until 2026-11-30T13:00:00Z
@@ -103,14 +107,28 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 				}
 				return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 					failed := 0
+					outcomes := []replayOutcome{}
 					for _, id := range args {
-						msg, err := g.replayEvent(ctx, s, tenant, id, only)
+						msg, replayed, err := g.replayEvent(ctx, s, tenant, id, only)
 						if err != nil {
-							fmt.Fprintf(cmd.ErrOrStderr(), "herald: %v\n", err)
+							if g.output == "json" {
+								outcomes = append(outcomes, replayOutcome{EventID: id, Error: err.Error()})
+							} else {
+								fmt.Fprintf(cmd.ErrOrStderr(), "herald: %v\n", err)
+							}
 							failed++
 							continue
 						}
-						fmt.Fprintln(w, msg)
+						if g.output == "json" {
+							outcomes = append(outcomes, replayOutcome{EventID: id, Replayed: replayed, Message: msg})
+						} else {
+							fmt.Fprintln(w, msg)
+						}
+					}
+					if g.output == "json" {
+						if err := printJSON(w, outcomes); err != nil {
+							return err
+						}
 					}
 					if failed > 0 {
 						return fmt.Errorf("%d of %d replays failed", failed, len(args))
@@ -156,37 +174,45 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 			})
 		},
 	}
-	dl.bind(cmd.Flags(), "replay every dead letter of this endpoint", "only events sent at or after this time")
-	cmd.Flags().StringVar(&at, "at", "", "replay at this time instead of now")
-	cmd.Flags().StringVar(&only, "only", "", "for an event sent to a tenant: replay only this endpoint's delivery of it")
+	dl.bind(cmd.Flags(), "replay every dead letter of the endpoint with this `ID`", "only events sent at or after this `TIME`")
+	cmd.Flags().StringVar(&at, "at", "", "replay at this `TIME` instead of now")
+	cmd.Flags().StringVar(&only, "only", "", "for an event sent to a tenant: replay only this `ENDPOINT`'s delivery of it")
 	tenantFlag(cmd, &tenant)
 	return cmd
 }
 
 // replayEvent replays an event: its delivery, for an event sent to one endpoint; for an
 // event sent to a tenant, its dead-lettered deliveries, or only's delivery. It returns
-// the line to print.
-func (g *globals) replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (string, error) {
+// the line to print, and whether anything is replayed.
+func (g *globals) replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (msg string, replayed bool, err error) {
 	if only == "" {
-		err := s.ReplayOf(ctx, tenant, id)
+		err = s.ReplayOf(ctx, tenant, id)
 		if err == nil {
-			return "Replaying " + id, nil
+			return "Replaying " + id, true, nil
 		}
 		if !errors.Is(err, starter.ErrNotFound) {
-			return "", err
+			return "", false, err
 		}
 		if _, ferr := s.EventStatus(ctx, tenant, id); ferr != nil {
-			return "", err // no such event at all: say so as before
+			return "", false, err // no such event at all: say so as before
 		}
 	}
 	eps, err := s.ReplayEvent(ctx, tenant, id, only)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if len(eps) == 0 {
-		return fmt.Sprintf("Event %s has no dead-lettered delivery: nothing to replay (%s)", id, g.herald(statusArgs(id, tenant)...)), nil
+		return fmt.Sprintf("Event %s has no dead-lettered delivery: nothing to replay (%s)", id, g.herald(statusArgs(id, tenant)...)), false, nil
 	}
-	return fmt.Sprintf("Replaying %s to %s", id, strings.Join(eps, ", ")), nil
+	return fmt.Sprintf("Replaying %s to %s", id, strings.Join(eps, ", ")), true, nil
+}
+
+// replayOutcome is what replay -o json prints for each event id given.
+type replayOutcome struct {
+	EventID  string `json:"event_id"`
+	Replayed bool   `json:"replayed"`
+	Message  string `json:"message,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // bulkReplayStarted is what replay --endpoint prints: what the bulk replay replays and
@@ -220,7 +246,7 @@ func newDLQCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	dl.bind(list.Flags(), "only this endpoint's dead letters", "only events sent at or after this time (RFC 3339, date or duration ago)")
+	dl.bind(list.Flags(), "only the dead letters of the endpoint with this `ID`", "only events sent at or after this `TIME` (RFC 3339, a date, or a duration ago such as 2h)")
 	cmd.AddCommand(list)
 	return cmd
 }
