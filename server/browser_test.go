@@ -150,16 +150,25 @@ func TestBrowserCircuitOpenBanner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPrefix := "Your endpoint " + ep + " is in circuit-open after "
-	if !strings.HasPrefix(text, wantPrefix) || !strings.Contains(text, "Deliveries are paused; the next probe is at ") {
-		t.Fatalf("banner %q, want %q… Deliveries are paused; the next probe is at …", text, wantPrefix)
+	wantPrefix := "Deliveries to your endpoint " + ep + " are paused since "
+	if !strings.HasPrefix(text, wantPrefix) || !strings.Contains(text, "The next probe is at ") {
+		t.Fatalf("banner %q, want %q… The next probe is at …", text, wantPrefix)
 	}
 	badge, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#circuit")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if badge != "circuit-open" {
-		t.Fatalf("circuit badge %q, want circuit-open", badge)
+	if badge != "Circuit open" {
+		t.Fatalf("circuit line %q, want Circuit open", badge)
+	}
+	// The circuit line dates the pause as the banner does.
+	note, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#circuit-note")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := strings.Fields(note)[1]
+	if !strings.HasPrefix(text, wantPrefix+since) {
+		t.Fatalf("the banner %q and the circuit line %q give different times", text, note)
 	}
 
 	if out := os.Getenv("HERALD_SCREENSHOT"); out != "" {
