@@ -18,7 +18,7 @@ const (
 	chartW       = 720
 	chartH       = 250
 	chartLeft    = 52
-	chartRight   = 12
+	chartRight   = 24
 	chartTop     = 14
 	chartBottom  = 44
 )
@@ -126,10 +126,7 @@ func chartOf(statuses []herald.Status, now time.Time, loc *time.Location) chartV
 // chartSVG draws the stacked bars with their axes.
 func chartSVG(counts [][]int, peak int, start time.Time, loc *time.Location, total int) template.HTML {
 	step := max(1, int(math.Ceil(float64(peak)/4))) // at most 5 gridlines
-	top := max(step*4, 1)
-	if peak <= 4 {
-		top, step = max(peak, 1), 1
-	}
+	top := max(1, step*int(math.Ceil(float64(peak)/float64(step))))
 	plotW, plotH := chartW-chartLeft-chartRight, chartH-chartTop-chartBottom
 	barW := float64(plotW) / chartMinutes
 	y := func(n int) float64 { return float64(chartTop) + float64(plotH)*(1-float64(n)/float64(top)) }

@@ -26,7 +26,7 @@ import (
 // pages are the dashboard's templates, each parsed with the layout.
 var pages = func() map[string]*template.Template {
 	funcs := template.FuncMap{"pathEscape": url.PathEscape, "stateLabel": stateLabel,
-		"pageSizes": func() []int { return []int{10, 25, 50, 100} }}
+		"pageSizes": pageSizes}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"signin.html", "endpoints.html", "endpoint.html", "event.html", "error.html", "events.html"} {
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))

@@ -302,3 +302,13 @@ func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "max-age=86400")
 	_, _ = w.Write(b)
 }
+
+// pageSizes are the choices of the event list's page size, with current among them.
+func pageSizes(current int) []int {
+	sizes := []int{10, 25, 50, 100}
+	if current > 0 && !slices.Contains(sizes, current) {
+		sizes = append(sizes, current)
+		slices.Sort(sizes)
+	}
+	return sizes
+}
