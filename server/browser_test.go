@@ -172,22 +172,7 @@ func TestBrowserCircuitOpenBanner(t *testing.T) {
 		t.Fatalf("the banner %q and the circuit line %q give different times", text, note)
 	}
 
-	if out := os.Getenv("HERALD_SCREENSHOT"); out != "" {
-		if !filepath.IsAbs(out) {
-			out = filepath.Join("..", out) // relative to the repository root
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(out, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot written to %s", out)
-	}
+	screenshot(t, ctx, "endpoint-circuit-open.png")
 }
 
 // screenshot saves the page as name (e.g. portal-events.png) in the directory
@@ -231,7 +216,11 @@ func TestBrowserPortal(t *testing.T) {
 	badRcv := headerReceiver(t, http.StatusServiceUnavailable)
 	ep, failing := uniq("shop-orders"), uniq("shop-billing")
 	putEndpoint(t, ep, "acme", okRcv.URL, 1, nil)
-	putEndpoint(t, failing, "acme", badRcv.URL, 2, map[string]any{"headers": map[string]string{"Authorization": "Bearer never-shown"}})
+	putEndpoint(t, failing, "acme", badRcv.URL, 2, map[string]any{
+		"headers": map[string]string{"Authorization": "Bearer never-shown"},
+		// The circuit stays closed, so that every delivery runs its ladder out.
+		"breaker": map[string]any{"consecutive_failures": 50, "consecutive_window": "1m", "volume_failures": 50, "probe_delay": "1h"},
+	})
 	var sent, refunds []string
 	for i := 0; i < 12; i++ {
 		typ := "order.paid"
