@@ -245,7 +245,7 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 	if strings.Contains(page, "<script>alert(1)") || !strings.Contains(page, "&lt;script&gt;alert(1)") {
 		t.Fatal("the event type is not escaped on the endpoint page")
 	}
-	for _, s := range []string{`data-event="` + ev + `" data-state="delivered"`, "<svg", "circuit-closed", `id="bulk-replay"`} {
+	for _, s := range []string{`data-event="` + ev + `" data-state="delivered"`, "<svg", `data-state="closed"`, `id="bulk-replay"`} {
 		if !strings.Contains(page, s) {
 			t.Errorf("endpoint page lacks %q", s)
 		}
@@ -255,7 +255,7 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 		t.Error("the live fragment should be the live part only, with the deliveries")
 	}
 	_, evPage := get(t, c, "/events/"+ev)
-	if !strings.Contains(evPage, `id="attempts"`) || !strings.Contains(evPage, "200 OK") {
+	if !strings.Contains(evPage, `id="attempts-heading"`) || !strings.Contains(evPage, `id="timeline"`) || !strings.Contains(evPage, "200 OK") {
 		t.Error("event page lacks the attempt timeline")
 	}
 	if strings.Contains(evPage, "temporal-link") {

@@ -113,6 +113,9 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 		f.Tenants = []string{e.Tenant}
 		return f, false, nil
 	}
+	if tenant == "" && f.EventID == "" {
+		return f, false, nil // an operator, every tenant
+	}
 	if tenant == "" {
 		// An operator, every tenant: event ids are looked up in each tenant that has endpoints.
 		eps, err := s.opts.Starter.ListEndpoints(ctx, "")
