@@ -250,6 +250,16 @@ func TestBrowserPortal(t *testing.T) {
 	})
 
 	browserSignIn(t, ctx, shared.acme)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(shared.http.URL+"/endpoints"),
+		chromedp.WaitVisible(chromedp.CSS(`#endpoints tr[data-endpoint="`+ep+`"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if rate := texts(t, ctx, `#endpoints tr[data-endpoint="`+ep+`"] .success-rate`); rate[0] != "100.0%" {
+		t.Fatalf("the list's success rate of an endpoint whose 12 deliveries all arrived: %q", rate[0])
+	}
+	screenshot(t, ctx, "portal-endpoints.png")
 
 	// Pagination: 12 deliveries in pages of 5, Next until the last page.
 	if err := chromedp.Do(ctx,

@@ -187,3 +187,19 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// An attempt recorded before Herald kept headers still shows, saying they were not recorded.
+func TestEventPageAttemptWithoutHeaders(t *testing.T) {
+	v := view{Title: "Event e", Event: eventView{ID: "e", State: "delivered", Attempts: []attemptView{
+		{Round: 1, Number: 1, OK: true, Result: "200 OK", Status: "200 OK", Snippet: "ok"},
+	}}}
+	var b strings.Builder
+	if err := pages["event.html"].ExecuteTemplate(&b, "layout", v); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Not recorded (this attempt was made before Herald recorded headers)", "Headers not recorded.", "200 OK"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
