@@ -393,6 +393,14 @@ func TestBrowserPortal(t *testing.T) {
 		t.Fatalf("the event list is %d px wide at a 390 px screen (%v)", w, err)
 	}
 	screenshot(t, ctx, "portal-phone.png")
+	for _, path := range []string{"/events/" + dead[0], "/endpoints/" + failing, "/endpoints"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(shared.http.URL+path), chromedp.WaitVisible(chromedp.CSS("main h1"))); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 390 {
+			t.Fatalf("%s is %d px wide at a 390 px screen (%v)", path, w, err)
+		}
+	}
 	// The favicon is served.
 	resp, err := http.Get(shared.http.URL + "/static/favicon.svg")
 	if err != nil {
