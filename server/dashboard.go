@@ -228,6 +228,15 @@ type endpointView struct {
 	Types string
 }
 
+// rateTTL is how long an endpoint's delivery counts are reused.
+const rateTTL = 10 * time.Second
+
+// rateCount is an endpoint's delivery counts, as counted at at.
+type rateCount struct {
+	delivered, failed int
+	at                time.Time
+}
+
 // percent is n of total as "97.5%".
 func percent(n, total int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
@@ -235,12 +244,28 @@ func percent(n, total int) string {
 
 // deliveryRate fills v's success rate by delivery from the visibility store's counts; on
 // error it stays "–" (the page still shows everything else).
+// The counts are kept for rateTTL, so that pages refreshing themselves do not count again
+// every few seconds.
 func (s *Server) deliveryRate(ctx context.Context, v *endpointView) {
-	delivered, failed, err := s.opts.Starter.DeliveryCounts(ctx, v.ID)
-	if err != nil {
-		s.opts.Logger.Warn("count deliveries", "endpoint", v.ID, "error", err)
-		return
+	now := s.opts.Now()
+	s.rates.Lock()
+	c, ok := s.rates.m[v.ID]
+	s.rates.Unlock()
+	if !ok || now.Sub(c.at) >= rateTTL || now.Before(c.at) {
+		delivered, failed, err := s.opts.Starter.DeliveryCounts(ctx, v.ID)
+		if err != nil {
+			s.opts.Logger.Warn("count deliveries", "endpoint", v.ID, "error", err)
+			return
+		}
+		c = rateCount{delivered: delivered, failed: failed, at: now}
+		s.rates.Lock()
+		if s.rates.m == nil || len(s.rates.m) > 10_000 {
+			s.rates.m = map[string]rateCount{}
+		}
+		s.rates.m[v.ID] = c
+		s.rates.Unlock()
 	}
+	delivered, failed := c.delivered, c.failed
 	v.Delivered, v.Finished = delivered, delivered+failed
 	if v.Finished > 0 {
 		v.SuccessRate = percent(delivered, v.Finished)

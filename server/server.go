@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -76,6 +77,11 @@ type Options struct {
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// rates caches endpoints' delivery counts (see deliveryRate).
+	rates struct {
+		sync.Mutex
+		m map[string]rateCount
+	}
 }
 
 // route is one method+path the server answers.
