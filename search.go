@@ -101,6 +101,11 @@ func (q Query) In(a temporal.SearchAttributeKeyKeyword, vs ...string) Query {
 	return q.and(a.GetName() + " IN (" + quoteAll(vs) + ")")
 }
 
+// StartsWith keeps the workflows whose keyword attribute a starts with prefix.
+func (q Query) StartsWith(a temporal.SearchAttributeKeyKeyword, prefix string) Query {
+	return q.and(a.GetName() + " STARTS_WITH " + quote(prefix))
+}
+
 // Missing keeps the workflows on which attribute a is not set.
 func (q Query) Missing(a temporal.SearchAttributeKeyKeyword) Query {
 	return q.and(a.GetName() + " IS NULL")
@@ -181,7 +186,8 @@ var EventStates = []State{StateAttempting, StateWaitingRetry, StateWaitingEndpoi
 // EventFilter selects deliveries for the event list, by their search attributes and start
 // time; empty fields select all.
 type EventFilter struct {
-	// Type is an exact event type.
+	// Type is an event type: a name (order.paid), or a prefix ending in * (order.*
+	// matches order.paid and order.refund.created; * matches every type).
 	Type string `json:"type,omitempty"`
 	// State is one of EventStates. StateAttempting also selects deliveries that have not
 	// left the fast path (running, no HeraldStatus yet), and StateDelivered those that
@@ -204,7 +210,10 @@ type EventFilter struct {
 // are left out: their successor carries the delivery on.
 func (f EventFilter) Query() string {
 	q := Workflows(DeliveryWorkflow).NotStatus("ContinuedAsNew")
-	if f.Type != "" {
+	switch prefix, ok := strings.CutSuffix(f.Type, "*"); {
+	case ok && prefix != "":
+		q = q.StartsWith(AttrEventType, prefix)
+	case f.Type != "" && !ok:
 		q = q.Is(AttrEventType, f.Type)
 	}
 	if len(f.Endpoints) > 0 {

@@ -93,6 +93,12 @@ func TestEventSearchAPI(t *testing.T) {
 	if got, _ := listEvents(t, shared.acme, "endpoint="+ep+"&type=order.refunded", 10); !sameSet(got, refunded) {
 		t.Fatalf("type filter: got %v, want %v", got, refunded)
 	}
+	if got, _ := listEvents(t, shared.acme, "endpoint="+ep+"&type=order.*", 10); !sameSet(got, all) {
+		t.Fatalf("type prefix order.*: got %v, want %v", got, all)
+	}
+	if got, _ := listEvents(t, shared.acme, "endpoint="+ep+"&type=order.ref*", 10); !sameSet(got, refunded) {
+		t.Fatalf("type prefix order.ref*: got %v, want %v", got, refunded)
+	}
 	if got, _ := listEvents(t, shared.acme, "endpoint="+ep+"&state=delivered", 10); !sameSet(got, all) {
 		t.Fatalf("state delivered: got %v, want %v", got, all)
 	}
