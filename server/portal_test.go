@@ -7,17 +7,32 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // headerReceiver answers every request with status, a few headers and a body.
 func headerReceiver(t *testing.T, status int) *httptest.Server {
+	return flakyReceiver(t, func(string, int) int { return status })
+}
+
+// flakyReceiver answers the n-th request (from 1) carrying webhook-id id with status(id, n),
+// a few headers and a body.
+func flakyReceiver(t *testing.T, status func(id string, n int) int) *httptest.Server {
 	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Request-Seen", r.Header.Get("webhook-id"))
+		id := r.Header.Get("webhook-id")
+		mu.Lock()
+		seen[id]++
+		n := seen[id]
+		mu.Unlock()
+		code := status(id, n)
+		w.Header().Set("X-Request-Seen", id)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte("receiver says " + http.StatusText(status)))
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte("receiver says " + http.StatusText(code)))
 	}))
 	t.Cleanup(srv.Close)
 	return srv
