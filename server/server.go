@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -76,6 +77,11 @@ type Options struct {
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// rates caches endpoints' delivery counts (see deliveryRate).
+	rates struct {
+		sync.Mutex
+		m map[string]rateCount
+	}
 }
 
 // route is one method+path the server answers.
@@ -159,6 +165,11 @@ func (s *Server) routes() []route {
 		{"POST", "/endpoints/{id}/types", false, s.page(s.typesForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
+
+		// Portal (part A): the event list and its API, the favicon.
+		{"GET", "/v1/events", true, s.api(s.apiListEvents)},
+		{"GET", "/events", false, s.page(s.eventsPage)},
+		{"GET", "/favicon.ico", false, s.favicon},
 	}
 }
 

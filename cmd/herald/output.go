@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/server"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -85,18 +86,8 @@ func circuitBanner(st herald.EndpointState) string {
 	if d := st.Disabled; d != nil {
 		return fmt.Sprintf("endpoint %s is disabled since %s: %s; enable it with: herald endpoint enable %s", st.ID, fmtTime(d.At), d.Reason, st.ID)
 	}
-	c := st.Circuit
-	switch c.State {
-	case policy.CircuitOpen:
-		msg := fmt.Sprintf("endpoint %s is in circuit-open since %s after %s", st.ID, clock(c.TrippedAt), c.Reason)
-		if !c.NextProbeAt.IsZero() {
-			msg += fmt.Sprintf("; next probe at %s", clock(c.NextProbeAt))
-		}
-		return msg
-	case policy.CircuitHalfOpen:
-		return fmt.Sprintf("endpoint %s is in circuit-half-open since %s: one attempt at a time until it proves healthy", st.ID, clock(c.Since))
-	}
-	return ""
+	// The same sentence, with the same times, as the dashboard's banner.
+	return server.Banner(st, false, time.Local)
 }
 
 func clock(t time.Time) string {
