@@ -93,12 +93,18 @@ type view struct {
 	Chart       template.HTML
 	DeadLetters []deadLetterView
 	Event       eventView
+	// Self is what the self-service pages show (selfservice.go).
+	Self *selfView
+	// CanRegister is set when the principal may register endpoints (not a session scoped
+	// to one endpoint).
+	CanRegister bool
 }
 
 func (s *Server) newView(p principal, title string) view {
 	v := view{Title: title, Refresh: int(s.opts.RefreshInterval / time.Millisecond)}
 	if p.token.ID != "" {
-		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.token.Who(), p.operator(), s.csrfToken(p)
+		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.who(), p.operator(), s.csrfToken(p)
+		v.CanRegister = p.endpoint == ""
 	}
 	return v
 }
@@ -683,7 +689,7 @@ func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *htt
 	if _, err := act(ctx, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {done}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery(formBack(r, id), url.Values{"done": {done}}), http.StatusSeeOther)
 	return nil
 }
 
@@ -701,7 +707,7 @@ func (s *Server) typesForm(ctx context.Context, w http.ResponseWriter, r *http.R
 	if _, err := s.opts.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, Types: types}); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"types"}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery(formBack(r, id), url.Values{"done": {"types"}}), http.StatusSeeOther)
 	return nil
 }
 
