@@ -183,6 +183,11 @@ func (s *Server) portalSession(d sessionData, cookie string) (principal, bool) {
 // its endpoints (or its endpoint's page), or explains why the link does not open.
 func (s *Server) portalSignin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	if r.Method == http.MethodHead {
+		// Link checkers and previews send HEAD: it must not use the link up.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		return
+	}
 	c, err := s.opts.Tokens.openPortalLink(r.URL.Query().Get("link"), s.opts.Now())
 	if err != nil {
 		code, msg := http.StatusGone, err.Error()

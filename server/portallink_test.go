@@ -65,6 +65,16 @@ func TestPortalLinkOpensOnceWithItsTenantsScope(t *testing.T) {
 	putEndpoint(t, globexEP, "globex", rcv.URL, 1, nil)
 	link := mintLink(t, map[string]any{"tenant": "acme", "ttl": "10m"})
 
+	// A HEAD (a link checker's) does not use the link up.
+	head, err := http.Head(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusOK || len(head.Cookies()) != 0 {
+		t.Fatalf("HEAD of the link: status %d, cookies %v; want 200 and no session", head.StatusCode, head.Cookies())
+	}
+
 	c, code, _, resp := openLink(t, shared.http.URL, link)
 	if code != http.StatusSeeOther || resp.Header.Get("Location") != "/endpoints" {
 		t.Fatalf("open the link: status %d to %q, want 303 to /endpoints", code, resp.Header.Get("Location"))
