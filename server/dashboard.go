@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -700,10 +699,7 @@ func (s *Server) typesForm(ctx context.Context, w http.ResponseWriter, r *http.R
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
 	}
-	types := strings.FieldsFunc(r.PostFormValue("types"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
-	if len(types) == 0 {
-		types = []string{"*"}
-	}
+	types := splitTypes(r.PostFormValue("types"))
 	if _, err := s.opts.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, Types: types}); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -73,23 +74,11 @@ var (
 func ValidatePortalLinkTTL(ttl time.Duration) error {
 	switch {
 	case ttl <= 0:
-		return fmt.Errorf("ttl %s: give a positive duration such as 15m or 1h", durText(ttl))
+		return fmt.Errorf("ttl %s: give a positive duration such as 15m or 1h", policy.FormatDuration(ttl))
 	case ttl > MaxPortalLinkTTL:
-		return fmt.Errorf("ttl %s is longer than a portal link may live (%s): give %s or less; mint links when they are needed rather than in advance", durText(ttl), durText(MaxPortalLinkTTL), durText(MaxPortalLinkTTL))
+		return fmt.Errorf("ttl %s is longer than a portal link may live (%s): give %s or less; mint links when they are needed rather than in advance", policy.FormatDuration(ttl), policy.FormatDuration(MaxPortalLinkTTL), policy.FormatDuration(MaxPortalLinkTTL))
 	}
 	return nil
-}
-
-// durText writes d as people write it: 24h, 1h30m, 15m (not 24h0m0s).
-func durText(d time.Duration) string {
-	t := d.String()
-	if strings.HasSuffix(t, "m0s") {
-		t = strings.TrimSuffix(t, "0s")
-	}
-	if strings.HasSuffix(t, "h0m") {
-		t = strings.TrimSuffix(t, "0m")
-	}
-	return t
 }
 
 // MintPortalLink mints a portal link to the dashboard at baseURL (e.g.
