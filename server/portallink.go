@@ -179,18 +179,7 @@ func (s *Server) portalSignin(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.opts.Tokens.openPortalLink(r.URL.Query().Get("link"), s.opts.Now())
 	if err != nil {
-		code, msg := http.StatusGone, err.Error()
-		switch {
-		case errors.Is(err, errLinkInvalid):
-			code = http.StatusBadRequest
-		case errors.Is(err, errLinkExpired):
-			msg += ": links are valid for a short time. Ask for a new one (open the portal again from the product that sent you here)."
-		case errors.Is(err, errLinkUsed):
-		default:
-			s.opts.Logger.Error("open a portal link", "error", err)
-			code, msg = http.StatusInternalServerError, "Something went wrong on our side; the server log has the details. Try a new link."
-		}
-		s.errorPage(w, r, principal{}, code, msg)
+		s.portalRefused(w, r, err)
 		return
 	}
 	sess, err := s.signSession(sessionData{TokenID: c.By, Link: c.ID, Tenant: c.Tenant, Endpoint: c.Endpoint})
@@ -204,6 +193,27 @@ func (s *Server) portalSignin(w http.ResponseWriter, r *http.Request) {
 		next = "/endpoints/" + url.PathEscape(c.Endpoint)
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// portalRefused answers a portal link that does not open with a page that says why and
+// what to do (and, to someone still signed in, where to continue).
+func (s *Server) portalRefused(w http.ResponseWriter, r *http.Request, err error) {
+	code, title, msg := http.StatusGone, "This link was used already", err.Error()
+	switch {
+	case errors.Is(err, errLinkInvalid):
+		code, title = http.StatusBadRequest, "This link is not valid"
+	case errors.Is(err, errLinkExpired):
+		title = "This link has expired"
+		msg += ": links are valid for a short time. Ask for a new one (open the portal again from the product that sent you here)."
+	case errors.Is(err, errLinkUsed):
+	default:
+		s.opts.Logger.Error("open a portal link", "error", err)
+		code, title, msg = http.StatusInternalServerError, "Something went wrong", "Something went wrong on our side; the server log has the details. Try a new link."
+	}
+	p, _ := s.session(r)
+	v := s.newView(p, title)
+	v.Refresh, v.Error = 0, strings.ToUpper(msg[:1])+msg[1:]
+	s.render(w, r, code, "portal.html", v)
 }
 
 // setPortalCookie sets the session cookie of a portal link's session. The link is opened

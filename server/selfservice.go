@@ -28,7 +28,7 @@ import (
 
 func init() {
 	funcs := template.FuncMap{"pathEscape": url.PathEscape}
-	for _, name := range []string{"register.html", "settings.html", "secret.html"} {
+	for _, name := range []string{"register.html", "settings.html", "secret.html", "portal.html"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
 	}
 }
