@@ -143,7 +143,13 @@ func (s *Server) registerForm(ctx context.Context, w http.ResponseWriter, r *htt
 		return again(http.StatusConflict, "The endpoint id "+id+" is taken: choose another id.")
 	}
 	res, err := s.opts.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, URL: u, Tenant: tenant, Overrides: o, Types: c.Types, CreateOnly: true})
-	if err != nil {
+	switch {
+	case err != nil && res.Endpoint.Version > 0:
+		// Saved, but not yet in the tenant's directory: show the secret (it cannot be shown
+		// later) and say how to finish.
+		s.opts.Logger.Error("register an endpoint: subscriptions not recorded", "endpoint", id, "error", err)
+		return s.showSecret(w, r, p, res.Endpoint, string(res.Endpoint.Secret), "unsubscribed")
+	case err != nil:
 		if code := errStatus(err); code == http.StatusBadRequest || code == http.StatusConflict {
 			return again(code, cleanMessage(err.Error())+".")
 		}
@@ -232,6 +238,8 @@ func (s *Server) showSecret(w http.ResponseWriter, r *http.Request, p principal,
 	switch {
 	case how == "registered":
 		self.SecretNote = "Endpoint " + e.ID + " is registered. Herald signs every event it sends to it with this secret; your receiver verifies the webhook-signature header with it."
+	case how == "unsubscribed":
+		self.SecretNote = "Endpoint " + e.ID + " is registered and signed with this secret, but its event types could not be recorded for events sent to tenant " + e.Tenant + " (Temporal did not answer in time): open its settings and save its event types again."
 	case e.PreviousSecret != "" && e.PreviousUntil.After(s.opts.Now()):
 		self.SecretNote = "The new secret signs from now on. The old secret also signs until " + s.stamp(e.PreviousUntil) + ": switch your receiver to the new one before then."
 	default:
