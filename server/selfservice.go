@@ -222,8 +222,11 @@ func (s *Server) rotateForm(ctx context.Context, w http.ResponseWriter, r *http.
 		req = herald.PutEndpointRequest{ID: id, Secret: sec} // replaced at once, no previous secret
 	}
 	res, err := s.opts.Starter.PutEndpoint(ctx, req)
-	if err != nil {
+	if err != nil && res.Endpoint.Version == 0 {
 		return err
+	}
+	if err != nil { // the new secret is saved and signs: it must be shown now or never
+		s.opts.Logger.Error("rotate a secret: subscriptions not recorded", "endpoint", id, "error", err)
 	}
 	return s.showSecret(w, r, p, res.Endpoint, string(sec), "rotated")
 }
