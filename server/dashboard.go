@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -100,12 +99,18 @@ type view struct {
 	DeadLetters []deadLetterView
 	Event       eventView
 	Events      eventsView
+	// Self is what the self-service pages show (selfservice.go).
+	Self *selfView
+	// CanRegister is set when the principal may register endpoints (not a session scoped
+	// to one endpoint).
+	CanRegister bool
 }
 
 func (s *Server) newView(p principal, title string) view {
 	v := view{Title: title, Refresh: int(s.opts.RefreshInterval / time.Millisecond), Zone: s.opts.Now().In(s.opts.Location).Format("MST")}
 	if p.token.ID != "" {
-		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.token.Who(), p.operator(), s.csrfToken(p)
+		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.who(), p.operator(), s.csrfToken(p)
+		v.CanRegister = p.endpoint == ""
 	}
 	return v
 }
@@ -882,7 +887,7 @@ func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *htt
 	if _, err := act(ctx, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {done}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery(formBack(r, id), url.Values{"done": {done}}), http.StatusSeeOther)
 	return nil
 }
 
@@ -893,14 +898,11 @@ func (s *Server) typesForm(ctx context.Context, w http.ResponseWriter, r *http.R
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
 	}
-	types := strings.FieldsFunc(r.PostFormValue("types"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
-	if len(types) == 0 {
-		types = []string{"*"}
-	}
+	types := splitTypes(r.PostFormValue("types"))
 	if _, err := s.opts.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, Types: types}); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"types"}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery(formBack(r, id), url.Values{"done": {"types"}}), http.StatusSeeOther)
 	return nil
 }
 
