@@ -144,7 +144,12 @@ func contains(list []string, want string) bool {
 
 // TestReplaySignalInEveryState signals replay as the stock CLI does to a delivery in each
 // state, and checks its effect and its record in the delivery's history (the replay memo).
-// With -record it also saves the histories for the replay test.
+// With -record it also saves the histories for the replay test:
+//
+//	go test ./tests -run 'TestReplaySignalInEveryState$' -record
+//
+// The delivery_replay_*_before_any_state.json histories came from the same scenarios run
+// by the code before versionReplayAnyState, which dropped those signals.
 func TestReplaySignalInEveryState(t *testing.T) {
 	ctx := context.Background()
 

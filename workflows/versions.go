@@ -93,8 +93,10 @@ const (
 	// records it as ignored. A dead letter publishes MemoDeadLetter and no longer drops the
 	// replays that came during its last attempt. Asked for when a replay arrives during the
 	// ladder, and when a delivery parks as a dead letter. Replayed by
-	// delivery_dead_letter_replayed*.json (old branch: drained and dropped); marked in
-	// delivery_replay_*.json.
+	// delivery_replay_*_before_any_state.json (a replay during a retry's timer, a hold and an
+	// attempt in flight, dropped, recorded by the code before the change) and
+	// delivery_dead_letter_replayed*.json (drained at the dead letter). Marked in
+	// delivery_replay_{waiting_retry,held,in_flight,dead_letter}.json.
 	versionReplayAnyState = "replay-any-state"
 
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
