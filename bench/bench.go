@@ -54,6 +54,9 @@ type Config struct {
 	// SQLitePragmas and DynamicConfig tune the embedded server (see devserver.Options).
 	SQLitePragmas map[string]string `json:"sqlite_pragmas,omitempty"`
 	DynamicConfig map[string]any    `json:"dynamic_config,omitempty"`
+	// StockEngine runs the embedded server's storage as Temporal ships it, without the
+	// tuning Herald applies (see devserver.Options.Stock): the figure to compare against.
+	StockEngine bool `json:"stock_engine,omitempty"`
 	// Plaintext turns payload encryption off (it is on in production and by default here).
 	Plaintext bool `json:"plaintext"`
 	// Address, when set, is the frontend (host:port) of an external Temporal to run on
@@ -282,7 +285,8 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		}
 	} else {
 		stk, err = testkit.Start(ctx, testkit.Options{
-			Server: devserver.Options{HTTPPort: -1, DBFile: cfg.DBFile, SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger},
+			Server: devserver.Options{HTTPPort: -1, DBFile: cfg.DBFile, SQLitePragmas: cfg.SQLitePragmas, DynamicConfig: dyn, Logger: cfg.Logger,
+				Stock: cfg.StockEngine},
 			Keys:   keys,
 			Worker: wopts,
 		})
@@ -308,8 +312,13 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.SQLitePragmas {
 		pragmas[strings.ToLower(k)] = v
 	}
+	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped"
+	if cfg.StockEngine {
+		tuning = "stock (--stock-engine): one database, every visibility index"
+	}
 	server := []Setting{
 		{"server", "embedded Temporal (internal/devserver), " + storage + ", 1 history shard (fixed by devserver)"},
+		{"storage", tuning},
 		{"sqlite pragmas", formatMap(pragmas)},
 		{"dynamic config", formatAny(dyn, "server defaults (plus frontend visibility RPS 100)")},
 	}

@@ -78,8 +78,8 @@ on the same machine. -o json prints everything measured.`,
 			// Only an explicit --address leaves the embedded server: TEMPORAL_ADDRESS, set
 			// for the other commands, does not move a bench onto a real cluster.
 			if cmd.Flags().Changed("address") {
-				if cfg.DBFile != "" || len(dynamic) > 0 || len(pragmas) > 0 {
-					return fmt.Errorf("%w: --db-file, --dynamic-config and --sqlite-pragma tune the embedded server; with --address the cluster has its own", errUsage)
+				if cfg.DBFile != "" || len(dynamic) > 0 || len(pragmas) > 0 || cfg.StockEngine {
+					return fmt.Errorf("%w: --db-file, --dynamic-config, --sqlite-pragma and --stock-engine tune the embedded server; with --address the cluster has its own", errUsage)
 				}
 				cfg.Address, cfg.Namespace = g.address, g.namespace
 				if g.keys == nil && !cfg.Plaintext {
@@ -144,6 +144,7 @@ on the same machine. -o json prints everything measured.`,
 	f.StringVar(&cfg.DBFile, "db-file", "", "run the embedded server on this SQLite file (created if missing) instead of in memory")
 	f.StringSliceVar(&pragmas, "sqlite-pragma", nil, "SQLite pragma for the embedded server, KEY=VALUE (repeatable), e.g. synchronous=full")
 	f.StringSliceVar(&dynamic, "dynamic-config", nil, "Temporal dynamic config for the embedded server, KEY=VALUE (repeatable), e.g. matching.numTaskqueueReadPartitions=1")
+	f.BoolVar(&cfg.StockEngine, "stock-engine", false, "run the embedded server's storage as Temporal ships it (one database, every visibility index), to compare with Herald's tuning")
 	f.BoolVar(&cfg.Plaintext, "plaintext", false, "do not encrypt payloads (production encrypts them; so does the bench by default)")
 	f.IntVar(&cfg.Events, "events", cfg.Events, "throughput: events per phase (N)")
 	f.IntVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "throughput: endpoints the events are spread over (M)")

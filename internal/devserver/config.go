@@ -29,6 +29,9 @@ const clusterName = "active"
 
 const storeName = "sqlite-default"
 
+// visibilityStoreName names the visibility store when it has a database of its own.
+const visibilityStoreName = "sqlite-visibility"
+
 // defaultPragmas are the SQLite pragmas Start uses unless Options overrides
 // them: WAL lets readers run beside the writer, synchronous=normal is safe
 // with WAL and about three times faster than the default, and the busy
@@ -49,43 +52,101 @@ var uriParameters = map[string]bool{
 // memoryDBs numbers in-memory databases so that each Start gets its own.
 var memoryDBs atomic.Int64
 
-// sqlConfig returns the SQLite store configuration for path, an absolute
-// file path in an existing directory or "" for memory, and sets up the schema
-// when the file is new.
-func sqlConfig(path string, pragmas map[string]string) (*config.SQL, error) {
+// stores are the databases of the embedded server: the main one and the visibility
+// store's, which is the main one unless Start tuned a new database (see tuning.go).
+type stores struct {
+	main, visibility *config.SQL
+	// visibilityDSN opens the visibility database with the sqlite driver.
+	visibilityDSN string
+}
+
+// separate reports whether the visibility store has a database of its own.
+func (s stores) separate() bool { return s.visibility != s.main }
+
+// sqlConfig returns the SQLite store configurations for path, an absolute file
+// path in an existing directory or "" for memory, and sets up the schema of new
+// files. Unless stock, a new database keeps its visibility store apart.
+func sqlConfig(path string, pragmas map[string]string, stock bool) (stores, error) {
 	attrs := maps.Clone(defaultPragmas)
 	for k, v := range pragmas {
 		k = strings.ToLower(strings.TrimSpace(k))
 		if uriParameters[k] {
-			return nil, fmt.Errorf("SQLite pragma %q is a connection parameter Start sets itself; remove it", k)
+			return stores{}, fmt.Errorf("SQLite pragma %q is a connection parameter Start sets itself; remove it", k)
 		}
 		attrs[k] = v
 	}
-	conf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: attrs}
+	conf := func(name string, memory bool) *config.SQL {
+		a := maps.Clone(attrs)
+		if memory {
+			// The plugin creates the schema when it opens a memory database. A
+			// named shared-cache database lives as long as the plugin's process-wide
+			// connection pool holds it, which is until the process exits.
+			a["mode"], a["cache"] = "memory", "shared"
+		} else {
+			a["mode"] = "rwc"
+		}
+		return &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: a, DatabaseName: name}
+	}
 
 	if path == "" {
-		// The plugin creates the schema when it opens a memory database. A
-		// named shared-cache database lives as long as the plugin's process-wide
-		// connection pool holds it, which is until the process exits.
-		attrs["mode"] = "memory"
-		attrs["cache"] = "shared"
-		conf.DatabaseName = fmt.Sprintf("herald-devserver-%d-%d", os.Getpid(), memoryDBs.Add(1))
-		return conf, nil
+		name := fmt.Sprintf("herald-devserver-%d-%d", os.Getpid(), memoryDBs.Add(1))
+		s := stores{main: conf(name, true)}
+		s.visibility = s.main
+		if !stock {
+			name += "-visibility"
+			s.visibility = conf(name, true)
+		}
+		s.visibilityDSN = "file:" + name + "?mode=memory&cache=shared"
+		return s, nil
 	}
 
-	attrs["mode"] = "rwc"
-	conf.DatabaseName = path
+	s := stores{main: conf(path, false)}
+	s.visibility = s.main
+	visPath := VisibilityFile(path)
+	isNew, err := newFile(path)
+	if err != nil {
+		return s, err
+	}
+	visNew, err := newFile(visPath)
+	if err != nil {
+		return s, err
+	}
+	switch {
+	case isNew && !visNew:
+		return s, fmt.Errorf("database file %s is new but its visibility file %s holds records of an older one; "+
+			"delete %s (and its -wal and -shm files) or put back the database file", path, visPath, visPath)
+	case isNew:
+		if err := sqliteschema.SetupSchema(s.main); err != nil {
+			return s, fmt.Errorf("database file %s: set up schema: %w", path, err)
+		}
+		if !stock {
+			s.visibility = conf(visPath, false)
+			if err := sqliteschema.SetupSchema(s.visibility); err != nil {
+				return s, fmt.Errorf("visibility file %s: set up schema: %w", visPath, err)
+			}
+		}
+	case !visNew:
+		s.visibility = conf(visPath, false)
+	}
+	file := path
+	if s.separate() {
+		file = visPath
+	}
+	s.visibilityDSN = "file:" + file + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)"
+	return s, nil
+}
+
+// newFile reports whether path is missing or empty.
+func newFile(path string) (bool, error) {
 	info, err := os.Stat(path)
 	switch {
-	case err == nil && info.Size() > 0:
-		return conf, nil // an existing database: open as is
-	case err != nil && !os.IsNotExist(err):
-		return nil, fmt.Errorf("database file %s: %w", path, err)
+	case err == nil:
+		return info.Size() == 0, nil
+	case os.IsNotExist(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("database file %s: %w", path, err)
 	}
-	if err := sqliteschema.SetupSchema(conf); err != nil {
-		return nil, fmt.Errorf("database file %s: set up schema: %w", path, err)
-	}
-	return conf, nil
 }
 
 // servicePorts are the gRPC ports of the services other than the frontend.
@@ -108,7 +169,7 @@ func internalPorts(ip string) (servicePorts, error) {
 }
 
 // newTemporalServer assembles (but does not start) the Temporal server.
-func newTemporalServer(o Options, sqlConf *config.SQL, frontendPort, httpPort int, internal servicePorts, logger serverLogger) (temporal.Server, error) {
+func newTemporalServer(o Options, db stores, frontendPort, httpPort int, internal servicePorts, logger serverLogger) (temporal.Server, error) {
 	frontend := net.JoinHostPort(dialIP(o.IP), strconv.Itoa(frontendPort))
 	httpAddress := ""
 	if httpPort > 0 {
@@ -125,7 +186,11 @@ func newTemporalServer(o Options, sqlConf *config.SQL, frontendPort, httpPort in
 		DefaultStore:     storeName,
 		VisibilityStore:  storeName,
 		NumHistoryShards: 1,
-		DataStores:       map[string]config.DataStore{storeName: {SQL: sqlConf}},
+		DataStores:       map[string]config.DataStore{storeName: {SQL: db.main}},
+	}
+	if db.separate() {
+		conf.Persistence.VisibilityStore = visibilityStoreName
+		conf.Persistence.DataStores[visibilityStoreName] = config.DataStore{SQL: db.visibility}
 	}
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,

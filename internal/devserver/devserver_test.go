@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -250,6 +251,12 @@ func TestStartOnFileSurvivesRestart(t *testing.T) {
 		},
 	})
 	c2 := dial(t, second)
+	// The tuned store: visibility in its companion file, the index of the Int field put
+	// back once an attribute is mapped to it, unmapped fields without one.
+	idx := visibilityIndexes(t, VisibilityFile(dbFile))
+	if !idx["by_int_01"] || !idx["by_keyword_01"] || !idx["by_workflow_id"] || idx["by_bool_01"] || idx["by_keyword_02"] {
+		t.Errorf("visibility indexes after restart = %v; want by_int_01, by_keyword_01 and by_workflow_id, not by_bool_01 or by_keyword_02", idx)
+	}
 	attrs := searchAttributes(t, c2, second.Namespace())
 	if attrs[statusAttr] != enums.INDEXED_VALUE_TYPE_KEYWORD || attrs[extraAttr] != enums.INDEXED_VALUE_TYPE_INT {
 		t.Fatalf("after restart search attributes = %v, want %s KEYWORD and %s INT", attrs, statusAttr, extraAttr)
@@ -285,6 +292,77 @@ func TestStartOnFileSurvivesRestart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// visibilityIndexes lists the indexes of the visibility table in the SQLite file path.
+func visibilityIndexes(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL`)
+	if err != nil {
+		t.Fatalf("list visibility indexes of %s: %v", path, err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[n] = true
+	}
+	return out
+}
+
+// TestStockStorePutsIndexesBack starts a tuned file, then the same file with Stock: every
+// dropped index comes back (58 in Temporal's SQLite schema), and the visibility records
+// stay where they are.
+func TestStockStorePutsIndexesBack(t *testing.T) {
+	t.Parallel()
+	dbFile := filepath.Join(t.TempDir(), "herald.db")
+	tuned := startServer(t, Options{DBFile: dbFile, UIPort: -1, HTTPPort: -1})
+	trimmed := len(visibilityIndexes(t, VisibilityFile(dbFile)))
+	tuned.Stop()
+	stock := startServer(t, Options{DBFile: dbFile, UIPort: -1, HTTPPort: -1, Stock: true})
+	restored := len(visibilityIndexes(t, VisibilityFile(dbFile)))
+	stock.Stop()
+	if trimmed >= restored || restored != 58 {
+		t.Fatalf("visibility indexes: %d tuned, %d stock; want fewer tuned and Temporal's 58 stock", trimmed, restored)
+	}
+
+	// A new stock file keeps visibility inside it, and a tuned start later keeps it there.
+	legacy := filepath.Join(t.TempDir(), "legacy.db")
+	startServer(t, Options{DBFile: legacy, UIPort: -1, HTTPPort: -1, Stock: true}).Stop()
+	startServer(t, Options{DBFile: legacy, UIPort: -1, HTTPPort: -1}).Stop()
+	if _, err := os.Stat(VisibilityFile(legacy)); !os.IsNotExist(err) {
+		t.Fatalf("a file created stock gained a visibility file (stat: %v)", err)
+	}
+	if n := len(visibilityIndexes(t, legacy)); n >= 58 {
+		t.Fatalf("tuned start on a stock file left %d visibility indexes; want the unused ones dropped", n)
+	}
+}
+
+// TestStaleVisibilityFileRefused: a new database file beside the visibility file of an
+// older one would list workflows that no longer exist.
+func TestStaleVisibilityFileRefused(t *testing.T) {
+	t.Parallel()
+	dbFile := filepath.Join(t.TempDir(), "herald.db")
+	startServer(t, Options{DBFile: dbFile, UIPort: -1, HTTPPort: -1}).Stop()
+	for _, f := range []string{dbFile, dbFile + "-wal", dbFile + "-shm"} {
+		_ = os.Remove(f)
+	}
+	s, err := Start(context.Background(), Options{DBFile: dbFile, UIPort: -1, HTTPPort: -1})
+	if err == nil {
+		s.Stop()
+		t.Fatal("started on a new database file beside an old visibility file")
+	}
+	if !strings.Contains(err.Error(), "holds records of an older one") || !strings.Contains(err.Error(), "delete") {
+		t.Fatalf("error %q; want it to name the stale visibility file and what to do", err)
+	}
 }
 
 func historyHas(ctx context.Context, c client.Client, run client.WorkflowRun, want enums.EventType) error {

@@ -40,15 +40,16 @@ func validateSearchAttributes(attrs map[string]enums.IndexedValueType) error {
 // ensureNamespace registers namespace with the custom search attributes attrs
 // in the database described by cfg, before the server starts, so every
 // service loads them with its first namespace refresh. An existing namespace
-// keeps its attributes and gains the missing ones.
-func ensureNamespace(ctx context.Context, cfg *config.SQL, clusterName, namespace string, attrs map[string]enums.IndexedValueType) error {
+// keeps its attributes and gains the missing ones. It returns the namespace's
+// custom search attributes by database field (Keyword01 -> HeraldStatus).
+func ensureNamespace(ctx context.Context, cfg *config.SQL, clusterName, namespace string, attrs map[string]enums.IndexedValueType) (map[string]string, error) {
 	serializer := serialization.NewSerializer()
 	factory := persistencesql.NewFactory(*cfg, resolver.NewNoopResolver(), clusterName,
 		log.NewNoopLogger(), metrics.NoopMetricsHandler, serializer)
 	defer factory.Close()
 	store, err := factory.NewMetadataStore()
 	if err != nil {
-		return fmt.Errorf("namespace %s: open metadata store: %w", namespace, err)
+		return nil, fmt.Errorf("namespace %s: open metadata store: %w", namespace, err)
 	}
 	manager := persistence.NewMetadataManagerImpl(store, serializer, log.NewNoopLogger(), clusterName)
 
@@ -58,11 +59,11 @@ func ensureNamespace(ctx context.Context, cfg *config.SQL, clusterName, namespac
 	case errors.As(err, &notFound):
 		aliases, _, err := addSearchAttributeAliases(nil, attrs)
 		if err != nil {
-			return fmt.Errorf("namespace %s: %w", namespace, err)
+			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 		}
 		created, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
 		if err != nil {
-			return fmt.Errorf("namespace %s: %w", namespace, err)
+			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 		}
 		created.Detail.Config.CustomSearchAttributeAliases = aliases
 		_, err = manager.CreateNamespace(ctx, &persistence.CreateNamespaceRequest{
@@ -70,27 +71,27 @@ func ensureNamespace(ctx context.Context, cfg *config.SQL, clusterName, namespac
 			IsGlobalNamespace: created.IsGlobal,
 		})
 		if err != nil {
-			return fmt.Errorf("namespace %s: create: %w", namespace, err)
+			return nil, fmt.Errorf("namespace %s: create: %w", namespace, err)
 		}
-		return nil
+		return aliases, nil
 	case err != nil:
-		return fmt.Errorf("namespace %s: read: %w", namespace, err)
+		return nil, fmt.Errorf("namespace %s: read: %w", namespace, err)
 	}
 
 	detail := current.Namespace
 	if detail.Config == nil {
-		return fmt.Errorf("namespace %s: stored namespace has no config", namespace)
+		return nil, fmt.Errorf("namespace %s: stored namespace has no config", namespace)
 	}
 	aliases, changed, err := addSearchAttributeAliases(detail.Config.CustomSearchAttributeAliases, attrs)
 	if err != nil {
-		return fmt.Errorf("namespace %s: %w", namespace, err)
+		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
 	if !changed {
-		return nil
+		return aliases, nil
 	}
 	metadata, err := manager.GetMetadata(ctx)
 	if err != nil {
-		return fmt.Errorf("namespace %s: read metadata: %w", namespace, err)
+		return nil, fmt.Errorf("namespace %s: read metadata: %w", namespace, err)
 	}
 	detail.Config.CustomSearchAttributeAliases = aliases
 	detail.ConfigVersion++
@@ -100,9 +101,9 @@ func ensureNamespace(ctx context.Context, cfg *config.SQL, clusterName, namespac
 		NotificationVersion: metadata.NotificationVersion,
 	})
 	if err != nil {
-		return fmt.Errorf("namespace %s: add search attributes: %w", namespace, err)
+		return nil, fmt.Errorf("namespace %s: add search attributes: %w", namespace, err)
 	}
-	return nil
+	return aliases, nil
 }
 
 // addSearchAttributeAliases maps each attribute of attrs that aliases (database
