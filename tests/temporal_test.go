@@ -67,16 +67,15 @@ func waitMemo(t *testing.T, eventID, key, want string) string {
 // history returns the events of eventID's delivery (its current run).
 func history(t *testing.T, eventID string) []*historypb.HistoryEvent {
 	t.Helper()
-	it := shared.client.GetWorkflowHistory(context.Background(), herald.DeliveryID(herald.DefaultTenant, eventID), "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var evs []*historypb.HistoryEvent
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
+	return workflowHistory(t, herald.DeliveryID(herald.DefaultTenant, eventID))
+}
+
+// recordHistory saves the history of eventID's delivery as name, with -record only.
+func recordHistory(t *testing.T, name, eventID string) {
+	t.Helper()
+	if *record {
+		save(t, name, herald.DeliveryID(herald.DefaultTenant, eventID))
 	}
-	return evs
 }
 
 // summaries returns the summaries (user metadata) of the events of type typ.
@@ -183,9 +182,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if len(timers) != 1 || timers[0] != "round 0 · attempt 1 → 503 Service Unavailable; retry 2 in 1h0m0s (ladder 1h0m0s ±0%)" {
 			t.Errorf("timer summaries %q", timers)
 		}
-		if *record {
-			save(t, "delivery_replay_waiting_retry.json", herald.DeliveryID(herald.DefaultTenant, id))
-		}
+		recordHistory(t, "delivery_replay_waiting_retry.json", id)
 	})
 
 	// Held by its endpoint's open circuit: ignored, the endpoint's protection wins.
@@ -215,9 +212,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitState(t, id, herald.StateDelivered)
-		if *record {
-			save(t, "delivery_replay_held.json", herald.DeliveryID(herald.DefaultTenant, id))
-		}
+		recordHistory(t, "delivery_replay_held.json", id)
 	})
 
 	// An attempt in flight: ignored. The receiver holds the request until the replay is
@@ -245,9 +240,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if st := waitState(t, id, herald.StateDelivered); len(st.Attempts) != 1 {
 			t.Fatalf("%d attempts, want 1", len(st.Attempts))
 		}
-		if *record {
-			save(t, "delivery_replay_in_flight.json", herald.DeliveryID(herald.DefaultTenant, id))
-		}
+		recordHistory(t, "delivery_replay_in_flight.json", id)
 	})
 
 	// A dead letter says until when in its memo, and a replay runs its ladder again.
@@ -276,9 +269,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if len(las) != 2 || las[1] != "round 1 · attempt 1 → tmp-dead" {
 			t.Errorf("attempt marker summaries %q, want the replayed attempt as round 1 · attempt 1", las)
 		}
-		if *record {
-			save(t, "delivery_replay_dead_letter.json", herald.DeliveryID(herald.DefaultTenant, id))
-		}
+		recordHistory(t, "delivery_replay_dead_letter.json", id)
 	})
 
 	// Closed: the server refuses the signal (the stock CLI prints its error); herald replay
