@@ -556,6 +556,30 @@ func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 	})
 }
 
+// A bulk replay's signal (DeadBefore set) replays dead letters only: a waiting retry keeps
+// its timer and records it as ignored.
+func TestDeliveryBulkReplayWhileRetryingIsIgnored(t *testing.T) {
+	p := withRetention(time.Hour)
+	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
+		return failedAttempt(now, p), nil
+	})
+	memos := recordMemos(env)
+	d := ladderDelays(t, p, testEventID, 0)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalReplay, herald.ReplayRequest{DeadBefore: env.Now()})
+	}, time.Minute)
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+
+	calls := rec.wantCalls(t, 8, "8: the ladder's attempts")
+	if want := testStart.Add(d[0] + d[1]); !calls[2].At.Equal(want) {
+		t.Errorf("attempt 3 at %s, want %s (its timer, not the bulk replay)", calls[2].At, want)
+	}
+	notes := memos.all()
+	if len(notes) == 0 || !strings.Contains(fmt.Sprint(notes[0][herald.MemoReplay]), "ignored: a bulk replay replays dead letters only; retry 3 waits until") {
+		t.Errorf("memo upserts %v, want the bulk replay recorded as ignored", notes)
+	}
+}
+
 // A replay while the endpoint holds the attempt back is recorded as ignored: the
 // endpoint's protection decides when it goes.
 func TestDeliveryReplayWhileHeldIsIgnored(t *testing.T) {
