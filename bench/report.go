@@ -57,13 +57,24 @@ func (r *Report) Rows() []Row {
 		if t.Fanout > 1 {
 			full = fmt.Sprintf("Herald, full load (%d senders), fan-out %d: %d events to a tenant, rates in deliveries/s", t.Senders, t.Fanout, t.FanoutEvents)
 		}
+		if t.Herald.CPUms > 0 {
+			// The headline: CPU time moves much less than throughput on a shared machine.
+			v := fmt.Sprintf("Herald %.1f ms", t.Herald.CPUms)
+			if t.Naive.CPUms > 0 {
+				v += fmt.Sprintf(" · naive %.1f ms", t.Naive.CPUms)
+			}
+			if t.Engine.CPUms > 0 {
+				v += fmt.Sprintf(" · engine limit %.1f ms", t.Engine.CPUms)
+			}
+			rows = append(rows, Row{s, "CPU per delivery (process user+system ÷ workflows, full load)", v, "Herald ≤ 17 ms", verdict(t.Herald.CPUms <= 17)})
+		}
 		rows = append(rows,
 			phaseRow(s, full, t.Herald),
 			phaseRow(s, "naive: 1 regular activity, no eager start", t.Naive),
 			phaseRow(s, "engine limit: eager start, 1 local activity", t.Engine),
 			phaseRow(s, fmt.Sprintf("Herald, steady %.0f/s", t.Rate), t.Steady),
 			Row{s, "Herald ÷ naive", fmt.Sprintf("%.2f×", t.VsNaive), "≥ 2.5×", naiveVerdict(t)},
-			Row{s, "Herald ÷ engine limit", fmt.Sprintf("%.2f×", t.VsEngine), "≥ 0.85×", verdict(t.VsEngine >= 0.85)},
+			Row{s, "Herald ÷ engine limit", fmt.Sprintf("%.2f×", t.VsEngine), "≥ 0.9×", verdict(t.VsEngine >= 0.9)},
 			Row{s, "engine CPU ÷ Herald CPU, per workflow", fmt.Sprintf("%.2f×", t.CPUVsEngine), "", ""},
 			Row{s, "steady p50 / p99 (peer: 1.4s / 2.9s)", lat(t.Steady.Latency), "< 1.4s / 2.9s",
 				verdict(t.Steady.Latency.Count > 0 && t.Steady.Latency.P50 < 1400*time.Millisecond && t.Steady.Latency.P99 < 2900*time.Millisecond)},

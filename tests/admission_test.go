@@ -208,6 +208,10 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 	}
 	bound := capN + 2*policy.SparePermits(capN)
 	peak := int64(0)
+	ours := map[string]bool{}
+	for _, id := range sent {
+		ours[id] = true
+	}
 	for _, e := range eps {
 		peak = max(peak, e.conc.peak.Load())
 		if p := e.conc.peak.Load(); p > int64(bound) {
@@ -216,10 +220,24 @@ func TestColdEndpointsTwoWorkers(t *testing.T) {
 		// Delivery is at least once: an attempt that outran its timeout on a starved
 		// machine is made again with the same webhook-id. Every event arrives, none twice
 		// more than the ladder allows.
-		reqs := e.rcv.requests()
+		// Only this test's events count: a port freed by another test's receiver may be
+		// reused here while that test's deliveries still retry to it.
+		mine := map[string]bool{}
+		for i, target := range targets {
+			if target == e.id {
+				mine[sent[i]] = true
+			}
+		}
+		var reqs []request
 		ids := map[string]int{}
-		for _, r := range reqs {
-			ids[r.Header.Get("webhook-id")]++
+		for _, r := range e.rcv.requests() {
+			switch id := r.Header.Get("webhook-id"); {
+			case mine[id]:
+				ids[id]++
+				reqs = append(reqs, r)
+			case ours[id]:
+				t.Errorf("%s received event %s, which was sent to another endpoint", e.id, id)
+			}
 		}
 		if len(ids) != each || len(reqs) > each*3 {
 			t.Errorf("%s saw %d requests for %d distinct events; want %d events, at most 3 attempts each", e.id, len(reqs), len(ids), each)

@@ -147,7 +147,7 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		return nil
 	})
 	f := cmd.Flags()
-	f.StringVar(&dbFile, "db-file", ".herald/temporal.db", "SQLite file that keeps Temporal's state across restarts")
+	f.StringVar(&dbFile, "db-file", ".herald/temporal.db", "SQLite file that keeps Temporal's state across restarts (a new file gets its workflow lists in FILE-visibility beside it)")
 	f.BoolVar(&inMemory, "in-memory", false, "keep Temporal's state in memory only (ignores --db-file)")
 	f.StringVar(&ip, "ip", "127.0.0.1", "address the Temporal frontend and Web UI listen on")
 	f.IntVar(&port, "port", 7233, "Temporal frontend (gRPC) port")

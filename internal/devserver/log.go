@@ -19,7 +19,9 @@ type serverLogger struct {
 	out   *slog.Logger
 	min   slog.Leveler
 	quiet *atomic.Bool // when set, only errors pass: the server warns a lot while it stops
-	attrs []slog.Attr
+	// with are the tags of With, turned into attributes only when a record passes: the
+	// server calls With on every request, and drops nearly all of its records.
+	with []tag.Tag
 }
 
 var (
@@ -37,10 +39,9 @@ func (l serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.log(slog.LevelErro
 
 // With returns a logger that adds tags to every record.
 func (l serverLogger) With(tags ...tag.Tag) log.Logger {
-	attrs := make([]slog.Attr, 0, len(l.attrs)+len(tags))
-	attrs = append(attrs, l.attrs...)
-	attrs = appendTags(attrs, tags)
-	return serverLogger{out: l.out, min: l.min, quiet: l.quiet, attrs: attrs}
+	with := make([]tag.Tag, 0, len(l.with)+len(tags))
+	with = append(append(with, l.with...), tags...)
+	return serverLogger{out: l.out, min: l.min, quiet: l.quiet, with: with}
 }
 
 func (l serverLogger) log(level slog.Level, msg string, tags []tag.Tag) {
@@ -48,8 +49,8 @@ func (l serverLogger) log(level slog.Level, msg string, tags []tag.Tag) {
 	if level < l.min.Level() || (level < slog.LevelError && l.quiet.Load()) || !l.out.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, len(l.attrs)+len(tags))
-	attrs = append(attrs, l.attrs...)
+	attrs := make([]slog.Attr, 0, len(l.with)+len(tags))
+	attrs = appendTags(attrs, l.with)
 	l.out.LogAttrs(ctx, level, msg, appendTags(attrs, tags)...)
 }
 
