@@ -171,15 +171,15 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if !hasEvent(evs, enums.EVENT_TYPE_TIMER_CANCELED) {
 			t.Error("no TimerCanceled event: the retry timer was not cut short")
 		}
-		if got := memoUpserts(t, evs, herald.MemoReplay); !contains(got, "round 0: retry 2 goes now, its timer cut short") {
+		if got := memoUpserts(t, evs, herald.MemoReplay); !contains(got, "round 1: retry 2 goes now, its timer cut short") {
 			t.Errorf("replay memo upserts %q, want the retry sent now", got)
 		}
 		las := attemptSummaries(t, evs)
-		if len(las) != 2 || las[0] != "round 0 · attempt 1 → tmp-retry" || las[1] != "round 0 · attempt 2 → tmp-retry" {
+		if len(las) != 2 || las[0] != "round 1 · attempt 1 → tmp-retry" || las[1] != "round 1 · attempt 2 → tmp-retry" {
 			t.Errorf("attempt marker summaries %q, want round 0 · attempt 1 and 2 → tmp-retry", las)
 		}
 		timers := summaries(t, evs, enums.EVENT_TYPE_TIMER_STARTED)
-		if len(timers) != 1 || timers[0] != "round 0 · attempt 1 → 503 Service Unavailable; retry 2 in 1h0m0s (ladder 1h0m0s ±0%)" {
+		if len(timers) != 1 || timers[0] != "round 1 · attempt 1 → 503 Service Unavailable; retry 2 in 1h0m0s (ladder 1h0m0s ±0%)" {
 			t.Errorf("timer summaries %q", timers)
 		}
 		recordHistory(t, "delivery_replay_waiting_retry.json", id)
@@ -200,7 +200,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if err := signalLikeCLI(id); err != nil {
 			t.Fatal(err)
 		}
-		waitMemo(t, id, herald.MemoReplay, "round 0: ignored: attempt 1 waits for its endpoint")
+		waitMemo(t, id, herald.MemoReplay, "round 1: ignored: attempt 1 waits for its endpoint")
 		if err := shared.starter.Replay(ctx, id); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "does not override the endpoint's protection") {
 			t.Errorf("herald replay of a held delivery: %v, want it refused, saying the endpoint's protection wins", err)
 		}
@@ -235,7 +235,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if err := signalLikeCLI(id); err != nil {
 			t.Fatal(err)
 		}
-		waitMemo(t, id, herald.MemoReplay, "round 0: ignored: attempt 1 is in flight")
+		waitMemo(t, id, herald.MemoReplay, "round 1: ignored: attempt 1 is in flight")
 		once.Do(func() { close(release) })
 		if st := waitState(t, id, herald.StateDelivered); len(st.Attempts) != 1 {
 			t.Fatalf("%d attempts, want 1", len(st.Attempts))
@@ -264,9 +264,9 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if got := memo(t, id, herald.MemoDeadLetter); got != "" {
 			t.Errorf("dead letter memo %q after the replay, want it removed", got)
 		}
-		waitMemo(t, id, herald.MemoReplay, "round 0: dead letter replayed: round 1 starts")
+		waitMemo(t, id, herald.MemoReplay, "round 1: dead letter replayed: round 2 starts")
 		las := attemptSummaries(t, history(t, id))
-		if len(las) != 2 || las[1] != "round 1 · attempt 1 → tmp-dead" {
+		if len(las) != 2 || las[1] != "round 2 · attempt 1 → tmp-dead" {
 			t.Errorf("attempt marker summaries %q, want the replayed attempt as round 1 · attempt 1", las)
 		}
 		recordHistory(t, "delivery_replay_dead_letter.json", id)

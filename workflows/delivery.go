@@ -196,8 +196,9 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 }
 
 // stepName names attempt n of a round in the Temporal UI's timeline: "round 1 · attempt 2".
-// Rounds count replays, from 0, as the status does.
-func stepName(round, n int) string { return fmt.Sprintf("round %d · attempt %d", round, n) }
+// round is the status's (0 for the first run, then one more per replay); people read
+// rounds from 1, as the dashboard and herald status show them.
+func stepName(round, n int) string { return fmt.Sprintf("round %d · attempt %d", round+1, n) }
 
 // awaitAttempt waits for attempt n's local activity f and decodes its result into res. A
 // replay that comes meanwhile is recorded as ignored: the attempt is in flight.
@@ -261,7 +262,7 @@ func (d *delivery) ignoreReplay(ctx workflow.Context, c workflow.ReceiveChannel,
 // history event), with the time and the round it came in; clearDead also removes the
 // MemoDeadLetter field.
 func (d *delivery) noteReplay(ctx workflow.Context, outcome string, clearDead bool) {
-	note := fmt.Sprintf("%s round %d: %s", workflow.Now(ctx).UTC().Format(time.RFC3339), d.status.Round, outcome)
+	note := fmt.Sprintf("%s round %d: %s", workflow.Now(ctx).UTC().Format(time.RFC3339), d.status.Round+1, outcome)
 	memo := map[string]any{herald.MemoReplay: note}
 	if clearDead {
 		memo[herald.MemoDeadLetter] = nil
@@ -337,7 +338,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	expired := false
 	timer := workflow.NewTimerWithOptions(tctx, p.Retention, workflow.TimerOptions{
-		Summary: fmt.Sprintf("round %d · dead letter: waiting for a replay until %s", d.status.Round, d.status.ExpiresAt.UTC().Format(time.RFC3339)),
+		Summary: fmt.Sprintf("round %d · dead letter: waiting for a replay until %s", d.status.Round+1, d.status.ExpiresAt.UTC().Format(time.RFC3339)),
 	})
 	replayed := false
 	sel := workflow.NewSelector(ctx)
@@ -365,7 +366,7 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		return false
 	}
 	if anyState {
-		d.noteReplay(ctx, fmt.Sprintf("dead letter replayed: round %d starts", d.status.Round+1), true)
+		d.noteReplay(ctx, fmt.Sprintf("dead letter replayed: round %d starts", d.status.Round+2), true)
 	}
 	d.status.DeadAt, d.status.ExpiresAt, d.status.Reason = time.Time{}, time.Time{}, ""
 	return true
@@ -397,7 +398,7 @@ func (d *delivery) record(rec herald.AttemptRecord) {
 // search attribute (one history event, so only off the fast path).
 func (d *delivery) setState(ctx workflow.Context, state herald.State, upsert bool) {
 	d.status.State = state
-	details := fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round, len(d.status.Attempts))
+	details := fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round+1, len(d.status.Attempts))
 	if n := len(d.status.Attempts); n > 0 {
 		last := d.status.Attempts[n-1].Result
 		details += fmt.Sprintf("; last: attempt %d → %s", last.Number, last.Summary())

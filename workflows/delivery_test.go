@@ -505,7 +505,7 @@ func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 
 		st := workflowStatus(t, env)
 		if st.State != herald.StateExpired || st.Round != 0 {
-			t.Errorf("state %q round %d, want %q round 0: the replay must not start a new round", st.State, st.Round, herald.StateExpired)
+			t.Errorf("state %q round %d, want %q round 1: the replay must not start a new round", st.State, st.Round, herald.StateExpired)
 		}
 		calls := rec.wantCalls(t, 8, "8: the ladder's attempts, none added")
 		checkInput(t, calls[2].In, 0, 3)
@@ -517,7 +517,7 @@ func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 			t.Errorf("closed at %s, want %s", env.Now(), want)
 		}
 		notes := memos.all()
-		if len(notes) < 2 || !strings.Contains(fmt.Sprint(notes[0][herald.MemoReplay]), "round 0: retry 3 goes now") {
+		if len(notes) < 2 || !strings.Contains(fmt.Sprint(notes[0][herald.MemoReplay]), "round 1: retry 3 goes now") {
 			t.Errorf("memo upserts %v, want the replay's outcome (retry 3 goes now) first", notes)
 		}
 		if dl := fmt.Sprint(notes[len(notes)-1][herald.MemoDeadLetter]); !strings.HasPrefix(dl, "dead letter until "+deadAt.Add(time.Hour).UTC().Format(time.RFC3339)) {
@@ -550,7 +550,7 @@ func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 		}
 		notes := memos.all()
 		last := notes[len(notes)-1]
-		if v, ok := last[herald.MemoDeadLetter]; !ok || v != nil || !strings.Contains(fmt.Sprint(last[herald.MemoReplay]), "round 0: dead letter replayed: round 1 starts") {
+		if v, ok := last[herald.MemoDeadLetter]; !ok || v != nil || !strings.Contains(fmt.Sprint(last[herald.MemoReplay]), "round 1: dead letter replayed: round 2 starts") {
 			t.Errorf("last memo upsert %v, want the replay recorded and the dead letter field removed", last)
 		}
 	})

@@ -75,7 +75,7 @@ func printStatus(w io.Writer, st herald.Status) error {
 		if r.Error != "" && r.Outcome == "http_status" {
 			res += ": " + r.Error
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round+1, a.Number, fmtTime(r.StartedAt),
 			r.Duration.Round(time.Millisecond), oneLine(res, 80), next)
 	}
 	return tw.Flush()
