@@ -27,7 +27,8 @@ var pages = func() map[string]*template.Template {
 	funcs := template.FuncMap{"pathEscape": url.PathEscape, "stateLabel": stateLabel,
 		"pageSizes": pageSizes}
 	m := map[string]*template.Template{}
-	for _, name := range []string{"signin.html", "endpoints.html", "endpoint.html", "event.html", "error.html", "events.html"} {
+	for _, name := range []string{"signin.html", "endpoints.html", "endpoint.html", "event.html", "error.html", "events.html",
+		"register.html", "settings.html", "secret.html", "portal.html"} {
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
 	}
 	return m

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,13 +24,6 @@ import (
 // workflow (encrypted in Temporal), and no query returns them. A secret is shown once,
 // when it is made: on registration, and on rotation, which is how a tenant that lost its
 // secret gets one it can read.
-
-func init() {
-	funcs := template.FuncMap{"pathEscape": url.PathEscape}
-	for _, name := range []string{"register.html", "settings.html", "secret.html", "portal.html"} {
-		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
-	}
-}
 
 // TestEventType is the default type of the test events sent from the dashboard.
 const TestEventType = "herald.test"
