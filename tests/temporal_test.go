@@ -180,7 +180,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 			t.Errorf("attempt marker summaries %q, want round 0 · attempt 1 and 2 → tmp-retry", las)
 		}
 		timers := summaries(t, evs, enums.EVENT_TYPE_TIMER_STARTED)
-		if len(timers) != 1 || timers[0] != "round 1 · attempt 1 → 503 Service Unavailable; retry 2 in 1h0m0s (ladder 1h0m0s ±0%)" {
+		if len(timers) != 1 || timers[0] != "round 1 · attempt 1 → 503 Service Unavailable; retry 2 in 1h (ladder 1h ±0%)" {
 			t.Errorf("timer summaries %q", timers)
 		}
 		recordHistory(t, "delivery_replay_waiting_retry.json", id)

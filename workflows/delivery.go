@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -188,7 +189,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		d.status.NextAttemptAt = step.At
 		d.setState(ctx, herald.StateWaitingRetry, true)
 		summary := fmt.Sprintf("%s → %s; retry %d in %s (%s)", stepName(round, n), res.Summary(), n+1,
-			next.Delay.Std().Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
+			duration.Duration(next.Delay.Std().Round(time.Second)), retryReason(next, ra, res.Policy.Ladder))
 		if err := d.awaitRetry(ctx, next.Delay.Std(), summary, n+1, step.At); err != nil {
 			return herald.Settings{}, false, err
 		}
