@@ -183,7 +183,7 @@ func (c *cluster) start() error {
 		return err
 	}
 	step("schema set up by setup-schema.sh")
-	if err := c.tuneVisibility(false); err != nil {
+	if err := c.tuneVisibility(false, ""); err != nil {
 		return err
 	}
 	step("visibility indexes trimmed by tune-visibility.sh")
@@ -349,9 +349,13 @@ func (c *cluster) script(what, name string, env []string, args ...string) error 
 }
 
 // tuneVisibility runs tune-visibility.sh as production does after setup-schema.sh, or with
-// restore its --restore mode (the stock indexes).
-func (c *cluster) tuneVisibility(restore bool) error {
+// restore its --restore mode (the stock indexes). keepCustom is its TUNE_KEEP_CUSTOM (empty:
+// every custom field keeps its index).
+func (c *cluster) tuneVisibility(restore bool, keepCustom string) error {
 	env := []string{"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword}
+	if keepCustom != "" {
+		env = append(env, "TUNE_KEEP_CUSTOM="+keepCustom)
+	}
 	if restore {
 		return c.script("tune-visibility", "tune-visibility.sh", env, "--restore")
 	}
