@@ -283,6 +283,10 @@ type PutEndpointRequest struct {
 	// Types replaces the event types the endpoint subscribes to; nil keeps them, ["*"]
 	// subscribes to every type (policy.ValidateTypePatterns).
 	Types []string `json:"types,omitempty"`
+	// CreateOnly refuses the put if the endpoint is registered already, so that
+	// registering an id cannot change (or take over) an endpoint that has it. The endpoint
+	// workflow checks it, atomically with the put.
+	CreateOnly bool `json:"create_only,omitempty"`
 }
 
 // Validate makes the structural checks of a put: everything but the URL's address, which

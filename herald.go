@@ -56,8 +56,10 @@ const (
 
 // Messages of the delivery workflow.
 const (
-	// SignalReplay asks a dead-lettered delivery to run its ladder again with the same
-	// event id (ReplayRequest).
+	// SignalReplay asks a delivery to go now (ReplayRequest, or no payload): a dead letter
+	// runs its ladder again with the same event id, a retry waiting on the ladder's timer
+	// goes at once; a delivery its endpoint holds back, or whose attempt is in flight,
+	// ignores it. Each outcome is recorded in the MemoReplay memo field.
 	SignalReplay = "replay"
 	// SignalPermit, sent by an endpoint workflow to a waiting delivery, hands it a permit (Permit).
 	SignalPermit = "permit"
@@ -65,6 +67,14 @@ const (
 	QueryStatus = "status"
 	// QueryEvent returns a delivery's Event, payload included.
 	QueryEvent = "event"
+	// MemoDeadLetter is the memo field where a parked dead letter says until when it waits
+	// for a replay and why it parked ("dead letter until 2026-12-31T10:00:00Z: ladder
+	// exhausted; last: 503 Service Unavailable"); a replay removes it. Memos show in
+	// temporal workflow describe and on the workflow's page in the Temporal UI.
+	MemoDeadLetter = "dead_letter"
+	// MemoReplay is the memo field where a delivery records what became of the last replay
+	// signal it received, and when: replayed, its retry sent at once, or ignored and why.
+	MemoReplay = "replay"
 )
 
 // Messages of the endpoint workflow.

@@ -91,7 +91,8 @@ type DisableRequest struct {
 // MaxDisableReason is the longest reason a disablement by hand may give.
 const MaxDisableReason = 500
 
-// ReplayRequest is the payload of a replay signal (none, or a zero one, replays at once).
+// ReplayRequest is the payload of a replay signal (SignalReplay). None, as the stock Temporal
+// CLI sends without --input, reads as the zero request: go now.
 type ReplayRequest struct {
 	// DeadBefore, when set, replays the delivery only if it became a dead letter at or
 	// before this time: a bulk replay sets it to when it was asked to run, so a dead letter

@@ -23,6 +23,18 @@ const (
 	OutcomeNoEndpoint Outcome = "no_endpoint" // the endpoint is not registered
 )
 
+// Caps of the headers a Result records, which keep a delivery's history small.
+const (
+	// MaxResponseHeaders is how many response headers a Result keeps.
+	MaxResponseHeaders = 30
+	// MaxResponseHeaderBytes is how many bytes of response header names and values a
+	// Result keeps in all; a value is cut to fit.
+	MaxResponseHeaderBytes = 4 << 10
+)
+
+// RedactedValue stands for a header value a Result does not record.
+const RedactedValue = "[redacted]"
+
 // Result is what happened on one attempt. A failed attempt is a Result, not an error.
 type Result struct {
 	Number     int           `json:"number"`
@@ -42,6 +54,16 @@ type Result struct {
 	// Held is set when the endpoint's gate or breaker held the attempt back: then no
 	// request was made and the attempt does not count.
 	Held *Hold `json:"held,omitempty"`
+	// RequestHeaders are the headers the request went out with, secret-free: the
+	// signature's value and every custom header's value are RedactedValue (a custom header
+	// may carry a credential). Histories from before they were recorded have none.
+	RequestHeaders []Header `json:"request_headers,omitempty"`
+	// ResponseHeaders are the response's first headers, in name order, capped at
+	// MaxResponseHeaders headers and MaxResponseHeaderBytes bytes in all;
+	// ResponseHeadersCut says headers were left out. Histories from before they were
+	// recorded have none.
+	ResponseHeaders    []Header `json:"response_headers,omitempty"`
+	ResponseHeadersCut bool     `json:"response_headers_cut,omitempty"`
 	// Spread is a failed attempt's place in its retry's jitter window, given by the gate
 	// so that attempts that failed together retry evenly spread (see policy.Spread).
 	Spread *float64 `json:"spread,omitempty"`

@@ -63,6 +63,28 @@ func WorkflowID(id string) Query {
 	return Query{conds: []string{"WorkflowId = " + quote(id)}}
 }
 
+// Where is a query with no condition yet, to build the alternatives of Either.
+func Where() Query { return Query{} }
+
+// Either keeps the workflows that match any of alts (each alt's conditions joined with AND).
+func (q Query) Either(alts ...Query) Query {
+	parts := make([]string, len(alts))
+	for i, a := range alts {
+		parts[i] = "(" + a.String() + ")"
+	}
+	return q.and("(" + strings.Join(parts, " OR ") + ")")
+}
+
+// Status keeps the workflows whose execution status is s (Running, Completed, Failed,
+// ContinuedAsNew, ...).
+func (q Query) Status(s string) Query { return q.and("ExecutionStatus = " + quote(s)) }
+
+// NotStatus keeps the workflows whose execution status is not s.
+func (q Query) NotStatus(s string) Query { return q.and("ExecutionStatus != " + quote(s)) }
+
+// IDIn keeps the workflows whose id is one of ids.
+func (q Query) IDIn(ids ...string) Query { return q.and("WorkflowId IN (" + quoteAll(ids) + ")") }
+
 // Running keeps the running workflows.
 func (q Query) Running() Query { return q.and("ExecutionStatus = 'Running'") }
 
@@ -72,6 +94,21 @@ func (q Query) Closed() Query { return q.and("ExecutionStatus != 'Running'") }
 // Is keeps the workflows whose keyword attribute a is v.
 func (q Query) Is(a temporal.SearchAttributeKeyKeyword, v string) Query {
 	return q.and(a.GetName() + " = " + quote(v))
+}
+
+// In keeps the workflows whose keyword attribute a is one of vs.
+func (q Query) In(a temporal.SearchAttributeKeyKeyword, vs ...string) Query {
+	return q.and(a.GetName() + " IN (" + quoteAll(vs) + ")")
+}
+
+// StartsWith keeps the workflows whose keyword attribute a starts with prefix.
+func (q Query) StartsWith(a temporal.SearchAttributeKeyKeyword, prefix string) Query {
+	return q.and(a.GetName() + " STARTS_WITH " + quote(prefix))
+}
+
+// Missing keeps the workflows on which attribute a is not set.
+func (q Query) Missing(a temporal.SearchAttributeKeyKeyword) Query {
+	return q.and(a.GetName() + " IS NULL")
 }
 
 // Has keeps the workflows on which attribute a is set.
@@ -105,6 +142,14 @@ func (q Query) and(c string) Query {
 // quote is s as a quoted string literal of the visibility query language.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
+func quoteAll(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = quote(v)
+	}
+	return strings.Join(q, ", ")
+}
+
 // Lister lists workflow executions: the part of the Temporal client Executions uses.
 type Lister interface {
 	ListWorkflow(ctx context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
@@ -133,4 +178,81 @@ func Executions(ctx context.Context, c Lister, query string, pageSize int32) ite
 			}
 		}
 	}
+}
+
+// EventStates are the delivery states an EventFilter can select, in the order people meet them.
+var EventStates = []State{StateAttempting, StateWaitingRetry, StateWaitingEndpoint, StateDelivered, StateDeadLetter, StateExpired, StateSkipped}
+
+// EventFilter selects deliveries for the event list, by their search attributes and start
+// time; empty fields select all.
+type EventFilter struct {
+	// Type is an event type: a name (order.paid), or a prefix ending in * (order.*
+	// matches order.paid and order.refund.created; * matches every type).
+	Type string `json:"type,omitempty"`
+	// State is one of EventStates. StateAttempting also selects deliveries that have not
+	// left the fast path (running, no HeraldStatus yet), and StateDelivered those that
+	// succeeded at once (completed with no HeraldStatus).
+	State State `json:"state,omitempty"`
+	// EventID is an event id: a delivery of an event sent to a tenant carries it in
+	// HeraldEventId; one sent to an endpoint by id is found by its workflow id in each of
+	// Tenants.
+	EventID string `json:"event_id,omitempty"`
+	// Tenants are the tenants whose workflow ids EventID is looked up in.
+	Tenants []string `json:"tenants,omitempty"`
+	// Endpoints keeps the deliveries to any of these endpoints.
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Since and Until bound when the delivery started (its send, or its last replay).
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// Query is the visibility query for the deliveries f selects. Runs that continued as new
+// are left out: their successor carries the delivery on.
+func (f EventFilter) Query() string {
+	q := Workflows(DeliveryWorkflow).NotStatus("ContinuedAsNew")
+	switch prefix, ok := strings.CutSuffix(f.Type, "*"); {
+	case ok && prefix != "":
+		q = q.StartsWith(AttrEventType, prefix)
+	case f.Type != "" && !ok:
+		q = q.Is(AttrEventType, f.Type)
+	}
+	if len(f.Endpoints) > 0 {
+		q = q.In(AttrEndpoint, f.Endpoints...)
+	}
+	if f.EventID != "" {
+		alts := []Query{Where().Is(AttrEventID, f.EventID)}
+		if len(f.Tenants) > 0 {
+			ids := make([]string, len(f.Tenants))
+			for i, t := range f.Tenants {
+				ids[i] = DeliveryID(t, f.EventID)
+			}
+			alts = append(alts, Where().IDIn(ids...))
+		}
+		q = q.Either(alts...)
+	}
+	switch f.State {
+	case "":
+	case StateAttempting:
+		q = q.Either(Where().Is(AttrStatus, string(StateAttempting)), Where().Missing(AttrStatus).Status("Running"))
+	case StateDelivered:
+		q = q.Either(Where().Is(AttrStatus, string(StateDelivered)), Where().Missing(AttrStatus).Status("Completed"))
+	default:
+		q = q.Is(AttrStatus, string(f.State))
+	}
+	return q.StartedSince(f.Since).StartedUntil(f.Until).String()
+}
+
+// ListedState is the state of a delivery as a listing shows it, from its HeraldStatus
+// (status, empty when unset) and its execution status (Running, Completed, ...): a
+// delivery on the fast path is attempting while it runs and delivered once completed.
+func ListedState(status, execution string) State {
+	switch {
+	case status != "":
+		return State(status)
+	case execution == "Running":
+		return StateAttempting
+	case execution == "Completed":
+		return StateDelivered
+	}
+	return State(strings.ToLower(execution))
 }

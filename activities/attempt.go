@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -173,6 +175,7 @@ func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoi
 		res.Outcome, res.Error = herald.OutcomeRefused, fmt.Sprintf("sign: %v", err)
 		return res
 	}
+	res.RequestHeaders = sentHeaders(req.Header, ep.Headers)
 
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
@@ -187,6 +190,7 @@ func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoi
 	res.Snippet = snippet
 	res.RetryAfterHeader = resp.Header.Get("Retry-After")
 	res.DateHeader = resp.Header.Get("Date")
+	res.ResponseHeaders, res.ResponseHeadersCut = cappedHeaders(resp.Header)
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode <= 299 && readErr != nil && errors.Is(readErr, context.DeadlineExceeded):
 		// The receiver answered 2xx but did not finish its body in time: it still said yes.
@@ -216,6 +220,40 @@ func readCapped(body io.Reader) (string, error) {
 		buf = buf[:SnippetBytes]
 	}
 	return strings.ToValidUTF8(string(buf), "\uFFFD"), err
+}
+
+// sentHeaders lists the request's headers by name, secret-free: the signature's value and
+// the endpoint's custom headers' values are herald.RedactedValue.
+func sentHeaders(h http.Header, custom []herald.Header) []herald.Header {
+	out := make([]herald.Header, 0, len(h))
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		v := strings.Join(h[name], ", ")
+		if name == http.CanonicalHeaderKey(signature.HeaderSignature) || slices.ContainsFunc(custom, func(c herald.Header) bool { return http.CanonicalHeaderKey(c.Name) == name }) {
+			v = herald.RedactedValue
+		}
+		out = append(out, herald.Header{Name: name, Value: v})
+	}
+	return out
+}
+
+// cappedHeaders lists a response's headers by name, at most herald.MaxResponseHeaders of
+// them and herald.MaxResponseHeaderBytes in all (the value that crosses the limit is cut);
+// cut says some were left out or cut.
+func cappedHeaders(h http.Header) (out []herald.Header, cut bool) {
+	budget := herald.MaxResponseHeaderBytes
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if len(out) == herald.MaxResponseHeaders || budget <= len(name) {
+			return out, true
+		}
+		v := strings.ToValidUTF8(strings.Join(h[name], ", "), "\uFFFD")
+		budget -= len(name)
+		if len(v) > budget {
+			v, cut = strings.ToValidUTF8(v[:budget], ""), true
+		}
+		budget -= len(v)
+		out = append(out, herald.Header{Name: name, Value: v})
+	}
+	return out, cut
 }
 
 // classify turns a transport error into an outcome and a readable reason.

@@ -312,9 +312,9 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.SQLitePragmas {
 		pragmas[strings.ToLower(k)] = v
 	}
-	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped"
+	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped, 1 partition per task queue"
 	if cfg.StockEngine {
-		tuning = "stock (--stock-engine): one database, every visibility index"
+		tuning = "stock (--stock-engine): one database, every visibility index, 4 partitions per task queue"
 	}
 	server := []Setting{
 		{"server", "embedded Temporal (internal/devserver), " + storage + ", 1 history shard (fixed by devserver)"},

@@ -41,13 +41,19 @@ func NewCodec(k *Keyring) *Codec {
 	return &Codec{keys: k}
 }
 
-// Encode encrypts every payload with the active key. It does not modify p.
+// Encode encrypts every payload with the active key, except a null (encoding binary/null,
+// no data): it carries nothing to hide, and the server removes a memo field only when it is
+// upserted to a plain null. It does not modify p.
 func (c *Codec) Encode(p []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	id := c.keys.ActiveKeyID()
 	aead, _ := c.keys.aead(id)
 	out := make([]*commonpb.Payload, len(p))
 	for i, pl := range p {
 		if pl == nil {
+			continue
+		}
+		if string(pl.GetMetadata()[converter.MetadataEncoding]) == converter.MetadataEncodingNil && len(pl.GetData()) == 0 {
+			out[i] = pl
 			continue
 		}
 		plain, err := proto.Marshal(pl)

@@ -77,6 +77,9 @@ func TestCodecRoundTrip(t *testing.T) {
 		t.Fatalf("Encode returned %d payloads, want %d", len(enc), len(in))
 	}
 	for i, p := range enc {
+		if i == 1 {
+			continue // a null stays as it is (TestCodecLeavesNull)
+		}
 		if got := string(p.Metadata["encoding"]); got != Encoding {
 			t.Errorf("payload %d encoding = %q, want %q", i, got, Encoding)
 		}
@@ -334,5 +337,26 @@ func TestFailureConverterHidesMessage(t *testing.T) {
 
 	if FailureConverter(nil) != temporal.GetDefaultFailureConverter() {
 		t.Errorf("FailureConverter(nil) is not the default failure converter")
+	}
+}
+
+// A null (what a memo field is upserted to, to remove it) stays as it is: the server removes
+// the field only for a plain null. A null with data is not a null, and is encrypted.
+func TestCodecLeavesNull(t *testing.T) {
+	c := NewCodec(mustKeyring(t, keyLine("k1", 1, 32)))
+	null, err := converter.GetDefaultDataConverter().ToPayload(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/null")}, Data: []byte("x")}
+	out, err := c.Encode([]*commonpb.Payload{null, odd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0] != null {
+		t.Errorf("null payload encoded as %v, want it unchanged", out[0])
+	}
+	if got := string(out[1].Metadata["encoding"]); got != Encoding {
+		t.Errorf("binary/null payload with data has encoding %q, want %q", got, Encoding)
 	}
 }

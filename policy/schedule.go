@@ -41,14 +41,14 @@ func ParseDelays(s string) ([]time.Duration, error) {
 func FormatDelays(d []time.Duration) string {
 	parts := make([]string, len(d))
 	for i, v := range d {
-		parts[i] = formatDuration(v)
+		parts[i] = FormatDuration(v)
 	}
 	return strings.Join(parts, ",")
 }
 
-// formatDuration is time.Duration.String without zero trailing minutes and
+// FormatDuration is time.Duration.String without zero trailing minutes and
 // seconds: 2m0s → 2m, 1h0m0s → 1h, 1h30m0s → 1h30m.
-func formatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -113,14 +113,18 @@ func TestReplayOneAndBulk(t *testing.T) {
 		t.Fatalf("receiver saw %d and %d requests with the events' ids, want 3 each (2 failed, 1 replayed)", rcv.count(a), rcv.count(b))
 	}
 
-	// A delivery whose ladder is still running is not a dead letter.
+	// A delivery waiting an hour for its retry makes it now.
 	rcv.set(http.StatusInternalServerError)
 	slow := uniq("slow")
 	putEndpoint(t, slow, "acme", rcv.URL, 2, map[string]any{"schedule": []string{"1h"}})
 	running := send(t, shared.operator, slow, uniq("evt_running"))
 	waitState(t, running, "waiting_retry")
 	code, out = call(t, "POST", "/v1/events/"+running+"/replay?tenant=acme", shared.operator, nil)
-	want(t, "replay of a waiting delivery", code, http.StatusBadRequest, out)
+	want(t, "replay of a delivery waiting for its retry", code, http.StatusAccepted, out)
+	waitState(t, running, "dead_letter") // its second and last attempt went at once
+	if n := rcv.count(running); n != 2 {
+		t.Fatalf("receiver saw %d requests of the retried event, want 2", n)
+	}
 }
 
 func TestErrors(t *testing.T) {

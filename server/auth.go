@@ -21,9 +21,32 @@ import (
 type principal struct {
 	token   Token
 	session string // the session cookie's value, for the CSRF token; empty for the API
+	// endpoint limits a portal link's session to one endpoint of its tenant; empty: every
+	// endpoint of the tenant.
+	endpoint string
+	// portal is set for a session opened with a portal link.
+	portal bool
 }
 
 func (p principal) operator() bool { return p.token.Operator }
+
+// who says whom the principal speaks for, as the dashboard's header shows it.
+func (p principal) who() string {
+	w := p.token.Who()
+	if p.endpoint != "" {
+		w += ", endpoint " + p.endpoint
+	}
+	if p.portal {
+		w += " (portal link)"
+	}
+	return w
+}
+
+// canSeeEndpoint reports whether p may see endpoint id of tenant: canSee, and for a
+// session scoped to one endpoint, that endpoint only.
+func (p principal) canSeeEndpoint(tenant, id string) bool {
+	return p.canSee(tenant) && (p.endpoint == "" || p.endpoint == id)
+}
 
 // notFoundFor is the error a tenant gets for another tenant's resource: the same words as
 // for one that does not exist.
@@ -65,7 +88,7 @@ func (s *Server) endpointFor(ctx context.Context, p principal, id string) (heral
 		}
 		return st, err
 	}
-	if !p.canSee(st.Tenant) {
+	if !p.canSeeEndpoint(st.Tenant, st.ID) {
 		return herald.EndpointState{}, notFoundFor("endpoint", id)
 	}
 	return st, nil
@@ -119,7 +142,7 @@ func (s *Server) visibleEndpoints(ctx context.Context, p principal) ([]herald.En
 	}
 	out := make([]herald.EndpointState, 0, len(all))
 	for _, e := range all {
-		if p.canSee(e.Tenant) {
+		if p.canSeeEndpoint(e.Tenant, e.ID) {
 			out = append(out, e)
 		}
 	}
@@ -138,6 +161,12 @@ type sessionData struct {
 	TokenID string `json:"t"`
 	Expires int64  `json:"e"`
 	Nonce   string `json:"n"`
+	// Link is the id of the portal link that opened the session, with its scope: Tenant
+	// and, when set, Endpoint. TokenID is then the operator token that minted the link, or
+	// empty for one minted from the tokens file (herald portal-link).
+	Link     string `json:"l,omitempty"`
+	Tenant   string `json:"tn,omitempty"`
+	Endpoint string `json:"ep,omitempty"`
 }
 
 func mac(key []byte, parts ...string) []byte {
@@ -159,11 +188,17 @@ func randomString(n int) string {
 
 // newSession returns a cookie value for token t.
 func (s *Server) newSession(t Token) (string, error) {
+	return s.signSession(sessionData{TokenID: t.ID})
+}
+
+// signSession fills in d's expiry and nonce and returns it signed, as a cookie value.
+func (s *Server) signSession(d sessionData) (string, error) {
 	key := s.opts.Tokens.sessionKey()
 	if len(key) == 0 {
 		return "", errors.New("the tokens file has no session key")
 	}
-	b, _ := json.Marshal(sessionData{TokenID: t.ID, Expires: s.opts.Now().Add(s.opts.SessionTTL).Unix(), Nonce: randomString(12)})
+	d.Expires, d.Nonce = s.opts.Now().Add(s.opts.SessionTTL).Unix(), randomString(12)
+	b, _ := json.Marshal(d)
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(mac(key, "session", payload)), nil
 }
@@ -187,6 +222,9 @@ func (s *Server) session(r *http.Request) (principal, bool) {
 	var d sessionData
 	if err != nil || json.Unmarshal(b, &d) != nil || s.opts.Now().Unix() > d.Expires {
 		return principal{}, false
+	}
+	if d.Link != "" {
+		return s.portalSession(d, c.Value)
 	}
 	t, ok := s.opts.Tokens.ByID(d.TokenID)
 	if !ok {

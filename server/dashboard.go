@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -24,9 +24,11 @@ import (
 
 // pages are the dashboard's templates, each parsed with the layout.
 var pages = func() map[string]*template.Template {
-	funcs := template.FuncMap{"pathEscape": url.PathEscape}
+	funcs := template.FuncMap{"pathEscape": url.PathEscape, "stateLabel": stateLabel,
+		"pageSizes": pageSizes}
 	m := map[string]*template.Template{}
-	for _, name := range []string{"signin.html", "endpoints.html", "endpoint.html", "event.html", "error.html"} {
+	for _, name := range []string{"signin.html", "endpoints.html", "endpoint.html", "event.html", "error.html", "events.html",
+		"register.html", "settings.html", "secret.html", "portal.html"} {
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
 	}
 	return m
@@ -76,7 +78,9 @@ func (s *Server) page(h pageHandler) http.HandlerFunc {
 
 // view is what every page template gets.
 type view struct {
-	Title    string
+	Title string
+	// Nav is the main navigation's current entry: endpoints or events.
+	Nav      string
 	Who      string
 	Operator bool
 	SignedIn bool
@@ -86,19 +90,28 @@ type view struct {
 	Error    string
 	Next     string
 	Banners  []string
+	// Zone names the time zone of the page's times.
+	Zone string
 
 	Endpoints   []endpointView
 	Endpoint    endpointView
 	Deliveries  []deliveryView
-	Chart       template.HTML
+	Chart       chartView
 	DeadLetters []deadLetterView
 	Event       eventView
+	Events      eventsView
+	// Self is what the self-service pages show (selfservice.go).
+	Self *selfView
+	// CanRegister is set when the principal may register endpoints (not a session scoped
+	// to one endpoint).
+	CanRegister bool
 }
 
 func (s *Server) newView(p principal, title string) view {
-	v := view{Title: title, Refresh: int(s.opts.RefreshInterval / time.Millisecond)}
+	v := view{Title: title, Refresh: int(s.opts.RefreshInterval / time.Millisecond), Zone: s.opts.Now().In(s.opts.Location).Format("MST")}
 	if p.token.ID != "" {
-		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.token.Who(), p.operator(), s.csrfToken(p)
+		v.SignedIn, v.Who, v.Operator, v.CSRF = true, p.who(), p.operator(), s.csrfToken(p)
+		v.CanRegister = p.endpoint == ""
 	}
 	return v
 }
@@ -189,19 +202,27 @@ func (s *Server) signout(_ context.Context, w http.ResponseWriter, r *http.Reque
 type endpointView struct {
 	ID, Tenant, URL string
 	State           string // closed, open, half_open
-	StateLabel      string // circuit-closed, circuit-open, circuit-half-open
-	InFlight, Cap   int
-	Queue           int
-	Attempts        int
-	Failures        int
-	SuccessRate     string
-	P50, P99        string
-	Honoured        int
-	Capped          int
-	Ignored         int
-	LastOutcome     string
-	LastAttemptAt   string
-	Ladder          string
+	StateLabel      string // Closed, Circuit open, Half-open (probing)
+	// CircuitNote says since when the circuit is in its state and when it probes next, in
+	// the banner's clock times (empty while closed).
+	CircuitNote   string
+	InFlight, Cap int
+	Queue         int
+	Attempts      int
+	Failures      int
+	// AttemptRate is the share of attempts that succeeded (Counters).
+	AttemptRate string
+	// SuccessRate is the share of finished deliveries that were delivered; Delivered and
+	// Finished are its counts (see starter.DeliveryCounts). "–" until one finished.
+	SuccessRate         string
+	Delivered, Finished int
+	P50, P99            string
+	Honoured            int
+	Capped              int
+	Ignored             int
+	LastOutcome         string
+	LastAttemptAt       string
+	Ladder              string
 	// RateLimit is the endpoint's requests per second (0: no rate limit).
 	RateLimit int
 	// Disabled is set while the endpoint is disabled; DisabledReason and DisabledAt say
@@ -211,6 +232,50 @@ type endpointView struct {
 	DisabledAt     string
 	// Types are the event types the endpoint subscribes to, comma-separated; "*" for all.
 	Types string
+}
+
+// rateTTL is how long an endpoint's delivery counts are reused.
+const rateTTL = 10 * time.Second
+
+// rateCount is an endpoint's delivery counts, as counted at at.
+type rateCount struct {
+	delivered, failed int
+	at                time.Time
+}
+
+// percent is n of total as "97.5%".
+func percent(n, total int) string {
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+}
+
+// deliveryRate fills v's success rate by delivery from the visibility store's counts; on
+// error it stays "–" (the page still shows everything else).
+// The counts are kept for rateTTL, so that pages refreshing themselves do not count again
+// every few seconds.
+func (s *Server) deliveryRate(ctx context.Context, v *endpointView) {
+	now := s.opts.Now()
+	s.rates.Lock()
+	c, ok := s.rates.m[v.ID]
+	s.rates.Unlock()
+	if !ok || now.Sub(c.at) >= rateTTL || now.Before(c.at) {
+		delivered, failed, err := s.opts.Starter.DeliveryCounts(ctx, v.ID)
+		if err != nil {
+			s.opts.Logger.Warn("count deliveries", "endpoint", v.ID, "error", err)
+			return
+		}
+		c = rateCount{delivered: delivered, failed: failed, at: now}
+		s.rates.Lock()
+		if s.rates.m == nil || len(s.rates.m) > 10_000 {
+			s.rates.m = map[string]rateCount{}
+		}
+		s.rates.m[v.ID] = c
+		s.rates.Unlock()
+	}
+	delivered, failed := c.delivered, c.failed
+	v.Delivered, v.Finished = delivered, delivered+failed
+	if v.Finished > 0 {
+		v.SuccessRate = percent(delivered, v.Finished)
+	}
 }
 
 func circuitState(c policy.CircuitView) string {
@@ -224,10 +289,10 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	st := circuitState(e.Circuit)
 	v := endpointView{
 		ID: e.ID, Tenant: e.Tenant, URL: e.URL, State: st,
-		StateLabel: "circuit-" + strings.ReplaceAll(st, "_", "-"),
+		StateLabel: stateLabel(st),
 		InFlight:   e.InFlight, Cap: e.Cap, Queue: e.Queue, RateLimit: e.RateLimit,
 		Attempts: e.Counters.Attempts, Failures: e.Counters.Failures,
-		SuccessRate: "–", P50: "–", P99: "–",
+		SuccessRate: "–", AttemptRate: "–", P50: "–", P99: "–",
 		Honoured: e.Counters.RetryAfterHonoured, Capped: e.Counters.RetryAfterCapped, Ignored: e.Counters.RetryAfterIgnored,
 		LastOutcome: e.Counters.LastOutcome, LastAttemptAt: s.clock(e.Counters.LastAttemptAt),
 	}
@@ -245,7 +310,21 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 		v.Cap = e.MaxInFlight
 	}
 	if e.Counters.Attempts > 0 {
-		v.SuccessRate = fmt.Sprintf("%.1f%%", 100*float64(e.Counters.Successes)/float64(e.Counters.Attempts))
+		v.AttemptRate = percent(e.Counters.Successes, e.Counters.Attempts)
+	}
+	c := e.Circuit
+	switch st {
+	case string(policy.CircuitOpen):
+		since := c.TrippedAt
+		if since.IsZero() {
+			since = c.Since
+		}
+		v.CircuitNote = "since " + s.clock(since)
+		if !c.NextProbeAt.IsZero() {
+			v.CircuitNote += " · next probe " + s.clock(c.NextProbeAt)
+		}
+	case string(policy.CircuitHalfOpen):
+		v.CircuitNote = "since " + s.clock(c.Since)
 	}
 	if e.P99 > 0 {
 		v.P50, v.P99 = shortDuration(e.P50), shortDuration(e.P99)
@@ -263,56 +342,70 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	return v
 }
 
-// Banner is the sentence the dashboard shows across the top while an endpoint is disabled
-// or its circuit is not closed, or "" while it is enabled and closed. forTenant words it for the endpoint's owner.
+// Banner is the sentence the dashboard (and the CLI) shows across the top while an
+// endpoint is disabled or its circuit is not closed, or "" while it is enabled and closed.
+// forTenant words it for the endpoint's owner. Times are clock times in loc.
 func Banner(e herald.EndpointState, forTenant bool, loc *time.Location) string {
 	c := e.Circuit
 	st := circuitState(c)
-	clock := func(t time.Time) string { return t.In(loc).Format("15:04") }
-	who := "Your endpoint " + e.ID
+	clock := func(t time.Time) string { return t.In(loc).Format("15:04:05") }
+	who := "your endpoint " + e.ID
 	if !forTenant {
-		tenant := e.Tenant
-		if tenant == "" {
-			tenant = herald.DefaultTenant
-		}
-		who = fmt.Sprintf("Endpoint %s (tenant %s)", e.ID, tenant)
+		who = fmt.Sprintf("endpoint %s (tenant %s)", e.ID, cmpTenant(e.Tenant))
 	}
 	if d := e.Disabled; d != nil {
 		return fmt.Sprintf("%s is disabled since %s: %s. Nothing is sent to it until it is enabled again.",
-			who, d.At.In(loc).Format("2006-01-02 15:04"), d.Reason)
-	}
-	if st == string(policy.CircuitClosed) {
-		return ""
-	}
-	since := c.TrippedAt
-	if since.IsZero() {
-		since = c.Since
+			upperFirst(who), d.At.In(loc).Format("2006-01-02 15:04"), d.Reason)
 	}
 	switch st {
+	case string(policy.CircuitClosed):
+		return ""
 	case string(policy.CircuitOpen):
-		reason := c.Reason
-		if reason == "" {
-			reason = "repeated failures"
+		tripped := c.TrippedAt
+		if tripped.IsZero() {
+			tripped = c.Since
 		}
-		msg := fmt.Sprintf("%s is in circuit-open after %s", who, reason)
-		if !since.IsZero() {
-			msg += " since " + clock(since)
+		msg := "Deliveries to " + who + " are paused"
+		if !tripped.IsZero() {
+			msg += " since " + clock(tripped)
 		}
-		msg += ". Deliveries are paused"
-		if !c.NextProbeAt.IsZero() {
-			msg += "; the next probe is at " + clock(c.NextProbeAt) + "."
+		if !c.Since.IsZero() && c.Since.After(tripped) {
+			msg += fmt.Sprintf(" (circuit open); it opened again at %s after %s.", clock(c.Since), tripReason(c.Reason))
 		} else {
-			msg += " until a probe succeeds."
+			msg += fmt.Sprintf(": its circuit opened after %s.", tripReason(c.Reason))
 		}
-		return msg
+		if !c.NextProbeAt.IsZero() {
+			return msg + " The next probe is at " + clock(c.NextProbeAt) + "."
+		}
+		return msg + " They resume once a probe succeeds."
 	case string(policy.CircuitHalfOpen):
-		msg := who + " is half-open"
+		msg := upperFirst(who) + " is half-open (probing)"
 		if !c.Since.IsZero() {
 			msg += " since " + clock(c.Since)
 		}
-		return msg + ": a probe succeeded and a few deliveries go through one at a time; the circuit closes once they succeed."
+		return msg + ": a probe succeeded, and deliveries go through one at a time; the circuit closes once they succeed."
 	}
-	return fmt.Sprintf("%s is in circuit state %s since %s.", who, st, clock(c.Since))
+	return fmt.Sprintf("%s is in circuit state %s since %s.", upperFirst(who), st, clock(c.Since))
+}
+
+// tripReason words a circuit's trip reason ("probe failed") for the banner.
+func tripReason(r string) string {
+	switch r {
+	case "":
+		return "repeated failures"
+	case "probe failed":
+		return "its probe failed"
+	case "half-open attempt failed":
+		return "an attempt failed while it was probing"
+	}
+	return r
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func (s *Server) banners(p principal, eps []herald.EndpointState) []string {
@@ -331,13 +424,32 @@ func (s *Server) endpointsPage(ctx context.Context, w http.ResponseWriter, r *ht
 		return err
 	}
 	v := s.newView(p, "Endpoints")
+	v.Nav = "endpoints"
 	v.Banners = s.banners(p, eps)
 	for _, e := range eps {
 		v.Endpoints = append(v.Endpoints, s.endpointView(e))
 	}
+	if len(v.Endpoints) <= maxRatedEndpoints {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 6)
+		for i := range v.Endpoints {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				s.deliveryRate(ctx, &v.Endpoints[i])
+			}()
+		}
+		wg.Wait()
+	}
 	s.render(w, r, http.StatusOK, "endpoints.html", v)
 	return nil
 }
+
+// maxRatedEndpoints is how many endpoints the list page counts deliveries of (three
+// visibility counts each); beyond it the list shows "–" and each endpoint's page has it.
+const maxRatedEndpoints = 50
 
 // deliveryView is one recent delivery of an endpoint.
 type deliveryView struct {
@@ -463,7 +575,9 @@ func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	v := s.newView(p, "Endpoint "+id)
+	v.Nav = "endpoints"
 	v.Endpoint = s.endpointView(e)
+	s.deliveryRate(ctx, &v.Endpoint)
 	v.Banners = s.banners(p, []herald.EndpointState{e})
 	v.Flash = flash(r)
 	deliveries, statuses, err := s.recent(ctx, id)
@@ -471,7 +585,7 @@ func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	v.Deliveries = deliveries
-	v.Chart = chartSVG(statuses, s.opts.Now(), s.opts.Location)
+	v.Chart = chartOf(statuses, s.opts.Now(), s.opts.Location)
 	dls, err := s.opts.Starter.ListDeadLetters(ctx, herald.DeadLetterFilter{EndpointID: id})
 	if err != nil {
 		return err
@@ -513,6 +627,22 @@ type attemptView struct {
 	RetryAfter    string
 	Next          string
 	Snippet       string
+	// Status is the response's status line ("503 Service Unavailable"), or "" without one.
+	Status string
+	// Recorded is set when the attempt recorded its headers (histories from before did not).
+	Recorded        bool
+	RequestHeaders  []herald.Header
+	ResponseHeaders []herald.Header
+	HeadersCut      bool
+	URL             string
+	Error           string
+}
+
+// timelineItem is one step of a delivery's timeline.
+type timelineItem struct {
+	At, What string
+	// Kind is created, attempt-ok, attempt-failed, wait, replay, delivered or dead.
+	Kind string
 }
 
 // eventView is a delivery as its page shows it.
@@ -528,6 +658,66 @@ type eventView struct {
 	When        string
 	TemporalURL string
 	CanReplay   bool
+	// Payload is the event's data, indented; PayloadNote says why it is missing or cut.
+	Payload     string
+	PayloadNote string
+	Timeline    []timelineItem
+}
+
+// maxShownPayload is how much of an event's data its page shows.
+const maxShownPayload = 64 << 10
+
+// payload is an event's data for its page, indented when it is JSON, and a note when it
+// is cut.
+func payload(data []byte) (string, string) {
+	var buf bytes.Buffer
+	if json.Indent(&buf, data, "", "  ") != nil {
+		buf.Reset()
+		buf.Write(data)
+	}
+	if buf.Len() > maxShownPayload {
+		return strings.ToValidUTF8(string(buf.Bytes()[:maxShownPayload]), ""), fmt.Sprintf("The data is %d bytes; its first %d are shown.", buf.Len(), maxShownPayload)
+	}
+	return buf.String(), ""
+}
+
+// timeline lists what happened to a delivery, in order: its creation, each round's
+// replay, each attempt and the wait after it, and how it ended.
+func (s *Server) timeline(st herald.Status) []timelineItem {
+	out := []timelineItem{{At: s.stamp(st.Event.CreatedAt), What: "Event created", Kind: "created"}}
+	round := 0
+	for _, a := range st.Attempts {
+		if a.Round > round {
+			round = a.Round
+			out = append(out, timelineItem{At: s.stamp(a.Result.StartedAt), What: fmt.Sprintf("Replayed: round %d starts again at attempt 1", a.Round+1), Kind: "replay"})
+		}
+		kind := "attempt-failed"
+		if a.Result.Delivered() {
+			kind = "attempt-ok"
+		}
+		what := fmt.Sprintf("Round %d · attempt %d → %s", a.Round+1, a.Number, a.Result.Summary())
+		if d := a.Result.Duration; d > 0 {
+			what += " in " + shortDuration(d)
+		}
+		out = append(out, timelineItem{At: s.stamp(a.Result.StartedAt), What: what, Kind: kind})
+		if n := a.Next; n != nil && n.Retry {
+			out = append(out, timelineItem{At: s.stamp(a.Result.StartedAt.Add(a.Result.Duration)), What: fmt.Sprintf("Waiting %s for the retry at %s", shortDuration(n.Delay), s.stamp(n.At)), Kind: "wait"})
+		}
+	}
+	if st.Round > round {
+		out = append(out, timelineItem{At: "–", What: fmt.Sprintf("Replayed: round %d, no attempt yet", st.Round+1), Kind: "replay"})
+	}
+	switch {
+	case st.State == herald.StateDelivered && !st.DeliveredAt.IsZero():
+		out = append(out, timelineItem{At: s.stamp(st.DeliveredAt), What: "Delivered", Kind: "delivered"})
+	case st.State == herald.StateDeadLetter:
+		out = append(out, timelineItem{At: s.stamp(st.DeadAt), What: "Dead letter: parked until " + s.stamp(st.ExpiresAt) + " unless replayed", Kind: "dead"})
+	case st.State == herald.StateExpired:
+		out = append(out, timelineItem{At: s.stamp(st.ExpiresAt), What: "Expired: the dead letter was not replayed in time", Kind: "dead"})
+	case st.Waiting != nil:
+		out = append(out, timelineItem{At: s.stamp(st.Waiting.Since), What: "Held back: " + st.Waiting.Reason, Kind: "wait"})
+	}
+	return out
 }
 
 // pathEvent returns the tenant and status of the event the request's path names, if p may
@@ -555,6 +745,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		wfID = herald.FanoutDeliveryID(tenant, fanout, id)
 	}
 	v := s.newView(p, "Event "+id)
+	v.Nav = "events"
 	v.Flash = flash(r)
 	ev := eventView{
 		ID: st.Event.ID, TenantQuery: eventQuery(tenant, fanout), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
@@ -583,8 +774,13 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	for _, a := range st.Attempts {
 		res := a.Result
-		av := attemptView{Round: a.Round, Number: a.Number, At: s.stamp(res.StartedAt), OK: res.Delivered(), Result: res.Summary(),
-			Latency: shortDuration(res.Duration), RetryAfter: "–", Next: "–", Snippet: res.Snippet}
+		av := attemptView{Round: a.Round + 1, Number: a.Number, At: s.stamp(res.StartedAt), OK: res.Delivered(), Result: res.Summary(),
+			Latency: shortDuration(res.Duration), RetryAfter: "–", Next: "–", Snippet: res.Snippet,
+			Recorded: res.RequestHeaders != nil, RequestHeaders: res.RequestHeaders, ResponseHeaders: res.ResponseHeaders,
+			HeadersCut: res.ResponseHeadersCut, URL: res.URL, Error: res.Error}
+		if res.StatusCode != 0 {
+			av.Status = fmt.Sprintf("%d %s", res.StatusCode, http.StatusText(res.StatusCode))
+		}
 		if res.RetryAfterHeader != "" {
 			d := res.RetryAfter()
 			av.RetryAfter = fmt.Sprintf("%q: %s", res.RetryAfterHeader, d.Reason)
@@ -597,6 +793,15 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 			}
 		}
 		ev.Attempts = append(ev.Attempts, av)
+	}
+	ev.Timeline = s.timeline(st)
+	if r.URL.Query().Get("fragment") == "" {
+		// The payload does not change: read it for the whole page, not for each refresh.
+		if e, err := s.opts.Starter.EventOf(ctx, tenant, fanout, id); err != nil {
+			ev.PayloadNote = "The payload could not be read: " + cleanMessage(err.Error())
+		} else {
+			ev.Payload, ev.PayloadNote = payload(e.Data)
+		}
 	}
 	v.Event = ev
 	s.render(w, r, http.StatusOK, "event.html", v)
@@ -683,7 +888,7 @@ func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *htt
 	if _, err := act(ctx, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {done}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery(formBack(r, id), url.Values{"done": {done}}), http.StatusSeeOther)
 	return nil
 }
 
@@ -694,14 +899,11 @@ func (s *Server) typesForm(ctx context.Context, w http.ResponseWriter, r *http.R
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return err
 	}
-	types := strings.FieldsFunc(r.PostFormValue("types"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
-	if len(types) == 0 {
-		types = []string{"*"}
-	}
+	types := splitTypes(r.PostFormValue("types"))
 	if _, err := s.opts.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, Types: types}); err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id), url.Values{"done": {"types"}}), http.StatusSeeOther)
+	http.Redirect(w, r, withQuery(formBack(r, id), url.Values{"done": {"types"}}), http.StatusSeeOther)
 	return nil
 }
 

@@ -245,7 +245,7 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 	if strings.Contains(page, "<script>alert(1)") || !strings.Contains(page, "&lt;script&gt;alert(1)") {
 		t.Fatal("the event type is not escaped on the endpoint page")
 	}
-	for _, s := range []string{`data-event="` + ev + `" data-state="delivered"`, "<svg", "circuit-closed", `id="bulk-replay"`} {
+	for _, s := range []string{`data-event="` + ev + `" data-state="delivered"`, "<svg", `data-state="closed"`, `id="bulk-replay"`} {
 		if !strings.Contains(page, s) {
 			t.Errorf("endpoint page lacks %q", s)
 		}
@@ -255,7 +255,7 @@ func TestDashboardPagesEscapeAndShowState(t *testing.T) {
 		t.Error("the live fragment should be the live part only, with the deliveries")
 	}
 	_, evPage := get(t, c, "/events/"+ev)
-	if !strings.Contains(evPage, `id="attempts"`) || !strings.Contains(evPage, "200 OK") {
+	if !strings.Contains(evPage, `id="attempts-heading"`) || !strings.Contains(evPage, `id="timeline"`) || !strings.Contains(evPage, "200 OK") {
 		t.Error("event page lacks the attempt timeline")
 	}
 	if strings.Contains(evPage, "temporal-link") {
@@ -277,15 +277,22 @@ func TestBanner(t *testing.T) {
 		t.Fatalf("an empty circuit state means closed: no banner, got %q", b)
 	}
 	e.Circuit = policy.CircuitView{State: "open", Reason: "5 consecutive failures", Since: at(12, 3), TrippedAt: at(12, 3), NextProbeAt: at(12, 8)}
-	wantText := "Your endpoint acme-prod is in circuit-open after 5 consecutive failures since 12:03. Deliveries are paused; the next probe is at 12:08."
+	wantText := "Deliveries to your endpoint acme-prod are paused since 12:03:00: its circuit opened after 5 consecutive failures. The next probe is at 12:08:00."
 	if b := Banner(e, true, loc); b != wantText {
 		t.Fatalf("banner\n  %q\nwant\n  %q", b, wantText)
 	}
-	if b := Banner(e, false, loc); !strings.HasPrefix(b, "Endpoint acme-prod (tenant acme) is in circuit-open") {
+	if b := Banner(e, false, loc); !strings.HasPrefix(b, "Deliveries to endpoint acme-prod (tenant acme) are paused since 12:03:00") {
 		t.Fatalf("operator banner %q", b)
 	}
+	// A failed probe opens the circuit again: the pause still dates from the trip, and the
+	// sentence says when and why it opened again.
+	e.Circuit = policy.CircuitView{State: "open", Reason: "probe failed", Since: at(12, 8), TrippedAt: at(12, 3), NextProbeAt: at(12, 18)}
+	wantText = "Deliveries to your endpoint acme-prod are paused since 12:03:00 (circuit open); it opened again at 12:08:00 after its probe failed. The next probe is at 12:18:00."
+	if b := Banner(e, true, loc); b != wantText {
+		t.Fatalf("banner after a failed probe\n  %q\nwant\n  %q", b, wantText)
+	}
 	e.Circuit = policy.CircuitView{State: "half_open", Since: at(12, 9)}
-	if b := Banner(e, true, loc); !strings.Contains(b, "half-open since 12:09") {
+	if b := Banner(e, true, loc); !strings.Contains(b, "half-open (probing) since 12:09:00") {
 		t.Fatalf("half-open banner %q", b)
 	}
 	e.Disabled = &policy.Disablement{Cause: policy.DisabledGone, Reason: "the receiver answered 410 Gone", At: at(13, 0)}

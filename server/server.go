@@ -13,7 +13,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -70,12 +72,26 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// PublicURL is the base URL people open the dashboard at (e.g.
+	// https://herald.example.com), for the portal links the API mints; empty: the URL of
+	// the request that mints the link.
+	PublicURL string
+	// FrameAncestors are the origins (https://app.example.com, or https://*.example.com)
+	// whose pages may show the dashboard in a frame, to embed the portal; empty: no page
+	// may frame it. When set, portal links' session cookies are SameSite=None, Secure and
+	// Partitioned, so that they reach the frame.
+	FrameAncestors []string
 }
 
 // Server serves the JSON API and the dashboard.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// rates caches endpoints' delivery counts (see deliveryRate).
+	rates struct {
+		sync.Mutex
+		m map[string]rateCount
+	}
 }
 
 // route is one method+path the server answers.
@@ -109,6 +125,17 @@ func New(o Options) (*Server, error) {
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	for _, a := range o.FrameAncestors {
+		if err := validateFrameAncestor(a); err != nil {
+			return nil, err
+		}
+	}
+	if o.PublicURL != "" {
+		if u, err := url.Parse(o.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("public URL %q: give the base URL people open the dashboard at, such as https://herald.example.com", o.PublicURL)
+		}
+		o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	}
 	s := &Server{opts: o, mux: http.NewServeMux()}
 	for _, rt := range s.routes() {
@@ -146,6 +173,15 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/settings", true, s.api(s.apiGetSettings)},
 		{"PUT", "/v1/settings", true, s.api(s.apiPutSettings)},
 
+		// Self-service and portal links (selfservice.go, portallink.go).
+		{"POST", "/v1/portal-links", true, s.api(s.apiPortalLink)},
+		{"GET", PortalPath, false, s.portalSignin},
+		{"GET", "/register", false, s.page(s.registerPage)},
+		{"POST", "/register", false, s.page(s.registerForm)},
+		{"GET", "/endpoints/{id}/settings", false, s.page(s.settingsPage)},
+		{"POST", "/endpoints/{id}/secret", false, s.page(s.rotateForm)},
+		{"POST", "/endpoints/{id}/test", false, s.page(s.testEventForm)},
+
 		{"GET", "/{$}", false, s.page(s.home)},
 		{"GET", "/signin", false, s.signinForm},
 		{"POST", "/signin", false, s.signin},
@@ -159,6 +195,11 @@ func (s *Server) routes() []route {
 		{"POST", "/endpoints/{id}/types", false, s.page(s.typesForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
+
+		// Portal (part A): the event list and its API, the favicon.
+		{"GET", "/v1/events", true, s.api(s.apiListEvents)},
+		{"GET", "/events", false, s.page(s.eventsPage)},
+		{"GET", "/favicon.ico", false, s.favicon},
 	}
 }
 
@@ -184,8 +225,13 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 // ServeHTTP adds the security headers to every answer and routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("X-Frame-Options", "DENY")
+	frames := "'none'"
+	if len(s.opts.FrameAncestors) > 0 {
+		frames = strings.Join(s.opts.FrameAncestors, " ")
+	} else {
+		h.Set("X-Frame-Options", "DENY") // for browsers without CSP frame-ancestors
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors "+frames+"; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
@@ -193,6 +239,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// validateFrameAncestor checks an origin that may frame the dashboard.
+func validateFrameAncestor(a string) error {
+	u, err := url.Parse(a)
+	bad := err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.ContainsAny(a, " ;,'\"") || strings.Contains(strings.TrimPrefix(u.Host, "*."), "*")
+	if bad {
+		return fmt.Errorf("frame ancestor %q: give an origin such as https://app.example.com or https://*.example.com", a)
+	}
+	return nil
 }
 
 // secure reports whether the session cookie is marked Secure for r.

@@ -54,6 +54,9 @@ type tokensFile struct {
 	// accepts the others' sessions.
 	SessionKey []byte  `json:"session_key"`
 	Tokens     []Token `json:"tokens"`
+	// UsedLinks are the portal links opened already and not yet expired: a link opens
+	// once, on whichever server sharing the file (see portallink.go).
+	UsedLinks []usedLink `json:"used_portal_links,omitempty"`
 }
 
 // TokenStore holds the tokens of a tokens file. It rereads the file when it changes, so a
@@ -235,7 +238,7 @@ func (s *TokenStore) update(fn func(*tokensFile) error) error {
 		return err
 	}
 	s.mu.Lock()
-	f := tokensFile{SessionKey: s.file.SessionKey, Tokens: append([]Token(nil), s.file.Tokens...)}
+	f := tokensFile{SessionKey: s.file.SessionKey, Tokens: append([]Token(nil), s.file.Tokens...), UsedLinks: append([]usedLink(nil), s.file.UsedLinks...)}
 	s.mu.Unlock()
 	if len(f.SessionKey) == 0 {
 		f.SessionKey = make([]byte, 32)

@@ -56,7 +56,7 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		}
 		req.DefaultSecret = sec
 	}
-	if req.Tenant != "" {
+	if req.Tenant != "" && !req.CreateOnly { // a new endpoint has no tenant to leave
 		if err := s.leaveTenant(ctx, req.ID, req.Tenant); err != nil {
 			return res, fmt.Errorf("put endpoint %s: nothing changed: moving it to tenant %s failed: %w", req.ID, req.Tenant, err)
 		}

@@ -451,7 +451,7 @@ func (s *Client) ReplayEvent(ctx context.Context, tenant, eventID, endpoint stri
 		if err != nil {
 			return nil, err
 		}
-		if err := s.replay(ctx, wfID, eventID, st); err != nil {
+		if _, err := s.replay(ctx, wfID, eventID, st); err != nil {
 			return nil, err
 		}
 		return []string{endpoint}, nil
@@ -466,7 +466,7 @@ func (s *Client) ReplayEvent(ctx context.Context, tenant, eventID, endpoint stri
 		if d.Status == nil || d.Status.State != herald.StateDeadLetter {
 			continue
 		}
-		if err := s.replay(ctx, d.WorkflowID, eventID, *d.Status); err != nil {
+		if _, err := s.replay(ctx, d.WorkflowID, eventID, *d.Status); err != nil {
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", d.EndpointID, err))
 			continue
 		}

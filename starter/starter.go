@@ -507,35 +507,81 @@ func (s *Client) Replay(ctx context.Context, eventID string) error {
 	return s.ReplayOf(ctx, herald.DefaultTenant, eventID)
 }
 
-// ReplayOf runs a tenant's dead letter's ladder again from attempt 1 with its original
-// event id. An event whose delivery has closed (delivered, expired as a dead letter, or
-// skipped at a disabled endpoint) is delivered again with the same id. An event still being retried is left alone, with an
-// error.
+// ReplayOf replays a tenant's event; see ReplayDelivery.
 func (s *Client) ReplayOf(ctx context.Context, tenant, eventID string) error {
+	_, err := s.ReplayDelivery(ctx, tenant, eventID)
+	return err
+}
+
+// Replayed says what a replay did to a delivery.
+type Replayed struct {
+	// State is the delivery's state the replay acted on: dead_letter (its ladder runs again
+	// from attempt 1), waiting_retry (its next retry goes now), or delivered, expired or
+	// skipped (the event is delivered again).
+	State herald.State `json:"state"`
+	// Retry is the number of the retry that goes now, and DueAt when it was due
+	// (waiting_retry only).
+	Retry int       `json:"retry,omitempty"`
+	DueAt time.Time `json:"due_at,omitzero"`
+}
+
+// ReplayDelivery replays a tenant's event, with its original event id, as its state
+// allows. A dead letter runs its ladder again from attempt 1; a retry waiting on the
+// ladder's timer goes now (the replay signal cuts the timer short); a delivery that has
+// closed (delivered, expired as a dead letter, or skipped at a disabled endpoint) is
+// delivered again. A delivery its endpoint holds back, or whose attempt is in flight, is
+// left alone, with an error that says why.
+func (s *Client) ReplayDelivery(ctx context.Context, tenant, eventID string) (Replayed, error) {
 	st, err := s.StatusOf(ctx, tenant, eventID)
 	if err != nil {
-		return err
+		return Replayed{}, err
 	}
 	return s.replay(ctx, herald.DeliveryID(tenant, eventID), eventID, st)
 }
 
 // replay replays the delivery wfID of event eventID, whose status is st.
-func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Status) error {
+func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Status) (Replayed, error) {
+	r := Replayed{State: st.State}
 	switch st.State {
-	case herald.StateDeadLetter:
-		err := s.c.SignalWorkflow(ctx, wfID, "", herald.SignalReplay, nil)
-		if err != nil {
-			return fmt.Errorf("replay event %s: %w", eventID, err)
+	case herald.StateDeadLetter, herald.StateWaitingRetry:
+		// The signal the stock CLI sends too (temporal workflow signal --name replay).
+		if err := s.c.SignalWorkflow(ctx, wfID, "", herald.SignalReplay, nil); err != nil {
+			return r, fmt.Errorf("replay event %s: %w", eventID, err)
 		}
-		return nil
+		if st.State == herald.StateWaitingRetry {
+			r.Retry, r.DueAt = nextRetry(st), st.NextAttemptAt
+		}
+		return r, nil
 	case herald.StateDelivered, herald.StateExpired, herald.StateSkipped:
-		return s.redeliver(ctx, wfID, eventID, st)
+		return r, s.redeliver(ctx, wfID, eventID, st)
 	case herald.StateWaitingKey:
-		return fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
-	default:
-		return fmt.Errorf("%w: event %s is %s, not a dead letter: its ladder is still running (next attempt at %s)",
-			ErrInvalid, eventID, st.State, st.NextAttemptAt.Format(time.RFC3339))
+		return r, fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
+	case herald.StateWaitingEndpoint:
+		reason := "its endpoint holds it back"
+		if st.Waiting != nil && st.Waiting.Reason != "" {
+			reason = st.Waiting.Reason
+		}
+		return r, fmt.Errorf("%w: event %s waits for its endpoint (%s): a replay does not override the endpoint's protection; the attempt goes when the endpoint admits it (herald endpoint reset %s closes an open circuit by hand)",
+			ErrInvalid, eventID, reason, st.Event.EndpointID)
+	default: // scheduled, attempting
+		hint := "herald status " + eventID
+		if tenant, _, _ := herald.ParseDeliveryID(wfID); tenant != herald.DefaultTenant {
+			hint += " --tenant " + tenant
+		}
+		return r, fmt.Errorf("%w: event %s has an attempt in flight: nothing to replay now; if it fails, replay it while it waits for its retry, or once it is a dead letter (%s)",
+			ErrInvalid, eventID, hint)
 	}
+}
+
+// nextRetry is the number of the attempt a delivery waiting for a retry makes next.
+func nextRetry(st herald.Status) int {
+	n := 0
+	for _, a := range st.Attempts {
+		if a.Round == st.Round {
+			n = max(n, a.Number)
+		}
+	}
+	return n + 1
 }
 
 // redeliver starts a closed delivery again under the same workflow id.

@@ -142,15 +142,7 @@ func TestRecordHistories(t *testing.T) {
 
 func save(t *testing.T, name, workflowID string) {
 	t.Helper()
-	it := shared.client.GetWorkflowHistory(context.Background(), workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	h := &historypb.History{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
+	h := &historypb.History{Events: workflowHistory(t, workflowID)}
 	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
 	if err != nil {
 		t.Fatal(err)
@@ -159,4 +151,19 @@ func save(t *testing.T, name, workflowID string) {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %s (%d events)", name, len(h.Events))
+}
+
+// workflowHistory returns the events of workflowID's current run.
+func workflowHistory(t *testing.T, workflowID string) []*historypb.HistoryEvent {
+	t.Helper()
+	it := shared.client.GetWorkflowHistory(context.Background(), workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var evs []*historypb.HistoryEvent
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }

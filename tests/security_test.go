@@ -117,6 +117,26 @@ func TestNothingReadableInHistory(t *testing.T) {
 	if _, err := starter.New(raw, starter.Options{}).Status(ctx, res.EventID); err == nil || !strings.Contains(err.Error(), codec.Encoding) {
 		t.Errorf("status without the key: err = %v, want an encrypted-payload error", err)
 	}
+	// The client with the key (the dashboard's) reads the payload in plain text, and the
+	// attempts' recorded request headers hold no signature.
+	ev, err := s.EventOf(ctx, herald.DefaultTenant, "", res.EventID)
+	if err != nil || !bytes.Contains(ev.Data, []byte(payloadMarker)) {
+		t.Errorf("the event query through the codec = %s, %v; want the plaintext payload", ev.Data, err)
+	}
+	st, err := s.Status(ctx, res.EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Attempts {
+		for _, h := range a.Result.RequestHeaders {
+			if h.Name == "Webhook-Signature" && h.Value != herald.RedactedValue {
+				t.Errorf("attempt %d recorded the signature %q", a.Number, h.Value)
+			}
+		}
+		if len(a.Result.RequestHeaders) == 0 || len(a.Result.ResponseHeaders) == 0 {
+			t.Errorf("attempt %d recorded no request or response headers", a.Number)
+		}
+	}
 }
 
 // loopbackName returns a host name (not an IP literal, not "localhost") that resolves to a

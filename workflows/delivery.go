@@ -119,9 +119,9 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		opts := workflow.LocalActivityOptions{
 			StartToCloseTimeout: attemptTimeout,
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-			Summary:             fmt.Sprintf("attempt %d → %s", n, ev.EndpointID),
+			Summary:             fmt.Sprintf("%s → %s", stepName(round, n), ev.EndpointID),
 		}
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), acts.Attempt, in).Get(ctx, &res)
+		err := d.awaitAttempt(ctx, workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), acts.Attempt, in), n, &res)
 		if err != nil {
 			var canceled *temporal.CanceledError
 			if errors.As(err, &canceled) {
@@ -130,7 +130,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			if workflow.GetVersion(ctx, versionNoAttemptWithoutRequest, workflow.DefaultVersion, 1) == 1 {
 				// The attempt never reached the receiver (no slot in time, the worker
 				// stopping): it uses none of the ladder. Wait, then make attempt n again.
-				d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: policy.NotStartedRecheck})
+				d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: policy.NotStartedRecheck}, round, n)
 				n--
 				continue
 			}
@@ -154,7 +154,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		if res.Held != nil {
 			// The endpoint's gate or breaker held the attempt back: no request was made,
 			// no attempt is used up. Wait for a permit, then try attempt n again.
-			d.wait(ctx, res.Held)
+			d.wait(ctx, res.Held, round, n)
 			n--
 			continue
 		}
@@ -187,17 +187,95 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		d.record(rec)
 		d.status.NextAttemptAt = step.At
 		d.setState(ctx, herald.StateWaitingRetry, true)
-		summary := fmt.Sprintf("attempt %d → %s; retry %d in %s (%s)", n, res.Summary(), n+1,
+		summary := fmt.Sprintf("%s → %s; retry %d in %s (%s)", stepName(round, n), res.Summary(), n+1,
 			next.Delay.Round(time.Second), retryReason(next, ra, res.Policy.Ladder))
-		if err := workflow.NewTimerWithOptions(ctx, next.Delay, workflow.TimerOptions{Summary: summary}).Get(ctx, nil); err != nil {
+		if err := d.awaitRetry(ctx, next.Delay, summary, n+1, step.At); err != nil {
 			return herald.Settings{}, false, err
 		}
 	}
 }
 
-// wait waits for the endpoint workflow to hand this delivery a permit, or until it is time
-// to ask again.
-func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
+// stepName names attempt n of a round in the Temporal UI's timeline: "round 1 · attempt 2".
+// round is the status's (0 for the first run, then one more per replay); people read
+// rounds from 1, as the dashboard and herald status show them.
+func stepName(round, n int) string { return fmt.Sprintf("round %d · attempt %d", round+1, n) }
+
+// awaitAttempt waits for attempt n's local activity f and decodes its result into res. A
+// replay that comes meanwhile is recorded as ignored: the attempt is in flight.
+func (d *delivery) awaitAttempt(ctx workflow.Context, f workflow.Future, n int, res *herald.Result) error {
+	done := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(f, func(workflow.Future) { done = true })
+	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
+		d.ignoreReplay(ctx, c, fmt.Sprintf("attempt %d is in flight", n))
+	})
+	for !done {
+		sel.Select(ctx)
+	}
+	return f.Get(ctx, res)
+}
+
+// awaitRetry waits for the ladder's timer of retry next (due at at), and returns its
+// error. A replay sends the retry at once and cuts the timer short: the attempt numbers
+// and the ladder's remaining attempts stay as they are.
+func (d *delivery) awaitRetry(ctx workflow.Context, delay time.Duration, summary string, next int, at time.Time) error {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(tctx, delay, workflow.TimerOptions{Summary: summary})
+	var err error
+	fired, now := false, false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(timer, func(f workflow.Future) { fired, err = true, f.Get(ctx, nil) })
+	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
+		req, ok := d.takeReplay(ctx, c)
+		due := at.UTC().Format(time.RFC3339)
+		switch {
+		case !ok:
+		case !req.DeadBefore.IsZero():
+			d.noteReplay(ctx, fmt.Sprintf("ignored: a bulk replay replays dead letters only; retry %d waits until %s", next, due), false)
+		default:
+			now = true
+			d.noteReplay(ctx, fmt.Sprintf("retry %d goes now, its timer cut short (it was due at %s)", next, due), false)
+		}
+	})
+	for !fired && !now {
+		sel.Select(ctx)
+	}
+	return err
+}
+
+// takeReplay receives a replay signal from c. ok is false in a run recorded before replays
+// had an effect during the ladder (versionReplayAnyState): it drops the signal, as it did.
+func (d *delivery) takeReplay(ctx workflow.Context, c workflow.ReceiveChannel) (req herald.ReplayRequest, ok bool) {
+	c.Receive(ctx, &req)
+	return req, workflow.GetVersion(ctx, versionReplayAnyState, workflow.DefaultVersion, 1) == 1
+}
+
+// ignoreReplay receives a replay signal from c and records it as ignored, saying why.
+func (d *delivery) ignoreReplay(ctx workflow.Context, c workflow.ReceiveChannel, why string) {
+	if _, ok := d.takeReplay(ctx, c); ok {
+		d.noteReplay(ctx, "ignored: "+why, false)
+	}
+}
+
+// noteReplay records what became of a replay signal in the MemoReplay memo field (one
+// history event), with the time and the round it came in; clearDead also removes the
+// MemoDeadLetter field.
+func (d *delivery) noteReplay(ctx workflow.Context, outcome string, clearDead bool) {
+	note := fmt.Sprintf("%s round %d: %s", workflow.Now(ctx).UTC().Format(time.RFC3339), d.status.Round+1, outcome)
+	memo := map[string]any{herald.MemoReplay: note}
+	if clearDead {
+		memo[herald.MemoDeadLetter] = nil
+	}
+	// Upsert fails only on values that do not encode, and strings do.
+	_ = workflow.UpsertMemo(ctx, memo)
+	workflow.GetLogger(ctx).Info("replay signal: "+outcome, "event", d.in.Event.ID)
+}
+
+// wait waits for the endpoint workflow to hand attempt n of round a permit, or until it is
+// time to ask again. A replay that comes meanwhile is recorded as ignored: the endpoint's
+// protection (its cap, its circuit) decides when the attempt goes.
+func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	now := workflow.Now(ctx)
 	d.status.Waiting = &herald.Waiting{Hold: *h, Since: now}
 	if !h.Brief {
@@ -211,16 +289,23 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold) {
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(tctx, again, workflow.TimerOptions{
-		Summary: waitSummary(h),
+		Summary: stepName(round, n) + " " + waitSummary(h),
 	})
+	done := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
 		var p policy.Grant
 		c.Receive(ctx, &p)
 		d.permit = &p
+		done = true
 	})
-	sel.AddFuture(timer, func(workflow.Future) {})
-	sel.Select(ctx)
+	sel.AddFuture(timer, func(workflow.Future) { done = true })
+	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
+		d.ignoreReplay(ctx, c, fmt.Sprintf("attempt %d waits for its endpoint (%s): a replay does not override the endpoint's protection; the attempt goes when the endpoint admits it", n, h.Reason))
+	})
+	for !done {
+		sel.Select(ctx)
+	}
 }
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).
@@ -238,14 +323,22 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		}
 	}
 	workflow.GetLogger(ctx).Info("dead letter: "+reason, "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
-	d.drainReplays()
+	anyState := workflow.GetVersion(ctx, versionReplayAnyState, workflow.DefaultVersion, 1) == 1
+	if anyState {
+		// A replay that came as the last attempt ended (after it, in the same workflow
+		// task) is kept: it replays this dead letter, as the one who sent it asked.
+		until := d.status.ExpiresAt.UTC().Format(time.RFC3339)
+		_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoDeadLetter: "dead letter until " + until + ": " + reason})
+	} else {
+		d.drainReplays()
+	}
 	// After the drain: a replay that comes while the event is emitted is for this dead letter.
 	d.emitOps(ctx, herald.OpsDeadLettered, reason)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	expired := false
 	timer := workflow.NewTimerWithOptions(tctx, p.Retention, workflow.TimerOptions{
-		Summary: fmt.Sprintf("dead letter: waiting for a replay until %s", d.status.ExpiresAt.UTC().Format(time.RFC3339)),
+		Summary: fmt.Sprintf("round %d · dead letter: waiting for a replay until %s", d.status.Round+1, d.status.ExpiresAt.UTC().Format(time.RFC3339)),
 	})
 	replayed := false
 	sel := workflow.NewSelector(ctx)
@@ -255,6 +348,10 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		if req.Stale(d.status.DeadAt) {
 			// A bulk replay asked before this dead letter parked: it meant an earlier one.
 			workflow.GetLogger(ctx).Info("replay request ignored: it predates this dead letter", "event", d.in.Event.ID)
+			if anyState {
+				d.noteReplay(ctx, fmt.Sprintf("ignored: a bulk replay for the dead letters parked by %s; this one parked at %s",
+					req.DeadBefore.UTC().Format(time.RFC3339), d.status.DeadAt.UTC().Format(time.RFC3339)), false)
+			}
 			return
 		}
 		replayed = true
@@ -268,12 +365,15 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		d.setState(ctx, herald.StateExpired, true)
 		return false
 	}
+	if anyState {
+		d.noteReplay(ctx, fmt.Sprintf("dead letter replayed: round %d starts", d.status.Round+2), true)
+	}
 	d.status.DeadAt, d.status.ExpiresAt, d.status.Reason = time.Time{}, time.Time{}, ""
 	return true
 }
 
-// drainReplays drops replay signals that arrived while the ladder was still running: only a
-// dead letter can be replayed, and the starter refuses to replay anything else.
+// drainReplays drops replay signals that arrived while the ladder was still running, in runs
+// recorded before versionReplayAnyState.
 func (d *delivery) drainReplays() {
 	for d.replays.ReceiveAsync(nil) {
 	}
@@ -298,10 +398,13 @@ func (d *delivery) record(rec herald.AttemptRecord) {
 // search attribute (one history event, so only off the fast path).
 func (d *delivery) setState(ctx workflow.Context, state herald.State, upsert bool) {
 	d.status.State = state
-	details := fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round, len(d.status.Attempts))
+	details := fmt.Sprintf("**%s** — round %d, %d attempts", state, d.status.Round+1, len(d.status.Attempts))
 	if n := len(d.status.Attempts); n > 0 {
 		last := d.status.Attempts[n-1].Result
 		details += fmt.Sprintf("; last: attempt %d → %s", last.Number, last.Summary())
+	}
+	if state == herald.StateDeadLetter && !d.status.ExpiresAt.IsZero() {
+		details += "; dead letter until " + d.status.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	workflow.SetCurrentDetails(ctx, details)
 	if upsert {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -487,26 +489,39 @@ func TestDeliveryRetentionExpiry(t *testing.T) {
 	}
 }
 
-func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
+// A replay while a retry waits on the ladder's timer sends that retry at once: the timer
+// is cut short, the attempt numbers go on and the ladder keeps its remaining attempts.
+func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 	t.Run("then expires", func(t *testing.T) {
 		p := withRetention(time.Hour)
 		env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 			return failedAttempt(now, p), nil
 		})
-		deadAt := testStart.Add(sum(ladderDelays(t, p, testEventID, 0)))
+		memos := recordMemos(env)
+		d := ladderDelays(t, p, testEventID, 0)
 		// Between attempt 2 (~30s) and attempt 3 (~2m30s).
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
 		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
 
 		st := workflowStatus(t, env)
 		if st.State != herald.StateExpired || st.Round != 0 {
-			t.Errorf("state %q round %d, want %q round 0: the early replay must not replay the dead letter", st.State, st.Round, herald.StateExpired)
+			t.Errorf("state %q round %d, want %q round 1: the replay must not start a new round", st.State, st.Round, herald.StateExpired)
 		}
-		if !env.Now().Equal(deadAt.Add(time.Hour)) {
-			t.Errorf("closed at %s, want %s", env.Now(), deadAt.Add(time.Hour))
+		calls := rec.wantCalls(t, 8, "8: the ladder's attempts, none added")
+		checkInput(t, calls[2].In, 0, 3)
+		if want := testStart.Add(time.Minute); !calls[2].At.Equal(want) {
+			t.Errorf("attempt 3 at %s, want %s (when the replay came)", calls[2].At, want)
 		}
-		if n := len(rec.calls()); n != 8 {
-			t.Errorf("%d attempts, want 8 (one ladder)", n)
+		deadAt := testStart.Add(time.Minute + sum(d[2:]))
+		if want := deadAt.Add(time.Hour); !env.Now().Equal(want) {
+			t.Errorf("closed at %s, want %s", env.Now(), want)
+		}
+		notes := memos.all()
+		if len(notes) < 2 || !strings.Contains(fmt.Sprint(notes[0][herald.MemoReplay]), "round 1: retry 3 goes now") {
+			t.Errorf("memo upserts %v, want the replay's outcome (retry 3 goes now) first", notes)
+		}
+		if dl := fmt.Sprint(notes[len(notes)-1][herald.MemoDeadLetter]); !strings.HasPrefix(dl, "dead letter until "+deadAt.Add(time.Hour).UTC().Format(time.RFC3339)) {
+			t.Errorf("dead letter memo %q, want it to say until when it waits", dl)
 		}
 	})
 	t.Run("dead letter waits for a new replay", func(t *testing.T) {
@@ -517,7 +532,8 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 			}
 			return failedAttempt(now, p), nil
 		})
-		deadAfter := sum(ladderDelays(t, p, testEventID, 0))
+		memos := recordMemos(env)
+		deadAfter := time.Minute + sum(ladderDelays(t, p, testEventID, 0)[2:])
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, deadAfter+30*time.Minute)
 		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
@@ -532,7 +548,74 @@ func TestDeliveryReplayWhileRetryingIsIgnored(t *testing.T) {
 		if st.State != herald.StateDelivered || st.Round != 1 {
 			t.Errorf("state %q round %d, want delivered round 1", st.State, st.Round)
 		}
+		notes := memos.all()
+		last := notes[len(notes)-1]
+		if v, ok := last[herald.MemoDeadLetter]; !ok || v != nil || !strings.Contains(fmt.Sprint(last[herald.MemoReplay]), "round 1: dead letter replayed: round 2 starts") {
+			t.Errorf("last memo upsert %v, want the replay recorded and the dead letter field removed", last)
+		}
 	})
+}
+
+// A bulk replay's signal (DeadBefore set) replays dead letters only: a waiting retry keeps
+// its timer and records it as ignored.
+func TestDeliveryBulkReplayWhileRetryingIsIgnored(t *testing.T) {
+	p := withRetention(time.Hour)
+	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
+		return failedAttempt(now, p), nil
+	})
+	memos := recordMemos(env)
+	d := ladderDelays(t, p, testEventID, 0)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalReplay, herald.ReplayRequest{DeadBefore: env.Now()})
+	}, time.Minute)
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+
+	calls := rec.wantCalls(t, 8, "8: the ladder's attempts")
+	if want := testStart.Add(d[0] + d[1]); !calls[2].At.Equal(want) {
+		t.Errorf("attempt 3 at %s, want %s (its timer, not the bulk replay)", calls[2].At, want)
+	}
+	notes := memos.all()
+	if len(notes) == 0 || !strings.Contains(fmt.Sprint(notes[0][herald.MemoReplay]), "ignored: a bulk replay replays dead letters only; retry 3 waits until") {
+		t.Errorf("memo upserts %v, want the bulk replay recorded as ignored", notes)
+	}
+}
+
+// A replay while the endpoint holds the attempt back is recorded as ignored: the
+// endpoint's protection decides when it goes.
+func TestDeliveryReplayWhileHeldIsIgnored(t *testing.T) {
+	p := defaultPolicy()
+	tries := 0
+	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
+		if tries++; tries == 1 {
+			return herald.Result{Held: &herald.Hold{Reason: "circuit open after 5 consecutive failures", Recheck: time.Hour}}, nil
+		}
+		return deliveredAttempt(now, p), nil
+	})
+	memos := recordMemos(env)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+
+	st := workflowStatus(t, env)
+	calls := rec.wantCalls(t, 2, "2: held, then asked again after its recheck")
+	if want := testStart.Add(time.Hour); !calls[1].At.Equal(want) {
+		t.Errorf("second try at %s, want %s (the hold's recheck, not the replay)", calls[1].At, want)
+	}
+	if st.State != herald.StateDelivered || len(st.Attempts) != 1 {
+		t.Errorf("state %q with %d attempts, want delivered at attempt 1", st.State, len(st.Attempts))
+	}
+	notes := memos.all()
+	if len(notes) != 1 || !strings.Contains(fmt.Sprint(notes[0][herald.MemoReplay]), "ignored: attempt 1 waits for its endpoint (circuit open after 5 consecutive failures)") {
+		t.Errorf("memo upserts %v, want the replay recorded as ignored, with the endpoint's reason", notes)
+	}
+}
+
+// recordMemos records the workflow's memo upserts.
+func recordMemos(env *testsuite.TestWorkflowEnvironment) *tape[map[string]any] {
+	var memos tape[map[string]any]
+	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
+		memos.add(args.Get(0).(map[string]any))
+	}).Return(nil)
+	return &memos
 }
 
 func TestDeliveryAttemptThatNeverRanUsesNoAttempt(t *testing.T) {

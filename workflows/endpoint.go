@@ -179,6 +179,9 @@ func (e *endpointRun) validate(ctx workflow.Context, req herald.PutEndpointReque
 	if err := ValidatePut(req, e.in.Endpoint != nil, e.net); err != nil {
 		return err
 	}
+	if req.CreateOnly && e.in.Endpoint != nil {
+		return fmt.Errorf("endpoint id %s is taken: choose another id", req.ID)
+	}
 	if req.Overrides != nil {
 		// The breaker and cap settings the endpoint would have: this put's on top of its
 		// own (a breaker change names only some fields).

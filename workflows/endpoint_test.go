@@ -452,3 +452,30 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 		t.Errorf("continues with counters since %s, want %s", next.Since, since)
 	}
 }
+
+// TestEndpointCreateOnlyPut: a create-only put registers a new endpoint, and is rejected,
+// changing nothing and leaving no trace, once the endpoint is registered.
+func TestEndpointCreateOnlyPut(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	var first, again *putOutcome
+	var cfg herald.Endpoint
+	env.RegisterDelayedCallback(func() {
+		first = put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Tenant: "acme", DefaultSecret: newSecret(t), CreateOnly: true})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		again = put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: "https://other.example.test/h", Tenant: "globex", CreateOnly: true})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() { cfg, _ = queryConfig(env) }, 2*time.Minute)
+	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+
+	first.mustSucceed(t, "create-only put of a new endpoint")
+	if !first.result.Created {
+		t.Fatalf("first put = %+v, want created", first.result)
+	}
+	if again.rejected == nil || !strings.Contains(again.rejected.Error(), "endpoint id "+testEndpointID+" is taken: choose another id") {
+		t.Fatalf("create-only put of a registered endpoint: rejected %v, want it rejected as taken", again.rejected)
+	}
+	if cfg.URL != testURL || cfg.Tenant != "acme" || cfg.Version != 1 {
+		t.Fatalf("endpoint after the rejected put = %+v, want it unchanged", cfg)
+	}
+}

@@ -87,6 +87,18 @@ const (
 	// old branch.
 	versionOpsEvents = "ops-events"
 
+	// versionReplayAnyState (issue 14, part C: temporal): a replay signal has an effect in
+	// every state of the ladder, recorded in the MemoReplay memo: a retry waiting on its
+	// timer goes at once; a delivery held by its endpoint, or with an attempt in flight,
+	// records it as ignored. A dead letter publishes MemoDeadLetter and no longer drops the
+	// replays that came during its last attempt. Asked for when a replay arrives during the
+	// ladder, and when a delivery parks as a dead letter. Replayed by
+	// delivery_replay_*_before_any_state.json (a replay during a retry's timer, a hold and an
+	// attempt in flight, dropped, recorded by the code before the change) and
+	// delivery_dead_letter_replayed*.json (drained at the dead letter). Marked in
+	// delivery_replay_{waiting_retry,held,in_flight,dead_letter}.json.
+	versionReplayAnyState = "replay-any-state"
+
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
 	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
 	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK

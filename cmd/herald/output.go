@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/server"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -74,7 +75,7 @@ func printStatus(w io.Writer, st herald.Status) error {
 		if r.Error != "" && r.Outcome == "http_status" {
 			res += ": " + r.Error
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round, a.Number, fmtTime(r.StartedAt),
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", a.Round+1, a.Number, fmtTime(r.StartedAt),
 			r.Duration.Round(time.Millisecond), oneLine(res, 80), next)
 	}
 	return tw.Flush()
@@ -85,18 +86,8 @@ func circuitBanner(st herald.EndpointState) string {
 	if d := st.Disabled; d != nil {
 		return fmt.Sprintf("endpoint %s is disabled since %s: %s; enable it with: herald endpoint enable %s", st.ID, fmtTime(d.At), d.Reason, st.ID)
 	}
-	c := st.Circuit
-	switch c.State {
-	case policy.CircuitOpen:
-		msg := fmt.Sprintf("endpoint %s is in circuit-open since %s after %s", st.ID, clock(c.TrippedAt), c.Reason)
-		if !c.NextProbeAt.IsZero() {
-			msg += fmt.Sprintf("; next probe at %s", clock(c.NextProbeAt))
-		}
-		return msg
-	case policy.CircuitHalfOpen:
-		return fmt.Sprintf("endpoint %s is in circuit-half-open since %s: one attempt at a time until it proves healthy", st.ID, clock(c.Since))
-	}
-	return ""
+	// The same sentence, with the same times, as the dashboard's banner.
+	return server.Banner(st, false, time.Local)
 }
 
 func clock(t time.Time) string {

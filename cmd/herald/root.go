@@ -81,7 +81,7 @@ Start here:
 	root.AddCommand(
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
 		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
-		newServeCmd(g), newTokenCmd(g),
+		newServeCmd(g), newTokenCmd(g), newPortalLinkCmd(g),
 		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newProbeCmd(),
 	)
 	return root

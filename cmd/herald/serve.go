@@ -19,6 +19,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	var (
 		listen, tokensFile, temporalUI, cookieSecure string
 		tlsCert, tlsKey                              string
+		publicURL                                    string
+		frameAncestors                               []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -35,7 +37,12 @@ instance rereads it when it changes, so created and revoked tokens apply at once
 
 The session cookie is marked Secure when the request came over https (--tls-cert, or a
 proxy setting X-Forwarded-Proto: https); on plain http (e.g. 127.0.0.1) it is not, or a
-browser would never send it back. Force it with --cookie-secure always|never.`,
+browser would never send it back. Force it with --cookie-secure always|never.
+
+Portal links (herald portal-link, POST /v1/portal-links) sign a customer in to one tenant's
+dashboard; --public-url is the address they open it at. To show the dashboard inside your
+product's pages (an iframe), list your product's origins with --frame-ancestors: other
+sites may not frame it.`,
 		Example: `  herald token create --operator
   herald serve --listen 127.0.0.1:8080 --temporal-ui http://127.0.0.1:8233`,
 		Args: cobra.NoArgs,
@@ -55,6 +62,7 @@ browser would never send it back. Force it with --cookie-secure always|never.`,
 			h, err := server.New(server.Options{
 				Starter: starter.New(c, g.starterOptions()), Client: c, Tokens: tokens,
 				Namespace: g.namespace, TemporalUI: temporalUI, CookieSecure: cookieSecure, Logger: g.logger(),
+				PublicURL: publicURL, FrameAncestors: frameAncestors,
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
@@ -105,5 +113,7 @@ browser would never send it back. Force it with --cookie-secure always|never.`,
 	f.StringVar(&cookieSecure, "cookie-secure", server.CookieSecureAuto, "mark the session cookie Secure: auto (when over https), always or never")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve https with this certificate file (PEM)")
 	f.StringVar(&tlsKey, "tls-key", "", "the certificate's private key file (PEM)")
+	f.StringVar(&publicURL, "public-url", envOr("HERALD_PUBLIC_URL", ""), "the dashboard's address as people open it, for portal links minted by the API; default: the request's (env HERALD_PUBLIC_URL)")
+	f.StringSliceVar(&frameAncestors, "frame-ancestors", nil, "origins whose pages may embed the dashboard in a frame, e.g. https://app.example.com (repeat or comma-separate)")
 	return cmd
 }

@@ -73,7 +73,9 @@ func newReplayCmd(g *globals) *cobra.Command {
 		Short: "Replay dead letters, one by one or in bulk",
 		Long: `Replay dead letters: each runs its retry ladder again from attempt 1 with its original
 event id, so receivers that deduplicate on webhook-id keep working. A delivered or expired
-event is delivered once more with the same id. An event still being retried is left alone.
+event is delivered once more with the same id. An event waiting for its next retry makes
+that retry now. An event whose endpoint holds it back (open circuit, concurrency cap), or
+whose attempt is in flight, is left alone, with a message that says why.
 
 For an event sent to a tenant (herald send --tenant), every dead-lettered delivery of it
 is replayed, the others are left alone; --only ENDPOINT replays that endpoint's delivery
@@ -156,7 +158,10 @@ Times are RFC 3339 (2026-11-30T12:00:00Z) or durations: --since 2h means two hou
 // the line to print.
 func replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (string, error) {
 	if only == "" {
-		err := s.ReplayOf(ctx, tenant, id)
+		r, err := s.ReplayDelivery(ctx, tenant, id)
+		if err == nil && r.State == herald.StateWaitingRetry {
+			return fmt.Sprintf("Retrying %s now: retry %d was due at %s", id, r.Retry, r.DueAt.Format(time.RFC3339)), nil
+		}
 		if err == nil {
 			return "Replaying " + id, nil
 		}

@@ -228,6 +228,12 @@ func newTemporalServer(o Options, db stores, frontendPort, httpPort int, interna
 		// The UI lists workflows often; the default of 10/s throttles it.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 	}
+	if !o.Stock {
+		// One matching host: a task queue's 4 default partitions only forward polls and
+		// tasks between themselves (about a tenth of a delivery's CPU, see tuning.go).
+		dynamic[dynamicconfig.MatchingNumTaskqueueReadPartitions.Key()] = 1
+		dynamic[dynamicconfig.MatchingNumTaskqueueWritePartitions.Key()] = 1
+	}
 	for k, v := range o.DynamicConfig {
 		dynamic[dynamicconfig.MakeKey(k)] = v
 	}

@@ -64,8 +64,9 @@ type Options struct {
 	// SQLitePragmas override or extend the default pragmas
 	// journal_mode=wal, synchronous=normal and busy_timeout=10000.
 	SQLitePragmas map[string]string
-	// Stock runs the engine's storage as Temporal ships it for SQLite: a new database
-	// keeps its visibility store inside, and the visibility table keeps every index.
+	// Stock runs the engine as Temporal ships it for SQLite: a new database keeps its
+	// visibility store inside, the visibility table keeps every index, and task queues
+	// have 4 partitions.
 	// Otherwise Start tunes both (see VisibilityFile), which costs about a quarter less CPU
 	// per workflow (docs/sizing.md); the default suits every use of Herald.
 	Stock bool

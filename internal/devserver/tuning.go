@@ -32,6 +32,9 @@ import (
 //     plugin keeps one connection per database, so the visibility writer no longer queues
 //     behind the history writer. An existing file without a companion keeps its visibility
 //     records inside, as before.
+//   - One partition per task queue (matching.numTaskqueueRead/WritePartitions = 1): with a
+//     single matching host, the default 4 partitions only forward polls and tasks to each
+//     other.
 
 // trimmedIndexesTable keeps the definitions of the visibility indexes Start dropped.
 const trimmedIndexesTable = "herald_trimmed_indexes"

@@ -1,0 +1,317 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/starter"
+)
+
+// eventSearch is a search of the event list as the request gives it.
+type eventSearch struct {
+	Type, State, Endpoint, Tenant, EventID, Since, Until string
+	Limit                                                int
+	cursor                                               []byte
+}
+
+// timeLayouts are the forms since and until are read in: RFC 3339, and what a browser's
+// datetime-local input sends (read in the dashboard's time zone).
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+
+func (s *Server) parseTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, l := range timeLayouts {
+		if t, err := time.ParseInLocation(l, v, s.opts.Location); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: %s %q is not a time: use RFC 3339 (2026-05-01T12:00:00Z) or 2026-05-01T12:00", starter.ErrInvalid, name, v)
+}
+
+// readEventSearch reads the search from a request's query.
+func readEventSearch(q url.Values) (eventSearch, error) {
+	es := eventSearch{
+		Type: strings.TrimSpace(q.Get("type")), State: q.Get("state"), Endpoint: strings.TrimSpace(q.Get("endpoint")),
+		Tenant: strings.TrimSpace(q.Get("tenant")), EventID: strings.TrimSpace(q.Get("event")),
+		Since: q.Get("since"), Until: q.Get("until"),
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > starter.MaxEventPage {
+			return es, fmt.Errorf("%w: limit %q: give a number from 1 to %d", starter.ErrInvalid, v, starter.MaxEventPage)
+		}
+		es.Limit = n
+	}
+	if c := q.Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil || len(b) == 0 {
+			return es, fmt.Errorf("%w: cursor %q is not one this server gave: start from the first page (leave cursor out)", starter.ErrInvalid, c)
+		}
+		es.cursor = b
+	}
+	return es, nil
+}
+
+// query is the search as a URL query (without the cursor), for links.
+func (es eventSearch) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"type": es.Type, "state": es.State, "endpoint": es.Endpoint, "tenant": es.Tenant,
+		"event": es.EventID, "since": es.Since, "until": es.Until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if es.Limit > 0 {
+		q.Set("limit", strconv.Itoa(es.Limit))
+	}
+	return q
+}
+
+// filter turns the search into the filter of the deliveries p may see. none is set when p
+// may see no delivery at all (a tenant without endpoints): then nothing is listed.
+func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f herald.EventFilter, none bool, err error) {
+	if f.Since, err = s.parseTime("since", es.Since); err != nil {
+		return f, false, err
+	}
+	if f.Until, err = s.parseTime("until", es.Until); err != nil {
+		return f, false, err
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
+		return f, false, fmt.Errorf("%w: until (%s) is before since (%s): swap them", starter.ErrInvalid, es.Until, es.Since)
+	}
+	f.Type, f.State, f.EventID = es.Type, herald.State(es.State), es.EventID
+	tenant := es.Tenant
+	if !p.operator() {
+		if tenant != "" && tenant != p.token.Tenant {
+			return f, false, fmt.Errorf("%w: your token sees only tenant %s: leave tenant out", errForbidden, p.token.Tenant)
+		}
+		tenant = p.token.Tenant
+	} else if tenant != "" {
+		if err := herald.ValidateTenant(tenant); err != nil {
+			return f, false, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
+		}
+	}
+	if es.Endpoint != "" {
+		e, err := s.endpointFor(ctx, p, es.Endpoint)
+		if err != nil {
+			return f, false, err
+		}
+		if tenant != "" && e.Tenant != tenant {
+			return f, true, nil // the endpoint is another tenant's: nothing matches both
+		}
+		f.Endpoints = []string{es.Endpoint}
+		f.Tenants = []string{e.Tenant}
+		return f, false, nil
+	}
+	if tenant == "" && f.EventID == "" {
+		return f, false, nil // an operator, every tenant
+	}
+	if tenant == "" {
+		// An operator, every tenant: event ids are looked up in each tenant that has endpoints.
+		eps, err := s.opts.Starter.ListEndpoints(ctx, "")
+		if err != nil {
+			return f, false, err
+		}
+		f.Tenants = tenantsOf(eps)
+		if !slices.Contains(f.Tenants, herald.DefaultTenant) {
+			f.Tenants = append(f.Tenants, herald.DefaultTenant)
+		}
+		return f, false, nil
+	}
+	// One tenant: its deliveries are those to its endpoints.
+	eps, err := s.opts.Starter.ListEndpoints(ctx, "")
+	if err != nil {
+		return f, false, err
+	}
+	for _, e := range eps {
+		if cmpTenant(e.Tenant) == tenant {
+			f.Endpoints = append(f.Endpoints, e.ID)
+		}
+	}
+	f.Tenants = []string{tenant}
+	return f, len(f.Endpoints) == 0, nil
+}
+
+func cmpTenant(t string) string {
+	if t == "" {
+		return herald.DefaultTenant
+	}
+	return t
+}
+
+func tenantsOf(eps []herald.EndpointState) []string {
+	var out []string
+	for _, e := range eps {
+		if t := cmpTenant(e.Tenant); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// searchEvents runs the search for p: one page and the cursor of the next ("" on the last).
+func (s *Server) searchEvents(ctx context.Context, p principal, es eventSearch) ([]starter.ListedEvent, string, error) {
+	f, none, err := s.filter(ctx, p, es)
+	if err != nil || none {
+		return nil, "", err
+	}
+	page, err := s.opts.Starter.ListEvents(ctx, f, es.cursor, es.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(page.Next) > 0 {
+		next = base64.RawURLEncoding.EncodeToString(page.Next)
+	}
+	return page.Events, next, nil
+}
+
+// eventList is the body of GET /v1/events.
+type eventList struct {
+	Events []starter.ListedEvent `json:"events"`
+	// NextCursor is the cursor of the next page; absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+func (s *Server) apiListEvents(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	es, err := readEventSearch(r.URL.Query())
+	if err != nil {
+		return 0, nil, err
+	}
+	evs, next, err := s.searchEvents(ctx, p, es)
+	if err != nil {
+		return 0, nil, err
+	}
+	if evs == nil {
+		evs = []starter.ListedEvent{}
+	}
+	return http.StatusOK, eventList{Events: evs, NextCursor: next}, nil
+}
+
+// eventRow is one row of the event list page.
+type eventRow struct {
+	EventID, Link, Tenant, EndpointID, Type, State, StateLabel, SentAt, ClosedAt string
+}
+
+// eventsView is the event list page.
+type eventsView struct {
+	Search     eventSearch
+	States     []stateOption
+	Endpoints  []string
+	Rows       []eventRow
+	NextURL    string
+	FirstURL   string
+	Paged      bool // this is not the first page
+	ShowTenant bool
+	Filtered   bool
+}
+
+// stateOption is one choice of the state filter.
+type stateOption struct{ Value, Label string }
+
+func (s *Server) eventsPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	v := s.newView(p, "Events")
+	v.Nav = "events"
+	v.Refresh = 0
+	es, err := readEventSearch(r.URL.Query())
+	if es.Limit == 0 {
+		es.Limit = starter.DefaultEventPage
+	}
+	ev := eventsView{Search: es, ShowTenant: p.operator(), Paged: es.cursor != nil}
+	for _, st := range herald.EventStates {
+		ev.States = append(ev.States, stateOption{string(st), stateLabel(string(st))})
+	}
+	if eps, lerr := s.visibleEndpoints(ctx, p); lerr == nil {
+		for _, e := range eps {
+			ev.Endpoints = append(ev.Endpoints, e.ID)
+		}
+		slices.Sort(ev.Endpoints)
+	}
+	q := es.query()
+	ev.Filtered = len(q) > 0 && !(len(q) == 1 && q.Has("limit"))
+	ev.FirstURL = "/events"
+	if len(q) > 0 {
+		ev.FirstURL += "?" + q.Encode()
+	}
+	var evs []starter.ListedEvent
+	next := ""
+	if err == nil {
+		evs, next, err = s.searchEvents(ctx, p, es)
+	}
+	if err != nil {
+		if code := errStatus(err); code != http.StatusBadRequest && code != http.StatusNotFound && code != http.StatusForbidden {
+			return err
+		}
+		v.Error = cleanMessage(err.Error())
+	}
+	for _, e := range evs {
+		ev.Rows = append(ev.Rows, eventRow{
+			EventID: e.EventID, Link: "/events/" + url.PathEscape(e.EventID) + deliveryQuery(e.WorkflowID),
+			Tenant: e.Tenant, EndpointID: e.EndpointID, Type: e.Type, State: string(e.State), StateLabel: stateLabel(string(e.State)),
+			SentAt: s.stamp(e.SentAt), ClosedAt: s.stamp(e.ClosedAt),
+		})
+	}
+	if next != "" {
+		nq := es.query()
+		nq.Set("cursor", next)
+		ev.NextURL = "/events?" + nq.Encode()
+	}
+	v.Events = ev
+	s.render(w, r, http.StatusOK, "events.html", v)
+	return nil
+}
+
+// stateLabel is a delivery or circuit state in words: "dead_letter" is "Dead letter".
+func stateLabel(st string) string {
+	switch st {
+	case "open":
+		return "Circuit open"
+	case "half_open":
+		return "Half-open (probing)"
+	case "closed":
+		return "Closed"
+	case "waiting_retry":
+		return "Waiting to retry"
+	case "waiting_endpoint":
+		return "Waiting for the endpoint"
+	case "waiting_key":
+		return "Waiting for a key"
+	case "":
+		return "–"
+	}
+	s := strings.ReplaceAll(st, "_", " ")
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// favicon answers browsers that ask for /favicon.ico (pages link the SVG in /static).
+func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
+	b, err := staticFS.ReadFile("static/favicon.svg")
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Header().Set("Cache-Control", "max-age=86400")
+	_, _ = w.Write(b)
+}
+
+// pageSizes are the choices of the event list's page size, with current among them.
+func pageSizes(current int) []int {
+	sizes := []int{10, 25, 50, 100}
+	if current > 0 && !slices.Contains(sizes, current) {
+		sizes = append(sizes, current)
+		slices.Sort(sizes)
+	}
+	return sizes
+}
