@@ -101,6 +101,9 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 			return f, false, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 		}
 	}
+	if p.endpoint != "" && es.Endpoint == "" {
+		es.Endpoint = p.endpoint // a session scoped to one endpoint (a portal link) sees its deliveries only
+	}
 	if es.Endpoint != "" {
 		e, err := s.endpointFor(ctx, p, es.Endpoint)
 		if err != nil {
@@ -134,7 +137,7 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 		return f, false, err
 	}
 	for _, e := range eps {
-		if cmpTenant(e.Tenant) == tenant {
+		if cmpTenant(e.Tenant) == tenant && p.canSeeEndpoint(e.Tenant, e.ID) {
 			f.Endpoints = append(f.Endpoints, e.ID)
 		}
 	}

@@ -126,6 +126,13 @@ func TestPortalLinkScopedToOneEndpoint(t *testing.T) {
 			t.Errorf("%s: status %d, want 404 (another endpoint of the tenant)", path, code)
 		}
 	}
+	// Event search lists only the scoped endpoint's deliveries, and refuses the other's.
+	if code, page := get(t, c, "/events?tenant=acme"); code != http.StatusOK || strings.Contains(page, ev) {
+		t.Errorf("event search: status %d; want 200 without event %s of %s:\n%s", code, ev, other, page)
+	}
+	if code, page := get(t, c, "/events?endpoint="+other); strings.Contains(page, ev) || !strings.Contains(page, "does not exist") {
+		t.Errorf("event search on %s: status %d; want it refused as missing, without %s:\n%s", other, code, ev, page)
+	}
 	code, page := get(t, c, "/register")
 	if code != http.StatusForbidden || !strings.Contains(page, "for endpoint "+one+" only") {
 		t.Fatalf("register page: status %d, want 403 saying the session is for %s only:\n%s", code, one, page)

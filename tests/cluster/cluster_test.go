@@ -1,7 +1,8 @@
 // Package cluster is Herald's cluster rehearsal: the production path, end to end. It starts
 // PostgreSQL, creates Temporal's schema and Herald's namespace with the scripts that
-// docker-compose.yml uses, runs the Temporal server as one process per service (frontend,
-// history, matching, worker) on PostgreSQL persistence and SQL visibility, then three
+// docker-compose.yml uses (setup-schema.sh, tune-visibility.sh, setup-namespace.sh), runs
+// the Temporal server as one process per service (frontend, history, matching, worker) on
+// PostgreSQL persistence and SQL visibility, then three
 // `herald worker` processes and one `herald serve`, as the README tells an operator, and
 // drives them through the CLI and the HTTP API.
 //
@@ -182,6 +183,10 @@ func (c *cluster) start() error {
 		return err
 	}
 	step("schema set up by setup-schema.sh")
+	if err := c.tuneVisibility(false, ""); err != nil {
+		return err
+	}
+	step("visibility indexes trimmed by tune-visibility.sh")
 	if err := c.writeTemporalConfig(); err != nil {
 		return err
 	}
@@ -330,10 +335,10 @@ func (c *cluster) psql(db, sql string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// script runs deploy/temporal/scripts/NAME with env and the built tools first on PATH.
-func (c *cluster) script(what, name string, env []string) error {
-	cmd := exec.Command("sh", filepath.Join(c.root, "deploy", "temporal", "scripts", name))
-	cmd.Env = append([]string{"PATH=" + c.bin + ":/usr/bin:/bin"}, env...)
+// script runs deploy/temporal/scripts/NAME with args, env and the built tools first on PATH.
+func (c *cluster) script(what, name string, env []string, args ...string) error {
+	cmd := exec.Command("sh", append([]string{filepath.Join(c.root, "deploy", "temporal", "scripts", name)}, args...)...)
+	cmd.Env = append([]string{"PATH=" + c.bin + ":" + c.pgBin + ":/usr/bin:/bin"}, env...)
 	cmd.Dir = c.dir
 	out, err := cmd.CombinedOutput()
 	os.WriteFile(filepath.Join(c.dir, what+".log"), out, 0o644)
@@ -343,8 +348,36 @@ func (c *cluster) script(what, name string, env []string) error {
 	return nil
 }
 
+// tuneVisibility runs tune-visibility.sh as production does after setup-schema.sh, or with
+// restore its --restore mode (the stock indexes). keepCustom is its TUNE_KEEP_CUSTOM (empty:
+// every custom field keeps its index).
+func (c *cluster) tuneVisibility(restore bool, keepCustom string) error {
+	env := []string{"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword}
+	if keepCustom != "" {
+		env = append(env, "TUNE_KEEP_CUSTOM="+keepCustom)
+	}
+	if restore {
+		return c.script("tune-visibility", "tune-visibility.sh", env, "--restore")
+	}
+	return c.script("tune-visibility", "tune-visibility.sh", env)
+}
+
+// dynamicConfig is the file the Temporal services read their dynamic config from: a copy
+// of deploy/temporal/dynamicconfig/production.yaml, so that a benchmark can add to it.
+func (c *cluster) dynamicConfig() string { return filepath.Join(c.dir, "dynamicconfig.yaml") }
+
+// writeDynamicConfig writes production.yaml followed by extra to dynamicConfig.
+func (c *cluster) writeDynamicConfig(extra string) error {
+	b, err := os.ReadFile(filepath.Join(c.root, "deploy", "temporal", "dynamicconfig", "production.yaml"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.dynamicConfig(), append(b, "\n"+extra...), 0o644)
+}
+
 // writeTemporalConfig writes the server's config: PostgreSQL persistence and SQL
-// visibility, 4 history shards, free ports for each service, the dynamic config in deploy/.
+// visibility, 4 history shards, free ports for each service, the dynamic config in deploy/
+// (a copy: see dynamicConfig).
 func (c *cluster) writeTemporalConfig() error {
 	c.ports = map[string]int{}
 	for _, k := range []string{"frontend", "frontend-m", "frontend-http", "history", "history-m", "matching", "matching-m", "worker", "worker-m"} {
@@ -355,6 +388,9 @@ func (c *cluster) writeTemporalConfig() error {
 		c.ports[k] = p
 	}
 	c.address = "127.0.0.1:" + strconv.Itoa(c.ports["frontend"])
+	if err := c.writeDynamicConfig(""); err != nil {
+		return err
+	}
 	store := func(db string, conns int) string {
 		return fmt.Sprintf(`      sql:
         pluginName: postgres12
@@ -405,7 +441,7 @@ services:
 dcRedirectionPolicy:
   policy: noop
 dynamicConfigClient:
-  filepath: "` + filepath.Join(c.root, "deploy", "temporal", "dynamicconfig", "production.yaml") + `"
+  filepath: "` + c.dynamicConfig() + `"
   pollInterval: 10s
 `
 	return os.WriteFile(filepath.Join(c.dir, "temporal.yaml"), []byte(cfg), 0o644)

@@ -199,6 +199,22 @@ func BenchmarkSizing(b *testing.B) {
 // and returns PostgreSQL's commits per delivery, less the idle rate measured just before,
 // and the deliveries per second of the burst.
 func (c *cluster) commitsPerDelivery(b *testing.B, prefix string, n int) (perDelivery, rate float64, err error) {
+	r, err := c.burst(b, prefix, n)
+	return r.commits, r.rate, err
+}
+
+// cpuGroups are the parts of the cluster whose CPU time burst reports, in order.
+var cpuGroups = []string{"postgresql", "temporal-history", "temporal-matching", "temporal-frontend", "temporal-worker", "herald workers", "herald-serve"}
+
+// burstResult is what one burst cost per delivery.
+type burstResult struct {
+	commits float64            // PostgreSQL commits, less the idle rate
+	rate    float64            // deliveries per second of the burst
+	cpu     map[string]float64 // CPU ms by group of cpuGroups, and "all"
+}
+
+// burst is commitsPerDelivery with the CPU time per delivery of each part of the cluster.
+func (c *cluster) burst(b *testing.B, prefix string, n int) (res burstResult, err error) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -210,18 +226,18 @@ func (c *cluster) commitsPerDelivery(b *testing.B, prefix string, n int) (perDel
 	defer srv.Close()
 	for i := range 10 {
 		if _, err := c.herald("endpoint", "put", fmt.Sprintf("%s-%d", prefix, i), "--url", srv.URL); err != nil {
-			return 0, 0, err
+			return res, err
 		}
 	}
 	idle0, err := c.commits()
 	if err != nil {
-		return 0, 0, err
+		return res, err
 	}
 	idleFor := 10 * time.Second
 	time.Sleep(idleFor)
 	idle1, err := c.commits()
 	if err != nil {
-		return 0, 0, err
+		return res, err
 	}
 	idleRate := float64(idle1-idle0) / idleFor.Seconds()
 	cpu0 := c.cpuTicks()
@@ -244,7 +260,7 @@ func (c *cluster) commitsPerDelivery(b *testing.B, prefix string, n int) (perDel
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, 0, err
+		return res, err
 	}
 	if err := waitFor("burst delivered", 5*time.Minute, func() error {
 		mu.Lock()
@@ -255,25 +271,29 @@ func (c *cluster) commitsPerDelivery(b *testing.B, prefix string, n int) (perDel
 		}
 		return nil
 	}); err != nil {
-		return 0, 0, err
+		return res, err
 	}
 	took := time.Since(began)
 	time.Sleep(5 * time.Second) // the last workflows close, their visibility rows are written
 	cpu1 := c.cpuTicks()
 	var parts []string
 	var ticks int64
-	for _, g := range []string{"postgresql", "temporal-history", "temporal-matching", "temporal-frontend", "temporal-worker", "herald workers", "herald-serve"} {
+	res.cpu = map[string]float64{}
+	for _, g := range cpuGroups {
 		d := cpu1[g] - cpu0[g]
 		ticks += d
-		parts = append(parts, fmt.Sprintf("%s %.1f", g, float64(d)*10/float64(n)))
+		res.cpu[g] = float64(d) * 10 / float64(n)
+		parts = append(parts, fmt.Sprintf("%s %.1f", g, res.cpu[g]))
 	}
+	res.cpu["all"] = float64(ticks) * 10 / float64(n)
 	b.Logf("%s: CPU ms per delivery (burst and the 5 s after, idle included): %s; all %.1f", prefix, strings.Join(parts, ", "), float64(ticks)*10/float64(n))
 	after, err := c.commits()
 	if err != nil {
-		return 0, 0, err
+		return res, err
 	}
 	elapsed := time.Since(began)
 	total := float64(after-idle1) - idleRate*elapsed.Seconds()
 	b.Logf("%s: %d commits in %s, idle rate %.1f/s", prefix, after-idle1, elapsed.Round(time.Second), idleRate)
-	return total / float64(n), float64(n) / took.Seconds(), nil
+	res.commits, res.rate = total/float64(n), float64(n)/took.Seconds()
+	return res, nil
 }
