@@ -25,7 +25,7 @@ func DeliveryID(tenant, eventID string) string {
 // with DeliveryID's forms, nor with another endpoint's or tenant's (endpoint ids and
 // tenant names have neither '@' nor ':').
 func FanoutDeliveryID(tenant, endpointID, eventID string) string {
-	return "delivery+" + endpointID + "@" + tenantOrDefault(tenant) + ":" + eventID
+	return "delivery+" + endpointID + "@" + TenantOrDefault(tenant) + ":" + eventID
 }
 
 // ParseFanoutDeliveryID is the inverse of FanoutDeliveryID; ok is false for other ids.
@@ -48,14 +48,16 @@ func ParseFanoutDeliveryID(workflowID string) (tenant, endpointID, eventID strin
 // NoDestinationID is the workflow id that records a tenant's event sent when no endpoint
 // of the tenant subscribed to its type: "event+none@<tenant>:<event-id>".
 func NoDestinationID(tenant, eventID string) string {
-	return "event+none@" + tenantOrDefault(tenant) + ":" + eventID
+	return "event+none@" + TenantOrDefault(tenant) + ":" + eventID
 }
 
 // SubscriptionsWorkflowID is the workflow id of a tenant's subscription directory:
 // "subscriptions:<tenant>".
-func SubscriptionsWorkflowID(tenant string) string { return "subscriptions:" + tenantOrDefault(tenant) }
+func SubscriptionsWorkflowID(tenant string) string { return "subscriptions:" + TenantOrDefault(tenant) }
 
-func tenantOrDefault(tenant string) string {
+// TenantOrDefault is tenant, or DefaultTenant when it is empty (an endpoint registered
+// without one).
+func TenantOrDefault(tenant string) string {
 	if tenant == "" {
 		return DefaultTenant
 	}

@@ -46,7 +46,3 @@ func FormatDelays(d []duration.Duration) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// FormatDuration is time.Duration.String without zero trailing minutes and
-// seconds: 2m0s → 2m, 1h0m0s → 1h, 1h30m0s → 1h30m.
-func FormatDuration(d time.Duration) string { return duration.Duration(d).String() }

@@ -351,7 +351,7 @@ func Banner(e herald.EndpointState, forTenant bool, loc *time.Location) string {
 	clock := func(t time.Time) string { return t.In(loc).Format("15:04:05") }
 	who := "your endpoint " + e.ID
 	if !forTenant {
-		who = fmt.Sprintf("endpoint %s (tenant %s)", e.ID, cmpTenant(e.Tenant))
+		who = fmt.Sprintf("endpoint %s (tenant %s)", e.ID, herald.TenantOrDefault(e.Tenant))
 	}
 	if d := e.Disabled; d != nil {
 		return fmt.Sprintf("%s is disabled since %s: %s. Nothing is sent to it until it is enabled again.",

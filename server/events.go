@@ -137,7 +137,7 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 		return f, false, err
 	}
 	for _, e := range eps {
-		if cmpTenant(e.Tenant) == tenant && p.canSeeEndpoint(e.Tenant, e.ID) {
+		if herald.TenantOrDefault(e.Tenant) == tenant && p.canSeeEndpoint(e.Tenant, e.ID) {
 			f.Endpoints = append(f.Endpoints, e.ID)
 		}
 	}
@@ -145,17 +145,10 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 	return f, len(f.Endpoints) == 0, nil
 }
 
-func cmpTenant(t string) string {
-	if t == "" {
-		return herald.DefaultTenant
-	}
-	return t
-}
-
 func tenantsOf(eps []herald.EndpointState) []string {
 	var out []string
 	for _, e := range eps {
-		if t := cmpTenant(e.Tenant); !slices.Contains(out, t) {
+		if t := herald.TenantOrDefault(e.Tenant); !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -74,9 +74,9 @@ var (
 func ValidatePortalLinkTTL(ttl time.Duration) error {
 	switch {
 	case ttl <= 0:
-		return fmt.Errorf("ttl %s: give a positive duration such as 15m or 1h", policy.FormatDuration(ttl))
+		return fmt.Errorf("ttl %s: give a positive duration such as 15m or 1h", duration.Duration(ttl))
 	case ttl > MaxPortalLinkTTL:
-		return fmt.Errorf("ttl %s is longer than a portal link may live (%s): give %s or less; mint links when they are needed rather than in advance", policy.FormatDuration(ttl), policy.FormatDuration(MaxPortalLinkTTL), policy.FormatDuration(MaxPortalLinkTTL))
+		return fmt.Errorf("ttl %s is longer than a portal link may live (%s): give %s or less; mint links when they are needed rather than in advance", duration.Duration(ttl), duration.Duration(MaxPortalLinkTTL), duration.Duration(MaxPortalLinkTTL))
 	}
 	return nil
 }
@@ -281,7 +281,7 @@ func CheckPortalScope(ctx context.Context, st *starter.Client, tenant, endpoint 
 	if err != nil {
 		return err
 	}
-	if got := cmpTenant(e.Tenant); got != tenant {
+	if got := herald.TenantOrDefault(e.Tenant); got != tenant {
 		return fmt.Errorf("%w: endpoint %s belongs to tenant %s, not %s: give its tenant, or another endpoint", starter.ErrInvalid, endpoint, got, tenant)
 	}
 	return nil

@@ -93,7 +93,7 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 	// Read-your-writes for sends to the tenant: the put returns once its directory has it.
 	if err := s.subscribe(ctx, res.Endpoint); err != nil {
 		return res, fmt.Errorf("put endpoint %s: the endpoint was saved (version %d), but its subscriptions could not be recorded in tenant %s's directory, so events sent to the tenant may miss it: %w; run the same put again",
-			req.ID, res.Endpoint.Version, cmpTenant(res.Endpoint.Tenant), err)
+			req.ID, res.Endpoint.Version, herald.TenantOrDefault(res.Endpoint.Tenant), err)
 	}
 	return res, nil
 }

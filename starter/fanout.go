@@ -53,7 +53,7 @@ type FanoutDelivery struct {
 // error: the event is recorded as having no destination (PublishResult.NoDestination). The
 // event is checked against the catalog of event types first, as by Send.
 func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishResult, error) {
-	tenant = cmpTenant(tenant)
+	tenant = herald.TenantOrDefault(tenant)
 	if err := herald.ValidateTenant(tenant); err != nil {
 		return PublishResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -115,13 +115,6 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 			ev.ID, tenant, len(failed), len(matches), strings.Join(failed, "; "), ev.ID)
 	}
 	return res, nil
-}
-
-func cmpTenant(t string) string {
-	if t == "" {
-		return herald.DefaultTenant
-	}
-	return t
 }
 
 // startFanout starts endpoint's delivery of ev, or finds the one an earlier send started
@@ -190,7 +183,7 @@ func (s *Client) noDestinationEvent(ctx context.Context, wfID string) (Event, er
 // herald.MemoSubscriptionsMax endpoints that is only the Large marker, without entries. The first time a tenant's directory is read, the
 // endpoints registered before directories existed are added to it (backfill).
 func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory, error) {
-	tenant = cmpTenant(tenant)
+	tenant = herald.TenantOrDefault(tenant)
 	dir, err := s.readDirectory(ctx, tenant)
 	if err != nil || dir.Backfilled {
 		return dir, err
@@ -267,7 +260,7 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 			errs[i] = err
 			return
 		}
-		if cmpTenant(v.Endpoint.Tenant) == tenant {
+		if herald.TenantOrDefault(v.Endpoint.Tenant) == tenant {
 			subs[i] = &herald.Subscription{Endpoint: ids[i], Types: v.Endpoint.Types, Version: v.Endpoint.Version}
 		}
 	})
@@ -325,7 +318,7 @@ func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, 
 // A directory that holds the endpoint with its types already is left alone (most puts
 // change neither types nor tenant): a describe, not an update.
 func (s *Client) subscribe(ctx context.Context, ep herald.Endpoint) error {
-	tenant := cmpTenant(ep.Tenant)
+	tenant := herald.TenantOrDefault(ep.Tenant)
 	if dir, err := s.readDirectory(ctx, tenant); err == nil {
 		if e, ok := dir.Find(ep.ID); ok && slices.Equal(e.Types, ep.Types) {
 			return nil
@@ -347,7 +340,7 @@ func (s *Client) leaveTenant(ctx context.Context, id, newTenant string) error {
 	if err != nil {
 		return fmt.Errorf("read the endpoint's tenant: %w", err)
 	}
-	old := cmpTenant(v.Endpoint.Tenant)
+	old := herald.TenantOrDefault(v.Endpoint.Tenant)
 	if old == newTenant {
 		return nil
 	}
@@ -364,7 +357,7 @@ func (s *Client) leaveTenant(ctx context.Context, id, newTenant string) error {
 // now but has no delivery is shown as missing. ErrNotFound when the tenant has no such
 // event.
 func (s *Client) EventStatus(ctx context.Context, tenant, eventID string) (herald.EventView, error) {
-	tenant = cmpTenant(tenant)
+	tenant = herald.TenantOrDefault(tenant)
 	view := herald.EventView{ID: eventID, Tenant: tenant, Deliveries: []herald.DeliveryView{}}
 	if err := herald.ValidateTenant(tenant); err != nil {
 		return view, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -441,7 +434,7 @@ func (s *Client) EventStatus(ctx context.Context, tenant, eventID string) (heral
 // dead letters are left alone. With endpoint set, it replays that endpoint's delivery only,
 // whatever its state allows (as ReplayOf: a delivered or expired one is delivered again).
 func (s *Client) ReplayEvent(ctx context.Context, tenant, eventID, endpoint string) ([]string, error) {
-	tenant = cmpTenant(tenant)
+	tenant = herald.TenantOrDefault(tenant)
 	if endpoint != "" {
 		wfID := herald.FanoutDeliveryID(tenant, endpoint, eventID)
 		st, err := s.DeliveryStatus(ctx, tenant, endpoint, eventID)
@@ -488,5 +481,5 @@ func (s *Client) DeliveryStatus(ctx context.Context, tenant, endpoint, eventID s
 	if err := herald.ValidateEndpointID(endpoint); err != nil {
 		return herald.Status{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return s.deliveryStatus(ctx, herald.FanoutDeliveryID(tenant, endpoint, eventID), cmpTenant(tenant), eventID)
+	return s.deliveryStatus(ctx, herald.FanoutDeliveryID(tenant, endpoint, eventID), herald.TenantOrDefault(tenant), eventID)
 }
