@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,6 +54,31 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// clickLoads clicks sel and waits until the click has loaded a new page.
+// Waiting for an element alone races: the old page may show it too.
+func clickLoads(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[chromedp.Void](`window.heraldOldPage = true`)(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		if _, err := chromedp.Click(chromedp.CSS(sel))(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		loaded := chromedp.Evaluate[bool](`window.heraldOldPage === undefined && document.readyState === "complete"`)
+		for {
+			// While the page changes, evaluating may fail: try again.
+			if ok, err := loaded(ctx, tg); err == nil && ok {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("clicked %s, no new page: %w", sel, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
 // browserSignIn signs the browser in with token through the form.
 func browserSignIn(t *testing.T, ctx context.Context, token string) {
 	t.Helper()
@@ -60,7 +86,7 @@ func browserSignIn(t *testing.T, ctx context.Context, token string) {
 		chromedp.Navigate(shared.http.URL+"/signin"),
 		chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS("#signin")),
+		clickLoads("#signin"),
 		chromedp.WaitVisible(chromedp.CSS("header .who")),
 	)
 	if err != nil {
@@ -88,7 +114,7 @@ func TestBrowserSignInAndReplayDeadLetter(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(shared.http.URL+"/endpoints/"+ep),
 		chromedp.WaitVisible(chromedp.CSS(row)),
-		chromedp.Click(chromedp.CSS(row+" button.replay")),
+		clickLoads(row+" button.replay"),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 		chromedp.WaitVisible(chromedp.CSS(delivered)), // the page refreshes itself until it shows
 	)
@@ -294,7 +320,7 @@ func TestBrowserPortal(t *testing.T) {
 		if page > 5 {
 			t.Fatal("more than 5 pages for 12 deliveries in pages of 5")
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#next-page")), chromedp.WaitVisible(chromedp.CSS("#first-page"))); err != nil {
+		if err := chromedp.Do(ctx, clickLoads("#next-page"), chromedp.WaitVisible(chromedp.CSS("#first-page"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +334,7 @@ func TestBrowserPortal(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#event-search")),
 		chromedp.SendKeys(chromedp.CSS("#f-type"), "order.refunded"),
 		chromedp.SetValue(chromedp.CSS("#f-endpoint"), ep),
-		chromedp.Click(chromedp.CSS("#search")),
+		clickLoads("#search"),
 		chromedp.WaitVisible(chromedp.CSS("#events")),
 	); err != nil {
 		t.Fatal(err)
@@ -330,7 +356,7 @@ func TestBrowserPortal(t *testing.T) {
 	// The event page: each attempt's request headers (secrets redacted), response status,
 	// headers and body.
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#events tr[data-event="`+dead[0]+`"] a`)),
+		clickLoads(`#events tr[data-event="`+dead[0]+`"] a`),
 		chromedp.WaitVisible(chromedp.CSS("article.attempt .request-headers")),
 		chromedp.WaitVisible(chromedp.CSS("#payload")),
 	); err != nil {

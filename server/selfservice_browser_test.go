@@ -93,12 +93,12 @@ func TestBrowserTenantSelfService(t *testing.T) {
 	// Register: the secret is shown once.
 	run(t, ctx, "register an endpoint",
 		chromedp.Navigate(shared.http.URL+"/endpoints"),
-		chromedp.Click(chromedp.CSS("#register-link")),
+		clickLoads("#register-link"),
 		chromedp.WaitVisible(chromedp.CSS("#register-form")),
 		chromedp.SendKeys(chromedp.CSS("#endpoint-id"), ep),
 		chromedp.SendKeys(chromedp.CSS("#endpoint-url"), rcv.URL),
 		chromedp.SetValue(chromedp.CSS("#endpoint-types"), "order.*"),
-		chromedp.Click(chromedp.CSS("#register")),
+		clickLoads("#register"),
 		chromedp.WaitVisible(chromedp.CSS("#secret")),
 	)
 	first := value(t, ctx, "#secret")
@@ -113,9 +113,9 @@ func TestBrowserTenantSelfService(t *testing.T) {
 
 	// Rotate with the default grace: a new secret, shown once; the old one still signs.
 	run(t, ctx, "rotate the secret",
-		chromedp.Click(chromedp.CSS("#to-settings")),
+		clickLoads("#to-settings"),
 		chromedp.WaitVisible(chromedp.CSS("#rotate-form")),
-		chromedp.Click(chromedp.CSS("#rotate")),
+		clickLoads("#rotate"),
 		chromedp.WaitVisible(chromedp.CSS("#secret")),
 	)
 	second := value(t, ctx, "#secret")
@@ -126,7 +126,7 @@ func TestBrowserTenantSelfService(t *testing.T) {
 		t.Fatalf("rotation note %q, want it to say until when the old secret signs", note)
 	}
 	run(t, ctx, "back to the settings",
-		chromedp.Click(chromedp.CSS("#to-settings")),
+		clickLoads("#to-settings"),
 		chromedp.WaitVisible(chromedp.CSS("#rotating")),
 	)
 	if page, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main"))); strings.Contains(page, first) || strings.Contains(page, second) {
@@ -136,7 +136,7 @@ func TestBrowserTenantSelfService(t *testing.T) {
 	// Choose the event types.
 	run(t, ctx, "choose event types",
 		chromedp.SetValue(chromedp.CSS("#types"), "herald.*, order.paid"),
-		chromedp.Click(chromedp.CSS("#save-types")),
+		clickLoads("#save-types"),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 		chromedp.WaitVisible(chromedp.CSS("#rotate-form")),
 	)
@@ -147,14 +147,14 @@ func TestBrowserTenantSelfService(t *testing.T) {
 	// Disable, then enable.
 	run(t, ctx, "disable",
 		chromedp.SendKeys(chromedp.CSS("#reason"), "maintenance"),
-		chromedp.Click(chromedp.CSS("#disable")),
+		clickLoads("#disable"),
 		chromedp.WaitVisible(chromedp.CSS("#disabled")),
 	)
 	if _, st := call(t, "GET", "/v1/endpoints/"+ep, shared.acme, nil); st["disabled"] == nil {
 		t.Fatalf("the API does not show %s disabled: %v", ep, st)
 	}
 	run(t, ctx, "enable",
-		chromedp.Click(chromedp.CSS("#enable")),
+		clickLoads("#enable"),
 		chromedp.WaitVisible(chromedp.CSS("#disable")),
 	)
 	if _, st := call(t, "GET", "/v1/endpoints/"+ep, shared.acme, nil); st["disabled"] != nil {
@@ -163,12 +163,12 @@ func TestBrowserTenantSelfService(t *testing.T) {
 
 	// Send a test event; it arrives signed with both secrets, and links to its page.
 	run(t, ctx, "send a test event",
-		chromedp.Click(chromedp.CSS("#send-test")),
+		clickLoads("#send-test"),
 		chromedp.WaitVisible(chromedp.CSS("#test-event-link")),
 	)
 	screenshot(t, ctx, "portal-selfservice.png")
 	run(t, ctx, "open the test event's page",
-		chromedp.Click(chromedp.CSS("#test-event-link")),
+		clickLoads("#test-event-link"),
 		chromedp.WaitVisible(chromedp.CSS("h1")),
 	)
 	loc, err := chromedp.Run(ctx, chromedp.Location())
