@@ -69,18 +69,21 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		TypedSearchAttributes:    temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
 		StaticSummary:            "endpoint " + req.ID,
 	}, herald.EndpointWorkflow, workflows.EndpointInput{ID: req.ID})
-	h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   herald.EndpointWorkflowID(req.ID),
-			UpdateName:   herald.UpdatePutEndpoint,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	err := whenReady(ctx, unreadyPatience, func() error {
+		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID:   herald.EndpointWorkflowID(req.ID),
+				UpdateName:   herald.UpdatePutEndpoint,
+				Args:         []any{req},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, &res)
+		}
+		return err
 	})
-	if err == nil {
-		err = h.Get(ctx, &res)
-	}
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
@@ -196,15 +199,18 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   herald.EndpointWorkflowID(id),
-		UpdateName:   name,
-		Args:         args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
+	err := whenReady(ctx, unreadyPatience, func() error {
+		h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   herald.EndpointWorkflowID(id),
+			UpdateName:   name,
+			Args:         args,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(ctx, &st)
+		}
+		return err
 	})
-	if err == nil {
-		err = h.Get(ctx, &st)
-	}
 	if err != nil {
 		if isNotFound(err) || strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()) {
 			return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)

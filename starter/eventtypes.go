@@ -78,18 +78,21 @@ func (s *Client) updateCatalog(ctx context.Context, name string, arg, result any
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "the catalog of event types",
 	}, herald.EventTypesWorkflow, workflows.EventTypesInput{})
-	h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   herald.EventTypesID,
-			UpdateName:   name,
-			Args:         []any{arg},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	err := whenReady(ctx, unreadyPatience, func() error {
+		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID:   herald.EventTypesID,
+				UpdateName:   name,
+				Args:         []any{arg},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, result)
+		}
+		return err
 	})
-	if err == nil {
-		err = h.Get(ctx, result)
-	}
 	s.types.mu.Lock()
 	s.types.read = time.Time{}
 	s.types.changes++

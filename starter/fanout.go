@@ -299,19 +299,21 @@ func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, 
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "subscriptions of tenant " + tenant,
 	}, herald.SubscriptionsWorkflow, workflows.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}})
-	h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   wfID,
-			UpdateName:   name,
-			Args:         []any{arg},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	return whenReady(ctx, unreadyPatience, func() error {
+		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID:   wfID,
+				UpdateName:   name,
+				Args:         []any{arg},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, out)
+		}
+		return err
 	})
-	if err == nil {
-		err = h.Get(ctx, out)
-	}
-	return err
 }
 
 // subscribe records a put endpoint's subscription in its tenant's directory.
