@@ -61,15 +61,17 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 			return res, fmt.Errorf("put endpoint %s: nothing changed: moving it to tenant %s failed: %w", req.ID, req.Tenant, err)
 		}
 	}
-	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       herald.EndpointWorkflowID(req.ID),
-		TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
-		StaticSummary:            "endpoint " + req.ID,
-	}, herald.EndpointWorkflow, workflows.EndpointInput{ID: req.ID})
+	// An operation runs once: each try makes its own.
+	var start client.WithStartWorkflowOperation
 	err := whenReady(ctx, unreadyPatience, func() error {
+		start = s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       herald.EndpointWorkflowID(req.ID),
+			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			TypedSearchAttributes:    temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
+			StaticSummary:            "endpoint " + req.ID,
+		}, herald.EndpointWorkflow, workflows.EndpointInput{ID: req.ID})
 		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{

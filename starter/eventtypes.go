@@ -71,14 +71,15 @@ func (s *Client) SetStrictTypes(ctx context.Context, strict bool) (herald.EventT
 // updateCatalog sends an update to the catalog workflow, starting it if need be, and
 // forgets the catalog this client read so that its next Send reads the change.
 func (s *Client) updateCatalog(ctx context.Context, name string, arg, result any) error {
-	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       herald.EventTypesID,
-		TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "the catalog of event types",
-	}, herald.EventTypesWorkflow, workflows.EventTypesInput{})
 	err := whenReady(ctx, unreadyPatience, func() error {
+		// An operation runs once: each try makes its own.
+		start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       herald.EventTypesID,
+			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			StaticSummary:            "the catalog of event types",
+		}, herald.EventTypesWorkflow, workflows.EventTypesInput{})
 		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{

@@ -292,14 +292,15 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 // and waits for its result (into out, if not nil).
 func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, out any) error {
 	wfID := herald.SubscriptionsWorkflowID(tenant)
-	start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       wfID,
-		TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "subscriptions of tenant " + tenant,
-	}, herald.SubscriptionsWorkflow, workflows.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}})
 	return whenReady(ctx, unreadyPatience, func() error {
+		// An operation runs once: each try makes its own.
+		start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       wfID,
+			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			StaticSummary:            "subscriptions of tenant " + tenant,
+		}, herald.SubscriptionsWorkflow, workflows.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}})
 		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{

@@ -3,10 +3,14 @@ package starter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/heraldhq/herald"
 )
 
 func TestWhenReadyRetriesFailedWorkflowTasks(t *testing.T) {
@@ -41,5 +45,42 @@ func TestWhenReadyRetriesFailedWorkflowTasks(t *testing.T) {
 	err = whenReady(ctx, time.Minute, func() error { calls++; cancel(); return unready })
 	if !errors.As(err, &nr) || calls != 1 {
 		t.Fatalf("cancelled while refused: %v after %d calls, want the refusal after one", err, calls)
+	}
+}
+
+// unreadyClient refuses the first update-with-start as the server does when the workflow's
+// task failed, and records the start operations it is given.
+type unreadyClient struct {
+	client.Client
+	ops []client.WithStartWorkflowOperation
+}
+
+// startOp stands for one start operation; the SDK's refuses to run twice.
+type startOp struct{ client.WithStartWorkflowOperation }
+
+func (c *unreadyClient) NewWithStartWorkflowOperation(client.StartWorkflowOptions, any, ...any) client.WithStartWorkflowOperation {
+	return &startOp{}
+}
+
+func (c *unreadyClient) UpdateWithStartWorkflow(_ context.Context, o client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	c.ops = append(c.ops, o.StartWorkflowOperation)
+	if len(c.ops) == 1 {
+		return nil, fmt.Errorf("failed workflow update: %w", serviceerror.NewWorkflowNotReady("Unable to perform workflow execution update due to unexpected workflow task failure."))
+	}
+	return doneUpdate{}, nil
+}
+
+type doneUpdate struct{ client.WorkflowUpdateHandle }
+
+func (doneUpdate) Get(context.Context, any) error { return nil }
+
+func TestUpdateWithStartTriesAgainWithANewOperation(t *testing.T) {
+	c := &unreadyClient{}
+	s := New(c, Options{})
+	if err := s.updateDirectory(context.Background(), "acme", herald.UpdateSubscribe, herald.Subscription{Endpoint: "a"}, nil); err != nil {
+		t.Fatalf("refused once, then accepted: %v", err)
+	}
+	if len(c.ops) != 2 || c.ops[0] == c.ops[1] {
+		t.Fatalf("%d tries, the second with the first's start operation: %v", len(c.ops), len(c.ops) == 2)
 	}
 }
