@@ -502,6 +502,7 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		// The lease outlives an attempt admitted at its last moment (see until below).
 		req.TTL = duration.Duration(g.timeout(e.ep) + leaseMargin)
 		seq = e.h.StartRenewal(want)
+		req.Flight = e.h.Flight
 	}
 	e.mu.Unlock()
 

@@ -16,7 +16,15 @@ type Lease struct {
 	Permits int `json:"permits"`
 	// Expires is when the permits return on their own unless renewed.
 	Expires time.Time `json:"expires,omitzero"`
+	// Flight, when above Permits, is how many attempts the holder may still be running
+	// until it next renews: a renewal that cut its lease found it admitting against the
+	// lease it had while the renewal was in flight (Ledger.Reserve). The lease counts
+	// toward the cap as the larger of the two.
+	Flight int `json:"flight,omitempty"`
 }
+
+// counted is how many permits l takes from the cap while it lives.
+func (l Lease) counted() int { return max(l.Permits, l.Flight) }
 
 // Ledger is one endpoint's ledger of leased permits and its FIFO queue of waiters. It is a
 // value with exported fields so that it round-trips through encoding/json (continue-as-new);
@@ -28,7 +36,8 @@ type Lease struct {
 // time (a queue of thousands is the normal shape of an outage); copies of a ledger stay
 // independent: a copy clones the queue before its first change.
 type Ledger struct {
-	// Held holds the leases, sorted by holder, none with zero permits.
+	// Held holds the leases, sorted by holder, none with zero permits unless it reserves
+	// a Flight.
 	Held []Lease `json:"held,omitempty"`
 	// Waiting holds the waiter ids, first in line first, each once.
 	Waiting []string `json:"waiting,omitempty"`
@@ -110,15 +119,45 @@ func (p *Ledger) Expire(now time.Time) []Lease {
 	return dropped
 }
 
-// InUse returns the permits held in leases still live at now.
+// InUse returns the permits held in leases still live at now (each lease counted as
+// the larger of its permits and its flight).
 func (p *Ledger) InUse(now time.Time) int {
 	n := 0
 	for _, l := range p.Held {
 		if l.Expires.After(now) {
-			n += l.Permits
+			n += l.counted()
 		}
 	}
 	return n
+}
+
+// Reserve records that holder may be running up to flight attempts until it next renews,
+// though its lease (just lent) is smaller, and keeps them counted toward the cap until
+// expires (a reservation with no lease is kept as a lease of zero permits). A flight no
+// larger than the lease changes nothing.
+func (p *Ledger) Reserve(holder string, flight int, expires time.Time) {
+	i, found := p.find(holder)
+	if found && flight <= p.Held[i].Permits {
+		return
+	}
+	if !found && flight <= 0 {
+		return
+	}
+	held := slices.Clone(p.Held)
+	if found {
+		held[i].Flight = flight
+		held[i].Expires = later(held[i].Expires, expires)
+	} else {
+		held = slices.Insert(held, i, Lease{Holder: holder, Expires: expires, Flight: flight})
+	}
+	p.Held = held
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Free returns how many permits the cap leaves free at now, never below 0.

@@ -90,6 +90,10 @@ type Limiter struct {
 	// Lifecycle is set when the limiter also decides the endpoint's lifecycle (lifecycle.go):
 	// a 410 or a long failing spell disables it. Limiters of runs from before leave it unset.
 	Lifecycle bool `json:"lifecycle,omitempty"`
+	// KeepFlight is set when the limiter counts what a holder may run while its renewal is
+	// in flight (Lease): without it, a renewal that cuts a lease frees permits the holder
+	// is still using. Limiters of runs from before leave it unset.
+	KeepFlight bool `json:"keep_flight,omitempty"`
 	// Disabled is set while the endpoint is disabled: it receives nothing.
 	Disabled *Disablement `json:"disabled,omitempty"`
 	// FailingSince is when the current spell of failures began (zero after a success).
@@ -134,6 +138,10 @@ type LeaseRequest struct {
 	// of its own, or queued. Only gates of the version before Wait send them (they waited
 	// for the answer inside an attempt); today's gates queue attempts with Wait.
 	Waiters []string `json:"waiters,omitempty"`
+	// Flight is how many attempts the holder may admit under its lease while this request
+	// is on its way (LocalLease.Flight): the endpoint keeps them counted until the
+	// holder's next request (Limiter.KeepFlight).
+	Flight int `json:"flight,omitempty"`
 	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
 	// Give the holder's attempt timeout plus a margin.
 	TTL duration.Duration `json:"ttl,omitempty"`
@@ -250,9 +258,18 @@ func (g *Limiter) Cap() int { return max(g.Capacity.Cap(), 1) }
 // only covers the attempts it has running. Each of its waiters is granted a permit of its
 // own when one may go now (the probe of an open circuit, a half-open trickle attempt, or
 // a free permit while closed), or else queued behind those already waiting.
+//
+// While the request was on its way, the holder went on admitting against the lease it
+// had (Flight; for a gate that does not say, up to Want of what the ledger lent it): with
+// KeepFlight, a lease cut below that keeps the difference counted toward the cap until the
+// holder next renews (Ledger.Reserve).
 func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.Record(now, r.Outcomes)
 	g.expire(now)
+	had := 0
+	if l, ok := g.Ledger.Lease(r.Holder); ok && l.Expires.After(now) {
+		had = l.Permits
+	}
 	want := max(r.Want, r.InUse)
 	closed := g.Breaker.State() == CircuitClosed && g.Disabled == nil
 	if !closed || len(g.Ledger.Waiting) > 0 || g.Config.RateLimit > 0 {
@@ -277,6 +294,9 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	}
 	ttl = min(ttl, MaxLeaseTTL)
 	l := g.Ledger.Lend(r.Holder, want, capNow, ttl, now)
+	if g.KeepFlight {
+		g.Ledger.Reserve(r.Holder, max(r.InUse, r.Flight, min(had, r.Want)), now.Add(ttl))
+	}
 	reply := LeaseReply{Permits: l.Permits, Expires: l.Expires, Circuit: g.Breaker.State()}
 	if t, ok := g.Breaker.Ticket(); ok {
 		reply.Ticket = t

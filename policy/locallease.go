@@ -44,7 +44,8 @@ type LocalLease struct {
 
 // SparePermits is how many attempts a gate may run at an endpoint with cap capNow without
 // holding a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
-// at once on a cold endpoint, the cap can be exceeded by at most (W-1) × SparePermits.
+// at once, the cap can be exceeded by at most W × SparePermits: the permits a gate runs as
+// spares are free at the endpoint workflow, which may grant them too.
 func SparePermits(capNow int) int { return min(4, capNow/4) }
 
 // HoldKind says what an attempt the gate could not admit does instead.
@@ -187,8 +188,13 @@ func (h *LocalLease) StartRenewal(want int) (sentSeq int) {
 	return h.Seq
 }
 
-// RenewFailed ends a renewal that got no answer.
-func (h *LocalLease) RenewFailed() { h.Renewing = false }
+// RenewFailed ends a renewal that got no answer. The endpoint workflow may still take it
+// and cut the lease to what it asked for, so the lease is taken to be what the gate was
+// allowed while the renewal was in flight.
+func (h *LocalLease) RenewFailed() {
+	h.Renewing = false
+	h.Permits = min(h.Permits, h.Flight)
+}
 
 // Action is what the gate's periodic pass does for one endpoint.
 type Action int

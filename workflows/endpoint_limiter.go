@@ -48,6 +48,9 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 			return err
 		}
 	}
+	if workflow.GetVersion(ctx, versionKeepFlight, workflow.DefaultVersion, 1) == 1 {
+		e.in.Limiter.KeepFlight = true
+	}
 	gauges := newEndpointGauges(ctx, e.in.ID)
 
 	drain := func(ctx workflow.Context) {

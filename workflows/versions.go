@@ -99,6 +99,14 @@ const (
 	// delivery_replay_{waiting_retry,held,in_flight,dead_letter}.json.
 	versionReplayAnyState = "replay-any-state"
 
+	// versionKeepFlight: the endpoint run's limiter counts what a worker's gate may admit
+	// while its lease renewal is on its way (policy.Limiter.KeepFlight), so that a renewal
+	// that cuts the lease (others queued, the cap halved) frees no permit still in use. It
+	// changes which waiters the run wakes and when. Replayed by
+	// endpoint_put_and_leases_before_keep_flight.json and the other endpoint histories
+	// recorded before it; marked in endpoint_put_and_leases.json.
+	versionKeepFlight = "keep-flight"
+
 	// Retired: "endpoint-gate" was asked for in delivery.wait and its result ignored; it
 	// guarded nothing (a pre-gate run never waits: its attempts never return a Hold).
 	// Marked in delivery_held_by_breaker.json, which replays without the call: the SDK
