@@ -56,7 +56,9 @@ type unreadyClient struct {
 }
 
 // startOp stands for one start operation; the SDK's refuses to run twice.
-type startOp struct{ client.WithStartWorkflowOperation }
+type startOp struct {
+	client.WithStartWorkflowOperation
+}
 
 func (c *unreadyClient) NewWithStartWorkflowOperation(client.StartWorkflowOptions, any, ...any) client.WithStartWorkflowOperation {
 	return &startOp{}
