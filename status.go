@@ -23,6 +23,14 @@ type Status struct {
 	// Reason says why a delivery was skipped, or dead-lettered before its ladder ran out
 	// (its endpoint was disabled).
 	Reason string `json:"reason,omitempty"`
+	// Busy is set on a status read while an attempt was in flight: a delivery answers only
+	// between attempts, so this one comes from its search attributes and shows no attempts.
+	Busy *Busy `json:"busy,omitempty"`
+}
+
+// Busy says a delivery could not answer because an attempt is in flight, since when.
+type Busy struct {
+	Since time.Time `json:"since,omitzero"`
 }
 
 // AttemptRecord is one attempt as the status query shows it.

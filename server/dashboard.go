@@ -753,6 +753,8 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped,
 	}
 	switch {
+	case st.Busy != nil:
+		ev.When = fmt.Sprintf("an attempt in flight since %s; its attempts show once it ends", s.stamp(st.Busy.Since))
 	case st.State == herald.StateWaitingKey && st.Waiting != nil:
 		ev.When = fmt.Sprintf("since %s: %s", s.stamp(st.Waiting.Since), st.Waiting.Reason)
 	case st.Waiting != nil:
@@ -795,13 +797,16 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		ev.Attempts = append(ev.Attempts, av)
 	}
 	ev.Timeline = s.timeline(st)
-	if r.URL.Query().Get("fragment") == "" {
+	if r.URL.Query().Get("fragment") == "" && st.Busy == nil {
 		// The payload does not change: read it for the whole page, not for each refresh.
+		// A delivery busy with an attempt answers once it ends: not worth the wait.
 		if e, err := s.opts.Starter.EventOf(ctx, tenant, fanout, id); err != nil {
 			ev.PayloadNote = "The payload could not be read: " + cleanMessage(err.Error())
 		} else {
 			ev.Payload, ev.PayloadNote = payload(e.Data)
 		}
+	} else if st.Busy != nil {
+		ev.PayloadNote = "The payload shows once the attempt in flight ends."
 	}
 	v.Event = ev
 	s.render(w, r, http.StatusOK, "event.html", v)

@@ -438,10 +438,27 @@ func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (herald.S
 	return s.deliveryStatus(ctx, herald.DeliveryID(tenant, eventID), tenant, eventID)
 }
 
+// statusPatience is how long a status query is waited for before the status is read from
+// the delivery's search attributes: a delivery answers queries only between attempts, and
+// an attempt may take its endpoint's whole timeout (30 s by default).
+const statusPatience = 3 * time.Second
+
 // deliveryStatus returns the status of the delivery workflow wfID of a tenant's event.
 func (s *Client) deliveryStatus(ctx context.Context, wfID, tenant, eventID string) (herald.Status, error) {
 	var st herald.Status
-	v, err := s.c.QueryWorkflow(ctx, wfID, "", herald.QueryStatus)
+	qctx, cancel := context.WithTimeout(ctx, statusPatience)
+	v, err := s.c.QueryWorkflow(qctx, wfID, "", herald.QueryStatus)
+	// The server may give up on the query before qctx does.
+	var deadline *serviceerror.DeadlineExceeded
+	unanswered := err != nil && ctx.Err() == nil && (qctx.Err() != nil || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded))
+	cancel()
+	if unanswered {
+		if b, ok := s.busyStatus(ctx, wfID, eventID); ok {
+			return b, nil
+		}
+		// No attempt in flight: wait for an answer as long as the caller does.
+		v, err = s.c.QueryWorkflow(ctx, wfID, "", herald.QueryStatus)
+	}
 	if err != nil {
 		if isNotFound(err) {
 			return st, fmt.Errorf("%w: no event %s%s (it was never sent, or it closed longer ago than the namespace's retention)", ErrNotFound, eventID, ofTenant(tenant))
@@ -455,6 +472,33 @@ func (s *Client) deliveryStatus(ctx context.Context, wfID, tenant, eventID strin
 		return st, fmt.Errorf("status of event %s: %w", eventID, err)
 	}
 	return st, nil
+}
+
+// busyStatus reads the status of a running delivery that is making an attempt (its
+// workflow task started and still open: the attempt is a local activity) from its search
+// attributes, with Busy set. It reports false for any other delivery.
+func (s *Client) busyStatus(ctx context.Context, wfID, eventID string) (herald.Status, bool) {
+	d, err := s.c.DescribeWorkflowExecution(ctx, wfID, "")
+	if err != nil {
+		return herald.Status{}, false
+	}
+	task := d.GetPendingWorkflowTask()
+	if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING ||
+		task.GetState() != enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED {
+		return herald.Status{}, false
+	}
+	attr := func(k temporal.SearchAttributeKeyKeyword) string {
+		var v string
+		if p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[k.GetName()]; p != nil {
+			_ = converter.GetDefaultDataConverter().FromPayload(p, &v)
+		}
+		return v
+	}
+	return herald.Status{
+		Event: herald.EventSummary{ID: eventID, EndpointID: attr(herald.AttrEndpoint), Type: attr(herald.AttrEventType)},
+		State: herald.StateAttempting,
+		Busy:  &herald.Busy{Since: task.GetStartedTime().AsTime()},
+	}, true
 }
 
 // ofTenant names a tenant other than the default in messages: " of tenant acme".

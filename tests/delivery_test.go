@@ -290,3 +290,44 @@ func historyLength(t *testing.T, workflowID string) int {
 	}
 	return n
 }
+
+// TestStatusDuringLongAttempt: a delivery answers its status query only between attempts;
+// while one is in flight, the status comes from its search attributes, marked busy, at
+// once rather than after the attempt.
+func TestStatusDuringLongAttempt(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	inFlight := make(chan struct{}, 1)
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+		inFlight <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusOK)
+	})
+	o := fast(3, time.Second)
+	o.Timeout = herald.Duration(time.Minute)
+	putEndpoint(t, "long-attempt", rcv.URL, o)
+	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "long-attempt", Type: "report.ready", Data: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inFlight:
+	case <-time.After(time.Minute):
+		t.Fatal("the attempt never reached the receiver")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	st, err := shared.starter.Status(ctx, res.EventID)
+	cancel()
+	close(release)
+	if err != nil {
+		t.Fatalf("status during a long attempt: %v", err)
+	}
+	if st.Busy == nil || st.Busy.Since.IsZero() || st.State != herald.StateAttempting || st.Event.EndpointID != "long-attempt" ||
+		st.Event.Type != "report.ready" || len(st.Attempts) != 0 {
+		t.Fatalf("status during a long attempt: %+v (busy %+v), want attempting, busy since the attempt began, its endpoint and type", st, st.Busy)
+	}
+	done := waitState(t, res.EventID, herald.StateDelivered)
+	if done.Busy != nil || len(done.Attempts) != 1 {
+		t.Fatalf("status once delivered: busy %+v, %d attempts; want the delivery's own answer with its attempt", done.Busy, len(done.Attempts))
+	}
+}

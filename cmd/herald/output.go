@@ -34,6 +34,9 @@ func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) erro
 		fmt.Fprintf(w, "Replays    %d\n", st.Round)
 	}
 	switch {
+	case st.Busy != nil:
+		fmt.Fprintf(w, "Busy       an attempt in flight since %s; the attempts show once it ends\n", fmtTime(st.Busy.Since))
+		return nil
 	case st.Waiting != nil:
 		fmt.Fprintf(w, "Waiting    since %s: %s", fmtTime(st.Waiting.Since), st.Waiting.Reason)
 		if st.Waiting.Queued {
