@@ -40,6 +40,10 @@ type LocalLease struct {
 	// the lease, since the renewal may shrink it to what it asked for.
 	Renewing bool
 	Flight   int
+	// Settle is set when a renewal lent fewer permits than the gate's Flight: the endpoint
+	// workflow keeps the difference counted (Limiter.KeepFlight) until the next renewal,
+	// which then goes at the next pass, with or without a lease, to give it back.
+	Settle bool
 }
 
 // SparePermits is how many attempts a gate may run at an endpoint with cap capNow without
@@ -76,6 +80,7 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	h.Known, h.Snapshot = true, s
 	if leased {
 		h.Permits, h.Renewing = permits, false
+		h.Settle = permits < h.Flight
 	}
 	h.Told = max(h.Told, seen)
 	h.Spare = 0
@@ -183,7 +188,7 @@ func (h *LocalLease) Want(stopping bool) int {
 // the next renewal: they come back for the permits this one asks for, and the lease must
 // not look idle (and be given back) before they do.
 func (h *LocalLease) StartRenewal(want int) (sentSeq int) {
-	h.Renewing, h.Flight = true, min(h.Permits, want)
+	h.Renewing, h.Flight, h.Settle = true, min(h.Permits, want), false
 	h.Peak, h.Used, h.Demand = h.InUse+h.Demand, h.Demand > 0, 0
 	return h.Seq
 }
@@ -214,13 +219,16 @@ const (
 // Background says what the gate's periodic pass does. outcomes are the finished attempts
 // not yet told; closing says the lease's admission window is about to close. A lease is
 // renewed when there is something to report, a busy lease to extend, permits to give back
-// or attempts that wanted room. Without a lease, outcomes are reported only when they can
+// (Settle among them) or attempts that wanted room. Without a lease, outcomes are reported only when they can
 // change a decision (Worth); a delivered fast attempt alone costs the endpoint workflow
 // nothing.
 // stale says the untold outcomes are too old to matter (see Stale).
 func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale bool) Action {
 	if h.Renewing {
 		return Wait
+	}
+	if h.Settle {
+		return Renew
 	}
 	idle := h.InUse == 0 && !h.Used
 	if h.Permits > 0 || h.Demand > 0 {

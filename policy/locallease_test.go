@@ -297,3 +297,29 @@ func TestLocalLeaseKeepsLeaseForTurnedAway(t *testing.T) {
 		t.Fatal("the attempt that came back was not admitted under the lease")
 	}
 }
+
+// TestLocalLeaseSettles: a renewal that lent less than the gate could admit meanwhile has
+// the endpoint keep the difference counted; the gate renews at its next pass to give it
+// back, even with no lease left, and only once.
+func TestLocalLeaseSettles(t *testing.T) {
+	h := renewedLease(4)
+	h.StartRenewal(8) // may admit up to its 4 while the renewal is on its way
+	h.Heard(closedSnapshot(4, 0), true, 0, h.Seq)
+	if !h.Settle {
+		t.Fatal("lent 0 after a flight of 4: not settling")
+	}
+	if a := h.Background(nil, false, false, false); a != Renew {
+		t.Fatalf("settling with no lease and nothing running: %v, want Renew", a)
+	}
+	h.StartRenewal(h.Want(false))
+	if h.Flight != 0 || h.Settle {
+		t.Fatalf("the settling renewal: flight %d, settle %v; want 0, false", h.Flight, h.Settle)
+	}
+	h.Heard(closedSnapshot(4, 4), true, 0, h.Seq)
+	if h.Settle {
+		t.Fatal("lent 0 after a flight of 0: settling again")
+	}
+	if a := h.Background(nil, false, false, false); a == Renew {
+		t.Fatal("settled, idle, no lease: renews again")
+	}
+}
