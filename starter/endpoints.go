@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -61,31 +60,11 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 			return res, fmt.Errorf("put endpoint %s: nothing changed: moving it to tenant %s failed: %w", req.ID, req.Tenant, err)
 		}
 	}
-	// An operation runs once: each try makes its own.
-	var start client.WithStartWorkflowOperation
-	err := whenReady(ctx, unreadyPatience, func() error {
-		start = s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       herald.EndpointWorkflowID(req.ID),
-			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			TypedSearchAttributes:    temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
-			StaticSummary:            "endpoint " + req.ID,
-		}, herald.EndpointWorkflow, workflows.EndpointInput{ID: req.ID})
-		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				WorkflowID:   herald.EndpointWorkflowID(req.ID),
-				UpdateName:   herald.UpdatePutEndpoint,
-				Args:         []any{req},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err == nil {
-			err = h.Get(ctx, &res)
-		}
-		return err
-	})
+	start, err := s.updateWithStart(ctx, startUpdate{
+		ID: herald.EndpointWorkflowID(req.ID), Type: herald.EndpointWorkflow, Summary: "endpoint " + req.ID,
+		Input: workflows.EndpointInput{ID: req.ID}, Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
+		Name: herald.UpdatePutEndpoint, Arg: req,
+	}, &res)
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {

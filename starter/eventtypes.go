@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald"
@@ -71,29 +69,10 @@ func (s *Client) SetStrictTypes(ctx context.Context, strict bool) (herald.EventT
 // updateCatalog sends an update to the catalog workflow, starting it if need be, and
 // forgets the catalog this client read so that its next Send reads the change.
 func (s *Client) updateCatalog(ctx context.Context, name string, arg, result any) error {
-	err := whenReady(ctx, unreadyPatience, func() error {
-		// An operation runs once: each try makes its own.
-		start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       herald.EventTypesID,
-			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			StaticSummary:            "the catalog of event types",
-		}, herald.EventTypesWorkflow, workflows.EventTypesInput{})
-		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				WorkflowID:   herald.EventTypesID,
-				UpdateName:   name,
-				Args:         []any{arg},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err == nil {
-			err = h.Get(ctx, result)
-		}
-		return err
-	})
+	_, err := s.updateWithStart(ctx, startUpdate{
+		ID: herald.EventTypesID, Type: herald.EventTypesWorkflow, Summary: "the catalog of event types",
+		Input: workflows.EventTypesInput{}, Name: name, Arg: arg,
+	}, result)
 	s.types.mu.Lock()
 	s.types.read = time.Time{}
 	s.types.changes++

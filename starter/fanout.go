@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/heraldhq/herald"
@@ -292,29 +290,12 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 // and waits for its result (into out, if not nil).
 func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, out any) error {
 	wfID := herald.SubscriptionsWorkflowID(tenant)
-	return whenReady(ctx, unreadyPatience, func() error {
-		// An operation runs once: each try makes its own.
-		start := s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       wfID,
-			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			StaticSummary:            "subscriptions of tenant " + tenant,
-		}, herald.SubscriptionsWorkflow, workflows.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}})
-		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				WorkflowID:   wfID,
-				UpdateName:   name,
-				Args:         []any{arg},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err == nil {
-			err = h.Get(ctx, out)
-		}
-		return err
-	})
+	_, err := s.updateWithStart(ctx, startUpdate{
+		ID: wfID, Type: herald.SubscriptionsWorkflow, Summary: "subscriptions of tenant " + tenant,
+		Input: workflows.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}},
+		Name:  name, Arg: arg,
+	}, out)
+	return err
 }
 
 // subscribe records a put endpoint's subscription in its tenant's directory.

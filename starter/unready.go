@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/heraldhq/herald"
 )
 
 // unreadyPatience is how long an update refused because its workflow task failed is tried
@@ -38,4 +43,47 @@ func whenReady(ctx context.Context, patience time.Duration, update func() error)
 		}
 		delay = min(2*delay, 4*time.Second)
 	}
+}
+
+// startUpdate is an update sent with update-with-start to one of Herald's long-lived
+// workflows on the endpoints' task queue: the workflow (ID, of type Type, started with Input,
+// Summary and Attrs if it is not running) and the update (Name with Arg).
+type startUpdate struct {
+	ID, Type, Summary string
+	Input             any
+	Attrs             temporal.SearchAttributes
+	Name              string
+	Arg               any
+}
+
+// updateWithStart sends u, starting its workflow if need be, and waits for its result
+// (into out, if not nil), trying again while the server refuses it for a failed workflow
+// task (whenReady). It returns the start operation of the last try.
+func (s *Client) updateWithStart(ctx context.Context, u startUpdate, out any) (client.WithStartWorkflowOperation, error) {
+	var start client.WithStartWorkflowOperation
+	err := whenReady(ctx, unreadyPatience, func() error {
+		// An operation runs once: each try makes its own.
+		start = s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       u.ID,
+			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			TypedSearchAttributes:    u.Attrs,
+			StaticSummary:            u.Summary,
+		}, u.Type, u.Input)
+		h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID:   u.ID,
+				UpdateName:   u.Name,
+				Args:         []any{u.Arg},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, out)
+		}
+		return err
+	})
+	return start, err
 }
