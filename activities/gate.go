@@ -502,7 +502,8 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		// The lease outlives an attempt admitted at its last moment (see until below).
 		req.TTL = duration.Duration(g.timeout(e.ep) + leaseMargin)
 		seq = e.h.StartRenewal(want)
-		req.Flight = e.h.Flight
+		flight := e.h.Flight
+		req.Flight = &flight
 	}
 	e.mu.Unlock()
 

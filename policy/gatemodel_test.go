@@ -256,7 +256,8 @@ func (m *gateModel) tell(g *gmGate, kick bool) {
 		TTL: duration.Duration(gmTimeout + gmMargin)}}
 	g.outcomes = nil
 	r.seq = g.h.StartRenewal(want)
-	r.req.Flight = g.h.Flight
+	flight := g.h.Flight
+	r.req.Flight = &flight
 	m.logf("%s: renew inuse %d want %d", g.id, r.req.InUse, want)
 	g.renewal = r
 	m.send(&m.toLim, gmMsg{at: m.now.Add(m.delay()), kind: "lease", gate: g, ren: r})
@@ -402,7 +403,7 @@ func TestLimiterKeepFlight(t *testing.T) {
 		}
 		// a asked while running 1; by the time it arrives a may run its 4 again.
 		now = now.Add(time.Second)
-		r := g.Lease(now, LeaseRequest{Holder: "a", InUse: 1, Want: 8, Flight: 4})
+		r := g.Lease(now, LeaseRequest{Holder: "a", InUse: 1, Want: 8, Flight: ptr(4)})
 		if r.Permits != 1 {
 			t.Fatalf("renewal with others queued: %d permits, want the 1 running", r.Permits)
 		}
@@ -418,7 +419,7 @@ func TestLimiterKeepFlight(t *testing.T) {
 		}
 		// The next renewal says what runs and what a may admit: the rest go to the queue.
 		now = now.Add(time.Second)
-		if r := g.Lease(now, LeaseRequest{Holder: "a", InUse: 1, Want: 2, Flight: 1}); r.Permits != 1 {
+		if r := g.Lease(now, LeaseRequest{Holder: "a", InUse: 1, Want: 2, Flight: ptr(1)}); r.Permits != 1 {
 			t.Fatalf("next renewal: %d permits, want 1", r.Permits)
 		}
 		if wakes := g.Tick(now); len(wakes) != 1 || wakes[0].Waiter != "w1" {
@@ -431,3 +432,5 @@ func TestLimiterKeepFlight(t *testing.T) {
 		}
 	}
 }
+
+func ptr(n int) *int { return &n }

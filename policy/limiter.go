@@ -140,8 +140,8 @@ type LeaseRequest struct {
 	Waiters []string `json:"waiters,omitempty"`
 	// Flight is how many attempts the holder may admit under its lease while this request
 	// is on its way (LocalLease.Flight): the endpoint keeps them counted until the
-	// holder's next request (Limiter.KeepFlight).
-	Flight int `json:"flight,omitempty"`
+	// holder's next request (Limiter.KeepFlight). Gates from before it send none.
+	Flight *int `json:"flight,omitempty"`
 	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
 	// Give the holder's attempt timeout plus a margin.
 	TTL duration.Duration `json:"ttl,omitempty"`
@@ -260,16 +260,13 @@ func (g *Limiter) Cap() int { return max(g.Capacity.Cap(), 1) }
 // a free permit while closed), or else queued behind those already waiting.
 //
 // While the request was on its way, the holder went on admitting against the lease it
-// had (Flight; for a gate that does not say, up to Want of what the ledger lent it): with
-// KeepFlight, a lease cut below that keeps the difference counted toward the cap until the
-// holder next renews (Ledger.Reserve).
+// had, up to its Flight: with KeepFlight, a lease cut below that keeps the difference
+// counted toward the cap until the holder next renews (Ledger.Reserve). A gate from
+// before Flight existed is answered as before (it does not renew to give a reservation
+// back, so one would last until its lease expired).
 func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.Record(now, r.Outcomes)
 	g.expire(now)
-	had := 0
-	if l, ok := g.Ledger.Lease(r.Holder); ok && l.Expires.After(now) {
-		had = l.Permits
-	}
 	want := max(r.Want, r.InUse)
 	closed := g.Breaker.State() == CircuitClosed && g.Disabled == nil
 	if !closed || len(g.Ledger.Waiting) > 0 || g.Config.RateLimit > 0 {
@@ -294,8 +291,8 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	}
 	ttl = min(ttl, MaxLeaseTTL)
 	l := g.Ledger.Lend(r.Holder, want, capNow, ttl, now)
-	if g.KeepFlight {
-		g.Ledger.Reserve(r.Holder, max(r.InUse, r.Flight, min(had, r.Want)), now.Add(ttl))
+	if g.KeepFlight && r.Flight != nil {
+		g.Ledger.Reserve(r.Holder, max(r.InUse, *r.Flight), now.Add(ttl))
 	}
 	reply := LeaseReply{Permits: l.Permits, Expires: l.Expires, Circuit: g.Breaker.State()}
 	if t, ok := g.Breaker.Ticket(); ok {

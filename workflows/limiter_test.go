@@ -553,11 +553,8 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	if err := env2.GetWorkflowError(); !errors.As(err, &canceled) {
 		t.Fatalf("next run's error = %v, want it cancelled at the end of the test", err)
 	}
-	// In flight 7: the tripping renewal cut the lease to the 2 attempts running, but the
-	// gate could have admitted up to its 7 permits while the renewal was on its way; they
-	// count until its next renewal (policy.Limiter.KeepFlight), and the copy keeps them.
-	if st.Circuit.State != policy.CircuitOpen || st.Queue != 3 || st.InFlight != 7 || st.Cap != 7 || st.Counters.Attempts != 6 {
-		t.Errorf("next run's state: circuit %s, queue %d, in flight %d, cap %d, %d attempts; want open, 3, 7, 7, 6",
+	if st.Circuit.State != policy.CircuitOpen || st.Queue != 3 || st.InFlight != 2 || st.Cap != 7 || st.Counters.Attempts != 6 {
+		t.Errorf("next run's state: circuit %s, queue %d, in flight %d, cap %d, %d attempts; want open, 3, 2, 7, 6",
 			st.Circuit.State, st.Queue, st.InFlight, st.Cap, st.Counters.Attempts)
 	}
 	wantSignals(t, rec2.signals(), []permitSignal{{Waiter: waiterID(1), At: probeAt}}, []policy.TicketKind{policy.TicketProbe})
@@ -731,4 +728,35 @@ func TestDeliveryHeldByGate(t *testing.T) {
 			t.Errorf("status shows %d attempts, want attempts 1 and 2", len(st.Attempts))
 		}
 	})
+}
+
+// TestLimiterKeepsFlightOfRenewal: a renewal that cuts a gate's lease (its failures open
+// the circuit) keeps what the gate may have admitted meanwhile counted as in flight, until
+// the gate's next renewal says what runs.
+func TestLimiterKeepsFlightOfRenewal(t *testing.T) {
+	env, _ := newGuardEnv(t)
+	register(t, env, &herald.Overrides{MaxInFlight: 7})
+	var first *updateOutcome[herald.LeaseReply]
+	var cut, settled herald.EndpointState
+	seven, none := 7, 0
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		// Sent while 2 ran; the gate may have admitted up to its 7 permits since.
+		lease(env, policy.LeaseRequest{InUse: 2, Want: 10, Flight: &seven, Outcomes: failures(5, at(19*time.Second), first.result.Ticket)},
+			herald.Report{Attempts: 5, Failures: 5, LastAttemptAt: at(19 * time.Second), LastOutcome: "503 Service Unavailable"})
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() { cut = queryState(t, env) }, 21*time.Second)
+	env.RegisterDelayedCallback(func() { lease(env, policy.LeaseRequest{InUse: 0, Want: 0, Flight: &none}, herald.Report{}) }, 22*time.Second)
+	env.RegisterDelayedCallback(func() { settled = queryState(t, env) }, 23*time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
+	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
+	if first == nil || first.result.Permits != 7 {
+		t.Fatalf("first lease: %+v, want 7 permits", first)
+	}
+	if cut.Circuit.State != policy.CircuitOpen || cut.InFlight != 7 {
+		t.Errorf("after the cut: circuit %s, in flight %d; want open, 7 (the gate's flight)", cut.Circuit.State, cut.InFlight)
+	}
+	if settled.InFlight != 0 {
+		t.Errorf("after the gate's next renewal (nothing running): in flight %d, want 0", settled.InFlight)
+	}
 }
