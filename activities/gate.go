@@ -348,6 +348,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spr
 	if !own {
 		e.outcomes = append(e.outcomes, o)
 	}
+	settle := e.h.SettleNow()
 	e.mu.Unlock()
 	g.count(e.id, res)
 	if own {
@@ -355,7 +356,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spr
 			g.log.Warn("return of a permit not delivered; it expires on its own", "endpoint", e.id, "waiter", a.Waiter, "error", err)
 		}
 	}
-	if trip {
+	if trip || settle {
 		g.kick(e) // tell the endpoint workflow now, not at the next pass
 	}
 	return spread, failed
@@ -464,7 +465,7 @@ func (g *Gate) kick(e *gateEntry) {
 	e.mu.Lock()
 	busy := e.call != nil
 	act := policy.Report
-	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() {
+	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settle {
 		act = policy.Renew
 	}
 	e.mu.Unlock()

@@ -209,7 +209,7 @@ func (m *gateModel) settle(g *gmGate) {
 		}
 		o := Outcome{At: a.end, OK: a.ok, Latency: duration.Duration(a.lat), Ticket: a.tk}
 		own := a.waiter != ""
-		if _, _, trip := g.h.Finish(a.ok, own); trip {
+		if _, _, trip := g.h.Finish(a.ok, own); trip || g.h.SettleNow() {
 			m.tell(g, true)
 		}
 		if own {
@@ -226,7 +226,7 @@ func (m *gateModel) tell(g *gmGate, kick bool) {
 	if g.renewal != nil {
 		return
 	}
-	renew := g.h.Permits > 0 || g.h.Demand > 0 || g.h.Growing()
+	renew := g.h.Permits > 0 || g.h.Demand > 0 || g.h.Growing() || g.h.Settle
 	if !kick {
 		switch g.h.Background(g.outcomes, g.until.Sub(m.now) < 2*gmEvery, false, false) {
 		case Renew:

@@ -169,6 +169,10 @@ func (h *LocalLease) Finish(ok, own bool) (spread float64, failed, trip bool) {
 	return spread, failed, trip
 }
 
+// SettleNow says whether to renew at once rather than at the next pass: the endpoint
+// keeps counting a flight beyond the lease (Settle), and what runs now fits the lease.
+func (h *LocalLease) SettleNow() bool { return h.Settle && !h.Renewing && h.InUse <= h.Permits }
+
 // Release gives back the room of an admitted attempt that never got an answer.
 func (h *LocalLease) Release() { h.InUse-- }
 

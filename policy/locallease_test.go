@@ -308,6 +308,14 @@ func TestLocalLeaseSettles(t *testing.T) {
 	if !h.Settle {
 		t.Fatal("lent 0 after a flight of 4: not settling")
 	}
+	h.InUse = 1 // admitted while the renewal was on its way
+	if h.SettleNow() {
+		t.Fatal("settles now with 1 running on a lease of 0: the endpoint would count it as free")
+	}
+	h.Finish(true, false)
+	if !h.SettleNow() {
+		t.Fatal("nothing running beyond the lease: does not settle at once")
+	}
 	if a := h.Background(nil, false, false, false); a != Renew {
 		t.Fatalf("settling with no lease and nothing running: %v, want Renew", a)
 	}
