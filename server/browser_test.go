@@ -308,12 +308,14 @@ func TestBrowserPortal(t *testing.T) {
 	}
 	screenshot(t, ctx, "portal-events.png")
 	var seen []string
+	var pages [][]string
 	for page := 1; ; page++ {
 		rows := texts(t, ctx, "#events tbody tr td:first-child a")
 		if len(rows) == 0 || len(rows) > 5 {
 			t.Fatalf("page %d shows %d rows, want 1 to 5", page, len(rows))
 		}
 		seen = append(seen, rows...)
+		pages = append(pages, rows)
 		if len(texts(t, ctx, "#next-page")) == 0 {
 			break
 		}
@@ -326,6 +328,18 @@ func TestBrowserPortal(t *testing.T) {
 	}
 	if !sameSet(seen, sent) {
 		t.Fatalf("the pages showed %v, want each of %v once", seen, sent)
+	}
+	// Previous goes back through the same pages, to the first (which has no Previous).
+	for page := len(pages) - 1; page >= 1; page-- {
+		if err := chromedp.Do(ctx, clickLoads("#prev-page"), chromedp.WaitVisible(chromedp.CSS("#events"))); err != nil {
+			t.Fatal(err)
+		}
+		if rows := texts(t, ctx, "#events tbody tr td:first-child a"); !slices.Equal(rows, pages[page-1]) {
+			t.Fatalf("Previous to page %d shows %v, want %v as before", page, rows, pages[page-1])
+		}
+	}
+	if len(texts(t, ctx, "#prev-page")) != 0 || len(texts(t, ctx, "#first-page")) != 0 {
+		t.Fatal("the first page, reached with Previous, links to a previous or first page")
 	}
 
 	// Search with the form: the type filter keeps only the refunds.

@@ -62,6 +62,37 @@ func readEventSearch(q url.Values) (eventSearch, error) {
 	return es, nil
 }
 
+// The dashboard's way back through the pages of a search: the back parameter holds the
+// cursors of the pages before the current one (the first page has none), joined by
+// backSep. Visibility cursors only go forward, so Previous takes the last of them.
+const (
+	backSep = "."
+	// backUnknown says the trail was dropped (too long, or not one this server gave):
+	// the page shows no Previous link, only First.
+	backUnknown = "-"
+	// maxBackTrail bounds the trail carried in links (about 200 pages of cursors).
+	maxBackTrail = 32 << 10
+)
+
+// readBack reads the back parameter: the cursors of the pages before the current one,
+// and whether the way back is known (an absent trail is: the page before is the first).
+func readBack(q url.Values) ([]string, bool) {
+	v := q.Get("back")
+	if v == "" {
+		return nil, true
+	}
+	if v == backUnknown {
+		return nil, false
+	}
+	back := strings.Split(v, backSep)
+	for _, c := range back {
+		if b, err := base64.RawURLEncoding.DecodeString(c); err != nil || len(b) == 0 {
+			return nil, false
+		}
+	}
+	return back, true
+}
+
 // query is the search as a URL query (without the cursor), for links.
 func (es eventSearch) query() url.Values {
 	q := url.Values{}
@@ -208,7 +239,8 @@ type eventsView struct {
 	Rows       []eventRow
 	NextURL    string
 	FirstURL   string
-	Paged      bool // this is not the first page
+	PrevURL    string // empty on the first page, and when the way back is not known
+	Paged      bool   // this is not the first page
 	ShowTenant bool
 	Filtered   bool
 }
@@ -258,9 +290,29 @@ func (s *Server) eventsPage(ctx context.Context, w http.ResponseWriter, r *http.
 			SentAt: s.stamp(e.SentAt), ClosedAt: s.stamp(e.ClosedAt),
 		})
 	}
+	back, known := readBack(r.URL.Query())
+	if es.cursor != nil && known {
+		ev.PrevURL = ev.FirstURL
+		if n := len(back); n > 0 {
+			pq := es.query()
+			pq.Set("cursor", back[n-1])
+			if n > 1 {
+				pq.Set("back", strings.Join(back[:n-1], backSep))
+			}
+			ev.PrevURL = "/events?" + pq.Encode()
+		}
+	}
 	if next != "" {
 		nq := es.query()
 		nq.Set("cursor", next)
+		if es.cursor != nil {
+			// The way back: the cursors of the pages before this one, and this one's.
+			if trail := strings.Join(append(back, r.URL.Query().Get("cursor")), backSep); known && len(trail) <= maxBackTrail {
+				nq.Set("back", trail)
+			} else {
+				nq.Set("back", backUnknown)
+			}
+		}
 		ev.NextURL = "/events?" + nq.Encode()
 	}
 	v.Events = ev

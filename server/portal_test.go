@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -222,5 +224,49 @@ func TestEventPageAttemptWithoutHeaders(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the page lacks %q", want)
 		}
+	}
+}
+
+// TestEventsPreviousLink: a page reached with a trail of cursors links back to the page
+// before it; a trail that is not one this server gave, or was dropped, gives no Previous
+// link (First still works), and is no error.
+func TestEventsPreviousLink(t *testing.T) {
+	c := browserClient(t)
+	signIn(t, c, shared.operator)
+	// Cursors of the shape visibility gives (JSON); these start from the beginning.
+	c1, c2 := base64.RawURLEncoding.EncodeToString([]byte("{}")), base64.RawURLEncoding.EncodeToString([]byte("{ }"))
+	for _, tc := range []struct {
+		back, want string
+	}{
+		{"", `href="/events?limit=5"`},
+		{c1, `href="/events?cursor=` + c1 + `&amp;limit=5"`},
+		{c1 + "." + c2, `href="/events?back=` + c1 + `&amp;cursor=` + c2 + `&amp;limit=5"`},
+		{"-", ""},
+		{"not base64!", ""},
+	} {
+		path := "/events?limit=5&cursor=" + c2
+		if tc.back != "" {
+			path += "&back=" + url.QueryEscape(tc.back)
+		}
+		code, body := get(t, c, path)
+		if code != http.StatusOK || !strings.Contains(body, `id="first-page"`) {
+			t.Fatalf("GET %s: status %d, First link %v: %s", path, code, strings.Contains(body, `id="first-page"`), body[max(0, strings.Index(body, "<main")):])
+		}
+		i := strings.Index(body, `id="prev-page"`)
+		switch {
+		case tc.want == "" && i >= 0:
+			t.Errorf("back %q: a Previous link, want none", tc.back)
+		case tc.want != "" && (i < 0 || !strings.Contains(body[max(0, i-200):i], tc.want)):
+			t.Errorf("back %q: Previous link %q, want %s", tc.back, body[max(0, i-200):max(0, i)], tc.want)
+		}
+	}
+}
+
+// TestEventsForeignCursor: a cursor no page gave is refused at once, with what to do.
+func TestEventsForeignCursor(t *testing.T) {
+	c := base64.RawURLEncoding.EncodeToString([]byte("two"))
+	code, body := call(t, "GET", "/v1/events?cursor="+c, shared.operator, nil)
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "start from the first page") {
+		t.Fatalf("GET /v1/events with a foreign cursor: %d %v, want 400 saying to start from the first page", code, body)
 	}
 }

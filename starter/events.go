@@ -2,6 +2,7 @@ package starter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,6 +57,11 @@ func (s *Client) ListEvents(ctx context.Context, f herald.EventFilter, cursor []
 	}
 	if f.State != "" && !slices.Contains(herald.EventStates, f.State) {
 		return EventPage{}, fmt.Errorf("%w: state %q is unknown: use one of %s", ErrInvalid, f.State, eventStateNames())
+	}
+	// Visibility stores' cursors are JSON. Refused here, another is no quick error: the
+	// SQL store fails it in a way the client retries until its deadline.
+	if cursor != nil && !json.Valid(cursor) {
+		return EventPage{}, fmt.Errorf("%w: the cursor is not one a page gave: start from the first page", ErrInvalid)
 	}
 	resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Query: f.Query(), PageSize: int32(limit), NextPageToken: cursor,
