@@ -40,9 +40,13 @@ type LocalLease struct {
 	// the lease, since the renewal may shrink it to what it asked for.
 	Renewing bool
 	Flight   int
-	// Settle is set when a renewal lent fewer permits than the gate's Flight: the endpoint
-	// workflow keeps the difference counted (Limiter.KeepFlight) until the next renewal,
-	// which then goes at the next pass, with or without a lease, to give it back.
+	// Claim is what the renewal in flight asks the endpoint workflow to keep counted until
+	// the next one (Limiter.KeepFlight): the attempts running when it was sent, or its
+	// Flight if more.
+	Claim int
+	// Settle is set when a renewal lent fewer permits than its Claim: the endpoint
+	// workflow counts the difference until the next renewal, which goes, with or without
+	// a lease, as soon as what runs fits the lease (SettleNow) or at the next pass.
 	Settle bool
 }
 
@@ -80,7 +84,7 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	h.Known, h.Snapshot = true, s
 	if leased {
 		h.Permits, h.Renewing = permits, false
-		h.Settle = permits < h.Flight
+		h.Settle = permits < h.Claim
 	}
 	h.Told = max(h.Told, seen)
 	h.Spare = 0
@@ -193,6 +197,7 @@ func (h *LocalLease) Want(stopping bool) int {
 // not look idle (and be given back) before they do.
 func (h *LocalLease) StartRenewal(want int) (sentSeq int) {
 	h.Renewing, h.Flight, h.Settle = true, min(h.Permits, want), false
+	h.Claim = max(h.InUse, h.Flight)
 	h.Peak, h.Used, h.Demand = h.InUse+h.Demand, h.Demand > 0, 0
 	return h.Seq
 }

@@ -331,3 +331,28 @@ func TestLocalLeaseSettles(t *testing.T) {
 		t.Fatal("settled, idle, no lease: renews again")
 	}
 }
+
+// TestLocalLeaseSettlesSpares: a gate running on spare permits alone asks for a lease and
+// gets none (others queue); the endpoint counts its running attempts until it renews
+// again, which it does once they end, though it holds no lease.
+func TestLocalLeaseSettlesSpares(t *testing.T) {
+	var h LocalLease
+	h.Heard(closedSnapshot(8, 8), false, 0, 0) // 2 spare permits
+	if !h.Admit(false, false) {
+		t.Fatal("a spare permit not admitted")
+	}
+	h.StartRenewal(h.Want(false))
+	if h.Claim != 1 {
+		t.Fatalf("claim %d, want the 1 attempt running", h.Claim)
+	}
+	queued := closedSnapshot(8, 0)
+	queued.Queue = 3
+	h.Heard(queued, true, 0, h.Seq)
+	if !h.Settle || h.SettleNow() {
+		t.Fatalf("lent 0 while 1 runs: settle %v, now %v; want settling once it ends", h.Settle, h.SettleNow())
+	}
+	h.Finish(true, false)
+	if !h.SettleNow() || h.Background(nil, false, false, false) != Renew {
+		t.Fatal("the spare attempt ended: does not renew to settle")
+	}
+}
