@@ -465,7 +465,7 @@ func (g *Gate) kick(e *gateEntry) {
 	e.mu.Lock()
 	busy := e.call != nil
 	act := policy.Report
-	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settle {
+	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settling() {
 		act = policy.Renew
 	}
 	e.mu.Unlock()

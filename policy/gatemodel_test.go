@@ -226,7 +226,7 @@ func (m *gateModel) tell(g *gmGate, kick bool) {
 	if g.renewal != nil {
 		return
 	}
-	renew := g.h.Permits > 0 || g.h.Demand > 0 || g.h.Growing() || g.h.Settle
+	renew := g.h.Permits > 0 || g.h.Demand > 0 || g.h.Growing() || g.h.Settling()
 	if !kick {
 		switch g.h.Background(g.outcomes, g.until.Sub(m.now) < 2*gmEvery, false, false) {
 		case Renew:

@@ -40,15 +40,16 @@ type LocalLease struct {
 	// the lease, since the renewal may shrink it to what it asked for.
 	Renewing bool
 	Flight   int
-	// Claim is what the renewal in flight asks the endpoint workflow to keep counted until
+	// Claim is what the last renewal asked the endpoint workflow to keep counted until
 	// the next one (Limiter.KeepFlight): the attempts running when it was sent, or its
-	// Flight if more.
+	// Flight if more. Zero after a renewal that got no answer.
 	Claim int
-	// Settle is set when a renewal lent fewer permits than its Claim: the endpoint
-	// workflow counts the difference until the next renewal, which goes, with or without
-	// a lease, as soon as what runs fits the lease (SettleNow) or at the next pass.
-	Settle bool
 }
+
+// Settling says whether the last renewal lent fewer permits than it claimed: the endpoint
+// workflow counts the difference until the next renewal, which goes, with or without a
+// lease, as soon as what runs fits the lease (SettleNow) or at the next pass.
+func (h *LocalLease) Settling() bool { return !h.Renewing && h.Permits < h.Claim }
 
 // SparePermits is how many attempts a gate may run at an endpoint with cap capNow without
 // holding a lease: a quarter of the cap, at most 4, none for a cap under 4. With W workers
@@ -84,7 +85,6 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	h.Known, h.Snapshot = true, s
 	if leased {
 		h.Permits, h.Renewing = permits, false
-		h.Settle = permits < h.Claim
 	}
 	h.Told = max(h.Told, seen)
 	h.Spare = 0
@@ -174,8 +174,8 @@ func (h *LocalLease) Finish(ok, own bool) (spread float64, failed, trip bool) {
 }
 
 // SettleNow says whether to renew at once rather than at the next pass: the endpoint
-// keeps counting a flight beyond the lease (Settle), and what runs now fits the lease.
-func (h *LocalLease) SettleNow() bool { return h.Settle && !h.Renewing && h.InUse <= h.Permits }
+// keeps counting a flight beyond the lease (Settling), and what runs now fits the lease.
+func (h *LocalLease) SettleNow() bool { return h.Settling() && h.InUse <= h.Permits }
 
 // Release gives back the room of an admitted attempt that never got an answer.
 func (h *LocalLease) Release() { h.InUse-- }
@@ -196,7 +196,7 @@ func (h *LocalLease) Want(stopping bool) int {
 // the next renewal: they come back for the permits this one asks for, and the lease must
 // not look idle (and be given back) before they do.
 func (h *LocalLease) StartRenewal(want int) (sentSeq int) {
-	h.Renewing, h.Flight, h.Settle = true, min(h.Permits, want), false
+	h.Renewing, h.Flight = true, min(h.Permits, want)
 	h.Claim = max(h.InUse, h.Flight)
 	h.Peak, h.Used, h.Demand = h.InUse+h.Demand, h.Demand > 0, 0
 	return h.Seq
@@ -206,7 +206,7 @@ func (h *LocalLease) StartRenewal(want int) (sentSeq int) {
 // and cut the lease to what it asked for, so the lease is taken to be what the gate was
 // allowed while the renewal was in flight.
 func (h *LocalLease) RenewFailed() {
-	h.Renewing = false
+	h.Renewing, h.Claim = false, 0
 	h.Permits = min(h.Permits, h.Flight)
 }
 
@@ -228,7 +228,7 @@ const (
 // Background says what the gate's periodic pass does. outcomes are the finished attempts
 // not yet told; closing says the lease's admission window is about to close. A lease is
 // renewed when there is something to report, a busy lease to extend, permits to give back
-// (Settle among them) or attempts that wanted room. Without a lease, outcomes are reported only when they can
+// (Settling among them) or attempts that wanted room. Without a lease, outcomes are reported only when they can
 // change a decision (Worth); a delivered fast attempt alone costs the endpoint workflow
 // nothing.
 // stale says the untold outcomes are too old to matter (see Stale).
@@ -236,7 +236,7 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 	if h.Renewing {
 		return Wait
 	}
-	if h.Settle {
+	if h.Settling() {
 		return Renew
 	}
 	idle := h.InUse == 0 && !h.Used

@@ -305,7 +305,7 @@ func TestLocalLeaseSettles(t *testing.T) {
 	h := renewedLease(4)
 	h.StartRenewal(8) // may admit up to its 4 while the renewal is on its way
 	h.Heard(closedSnapshot(4, 0), true, 0, h.Seq)
-	if !h.Settle {
+	if !h.Settling() {
 		t.Fatal("lent 0 after a flight of 4: not settling")
 	}
 	h.InUse = 1 // admitted while the renewal was on its way
@@ -320,11 +320,11 @@ func TestLocalLeaseSettles(t *testing.T) {
 		t.Fatalf("settling with no lease and nothing running: %v, want Renew", a)
 	}
 	h.StartRenewal(h.Want(false))
-	if h.Flight != 0 || h.Settle {
-		t.Fatalf("the settling renewal: flight %d, settle %v; want 0, false", h.Flight, h.Settle)
+	if h.Flight != 0 || h.Settling() {
+		t.Fatalf("the settling renewal: flight %d, settle %v; want 0, false", h.Flight, h.Settling())
 	}
 	h.Heard(closedSnapshot(4, 4), true, 0, h.Seq)
-	if h.Settle {
+	if h.Settling() {
 		t.Fatal("lent 0 after a flight of 0: settling again")
 	}
 	if a := h.Background(nil, false, false, false); a == Renew {
@@ -348,8 +348,8 @@ func TestLocalLeaseSettlesSpares(t *testing.T) {
 	queued := closedSnapshot(8, 0)
 	queued.Queue = 3
 	h.Heard(queued, true, 0, h.Seq)
-	if !h.Settle || h.SettleNow() {
-		t.Fatalf("lent 0 while 1 runs: settle %v, now %v; want settling once it ends", h.Settle, h.SettleNow())
+	if !h.Settling() || h.SettleNow() {
+		t.Fatalf("lent 0 while 1 runs: settle %v, now %v; want settling once it ends", h.Settling(), h.SettleNow())
 	}
 	h.Finish(true, false)
 	if !h.SettleNow() || h.Background(nil, false, false, false) != Renew {

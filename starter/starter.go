@@ -487,15 +487,10 @@ func (s *Client) busyStatus(ctx context.Context, wfID, eventID string) (herald.S
 		task.GetState() != enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED {
 		return herald.Status{}, false
 	}
-	attr := func(k temporal.SearchAttributeKeyKeyword) string {
-		var v string
-		if p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[k.GetName()]; p != nil {
-			_ = converter.GetDefaultDataConverter().FromPayload(p, &v)
-		}
-		return v
-	}
+	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	return herald.Status{
-		Event: herald.EventSummary{ID: eventID, EndpointID: attr(herald.AttrEndpoint), Type: attr(herald.AttrEventType)},
+		Event: herald.EventSummary{ID: eventID, EndpointID: keyword(sa[herald.AttrEndpoint.GetName()].GetData()),
+			Type: keyword(sa[herald.AttrEventType.GetName()].GetData())},
 		State: herald.StateAttempting,
 		Busy:  &herald.Busy{Since: task.GetStartedTime().AsTime()},
 	}, true
