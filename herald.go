@@ -100,11 +100,6 @@ const (
 	// AdmissionView (with a coarse snapshot, policy.Snapshot.Coarse) whenever it changes;
 	// a gate reads it with a describe, which involves no worker and adds no event.
 	MemoAdmission = "admission"
-	// SignalEndpointReport carries a Report to an endpoint workflow (from workers of the
-	// version before the gate).
-	SignalEndpointReport = "report"
-	// SignalDone returns a delivery's own permit with its outcome (Done).
-	SignalDone = "done"
 	// SignalDones returns several deliveries' own permits at once ([]Done).
 	SignalDones = "dones"
 	// SignalWait puts a delivery the gate could not admit in the endpoint's queue (WaitRequest).

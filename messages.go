@@ -31,9 +31,6 @@ type OutcomeReport struct {
 // and the outcomes since its last request.
 type LeaseRequest struct {
 	policy.LeaseRequest
-	// Report counts the outcomes for the endpoint's own counters: sent by gates of the
-	// version before the stats shards, during a rolling upgrade.
-	Report Report `json:"report"`
 }
 
 // LeaseReply is the endpoint workflow's answer: the holder's lease, what became of its
@@ -41,11 +38,7 @@ type LeaseRequest struct {
 type LeaseReply struct {
 	policy.LeaseReply
 	Endpoint Endpoint `json:"endpoint"`
-	// Threshold is how many consecutive failures make the gate stop admitting at once,
-	// before the endpoint workflow has heard of them. Gates read it from Snapshot now; it
-	// stays for gates of the version before, during a rolling upgrade.
-	Threshold int `json:"threshold"`
-	// Snapshot is the endpoint after this renewal (zero from workflows of an older version).
+	// Snapshot is the endpoint after this renewal.
 	Snapshot policy.Snapshot `json:"snapshot,omitzero"`
 }
 
@@ -54,8 +47,6 @@ type LeaseReply struct {
 type Done struct {
 	Waiter  string          `json:"waiter"`
 	Outcome *policy.Outcome `json:"outcome,omitempty"`
-	// Report is sent by gates of the version before the stats shards only.
-	Report Report `json:"report"`
 }
 
 // Hold says why an attempt did not go: the endpoint's gate or breaker held it back. A held
@@ -127,7 +118,7 @@ func (f DeadLetterFilter) Query() string {
 }
 
 // Report counts attempt outcomes for one endpoint: a worker's gate adds up what it saw,
-// and the stats shards (and, before them, the endpoint workflow) add it to its counters.
+// and the stats shards add it to the endpoint's counters.
 type Report struct {
 	Attempts  int `json:"attempts"`
 	Successes int `json:"successes"`

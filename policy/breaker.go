@@ -211,9 +211,9 @@ type Breaker struct {
 	// Config is the breaker's configuration.
 	Config BreakerConfig `json:"config"`
 	// Circuit is the current state; empty means closed.
-	Circuit CircuitState `json:"state"`
+	Circuit CircuitState `json:"circuit"`
 	// Entered is when the circuit entered its current state.
-	Entered time.Time `json:"since,omitzero"`
+	Entered time.Time `json:"entered,omitzero"`
 	// Reason says why the circuit last opened; empty while closed.
 	Reason string `json:"reason,omitempty"`
 	// TrippedAt is when the circuit last left closed; zero while closed.

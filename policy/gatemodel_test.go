@@ -67,21 +67,23 @@ type gmMsg struct {
 }
 
 type gateModel struct {
-	rng     *rand.Rand
-	lim     Limiter
-	limNow  time.Time
-	now     time.Time
-	gates   []*gmGate
-	toLim   []gmMsg
-	toGates []gmMsg
-	used    map[string]bool // waiters whose permit ran an attempt
-	nextW   int
-	pFail   float64
-	late    float64 // chance that a message takes longer than a gate waits for it
-	peak    int
-	bound   int
-	tracing bool
-	trace   []string
+	rng *rand.Rand
+	lim Limiter
+	// sendFlight: the gates send their Flight with each renewal, as the workers' gates do.
+	sendFlight bool
+	limNow     time.Time
+	now        time.Time
+	gates      []*gmGate
+	toLim      []gmMsg
+	toGates    []gmMsg
+	used       map[string]bool // waiters whose permit ran an attempt
+	nextW      int
+	pFail      float64
+	late       float64 // chance that a message takes longer than a gate waits for it
+	peak       int
+	bound      int
+	tracing    bool
+	trace      []string
 }
 
 func (m *gateModel) logf(format string, args ...any) {
@@ -256,8 +258,10 @@ func (m *gateModel) tell(g *gmGate, kick bool) {
 		TTL: duration.Duration(gmTimeout + gmMargin)}}
 	g.outcomes = nil
 	r.seq = g.h.StartRenewal(want)
-	flight := g.h.Flight
-	r.req.Flight = &flight
+	if m.sendFlight {
+		flight := g.h.Flight
+		r.req.Flight = &flight
+	}
 	m.logf("%s: renew inuse %d want %d", g.id, r.req.InUse, want)
 	g.renewal = r
 	m.send(&m.toLim, gmMsg{at: m.now.Add(m.delay()), kind: "lease", gate: g, ren: r})
@@ -344,20 +348,21 @@ func TestGatesAndLimiterKeepTheCap(t *testing.T) {
 	t.Logf("%d of %d runs reached their cap and none passed it", peaks, runs)
 }
 
-// TestGatesAndLimiterWithoutKeepFlight: the limiter of runs from before KeepFlight frees
-// the permits a cut lease's holder still uses, and the model sees the cap passed.
-func TestGatesAndLimiterWithoutKeepFlight(t *testing.T) {
+// TestGatesAndLimiterWithoutFlight: gates that send no Flight with their renewals reserve
+// nothing, so a cut lease frees the permits its holder still uses, and the model sees the
+// cap passed: the model is strong enough to find what Flight is for.
+func TestGatesAndLimiterWithoutFlight(t *testing.T) {
 	for run := range 300 {
 		if _, err := runGateModel(int64(20261201+run), false, false); err != nil {
 			return
 		}
 	}
-	t.Fatal("300 runs without KeepFlight kept the cap: the model no longer finds what KeepFlight is for")
+	t.Fatal("300 runs without Flight kept the cap: the model no longer finds what Flight is for")
 }
 
 // runGateModel runs one seeded model: a random cap, 1 to 4 workers, message delays, a
 // failure rate. It returns the first time the attempts running passed the bound.
-func runGateModel(seed int64, keepFlight, trace bool) (*gateModel, error) {
+func runGateModel(seed int64, sendFlight, trace bool) (*gateModel, error) {
 	rng := rand.New(rand.NewSource(seed))
 	c := DefaultLimiterConfig()
 	c.Capacity.MaxInFlight = 1 + rng.Intn(12)
@@ -372,8 +377,7 @@ func runGateModel(seed int64, keepFlight, trace bool) (*gateModel, error) {
 	}
 	workers := 1 + rng.Intn(4)
 	lim := NewLimiter(c)
-	lim.KeepFlight = keepFlight
-	m := &gateModel{rng: rng, lim: lim, limNow: limiterEpoch, now: limiterEpoch, used: map[string]bool{}, tracing: trace,
+	m := &gateModel{rng: rng, lim: lim, sendFlight: sendFlight, limNow: limiterEpoch, now: limiterEpoch, used: map[string]bool{}, tracing: trace,
 		pFail: []float64{0, 0, 0.05, 0.5}[rng.Intn(4)], late: []float64{0, 0, 0.02, 0.2}[rng.Intn(4)],
 		bound: c.Capacity.MaxInFlight + workers*SparePermits(c.Capacity.MaxInFlight)}
 	for i := range workers {
@@ -390,10 +394,14 @@ func runGateModel(seed int64, keepFlight, trace bool) (*gateModel, error) {
 
 // TestLimiterKeepFlight: a renewal that cuts a lease (others queue) keeps the permits the
 // holder could still be using counted until its next renewal; the waiters get them then.
+// A renewal without a Flight keeps nothing beyond what runs.
 func TestLimiterKeepFlight(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		g := NewLimiter(limiterTestConfig()) // cap 4
-		g.KeepFlight = keep
+		var flight *int
+		if keep {
+			flight = ptr(4)
+		}
 		now := limiterEpoch
 		if r := g.Lease(now, LeaseRequest{Holder: "a", Want: 4}); r.Permits != 4 {
 			t.Fatalf("first lease: %d permits, want the cap of 4", r.Permits)
@@ -403,16 +411,16 @@ func TestLimiterKeepFlight(t *testing.T) {
 		}
 		// a asked while running 1; by the time it arrives a may run its 4 again.
 		now = now.Add(time.Second)
-		r := g.Lease(now, LeaseRequest{Holder: "a", InUse: 1, Want: 8, Flight: ptr(4)})
+		r := g.Lease(now, LeaseRequest{Holder: "a", InUse: 1, Want: 8, Flight: flight})
 		if r.Permits != 1 {
 			t.Fatalf("renewal with others queued: %d permits, want the 1 running", r.Permits)
 		}
 		wakes := g.Tick(now)
 		if keep && (len(wakes) != 0 || g.Ledger.InUse(now) != 4) {
-			t.Fatalf("KeepFlight: woke %v with a's 4 in flight counted %d; want nobody woken, 4 counted", wakes, g.Ledger.InUse(now))
+			t.Fatalf("Flight 4: woke %v with a's 4 in flight counted %d; want nobody woken, 4 counted", wakes, g.Ledger.InUse(now))
 		}
 		if !keep && len(wakes) != 1 {
-			t.Fatalf("without KeepFlight: woke %v, want w1 (the permits a may still use)", wakes)
+			t.Fatalf("without Flight: woke %v, want w1 (nothing reserved)", wakes)
 		}
 		if !keep {
 			continue

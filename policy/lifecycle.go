@@ -81,11 +81,8 @@ func (c LimiterConfig) disableAfter() time.Duration {
 
 // recordLifecycle takes one outcome: a success ends a failing spell, a 410 disables the
 // endpoint at once, and a failure that comes DisableAfter or more into a failing spell
-// disables it. Only a limiter with Lifecycle set does any of this.
+// disables it.
 func (g *Limiter) recordLifecycle(o Outcome) {
-	if !g.Lifecycle {
-		return
-	}
 	if o.OK {
 		g.FailingSince = time.Time{}
 		return

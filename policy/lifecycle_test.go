@@ -7,12 +7,6 @@ import (
 	"github.com/heraldhq/herald/duration"
 )
 
-func lifecycleLimiter() Limiter {
-	g := NewLimiter(DefaultLimiterConfig())
-	g.Lifecycle = true
-	return g
-}
-
 var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func fail(at time.Time) Outcome    { return Outcome{At: at} }
@@ -37,7 +31,7 @@ func TestLifecycleFailingSpell(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := lifecycleLimiter()
+			g := NewLimiter(DefaultLimiterConfig())
 			g.Config.DisableAfter = duration.Duration(tc.disable)
 			g.Record(t0, tc.outs)
 			if (g.Disabled != nil) != tc.disabled || !g.FailingSince.Equal(tc.since) {
@@ -48,17 +42,10 @@ func TestLifecycleFailingSpell(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a limiter without the lifecycle decides nothing", func(t *testing.T) {
-		g := NewLimiter(DefaultLimiterConfig())
-		g.Record(t0, []Outcome{{At: t0, Gone: true}, fail(t0.Add(6 * day))})
-		if g.Disabled != nil || !g.FailingSince.IsZero() || g.Snapshot(t0).Failing {
-			t.Errorf("disabled %+v, failing since %s: want neither", g.Disabled, g.FailingSince)
-		}
-	})
 }
 
 func TestLifecycleDisabledSendsWaitersAway(t *testing.T) {
-	g := lifecycleLimiter()
+	g := NewLimiter(DefaultLimiterConfig())
 	outs := failuresAt(t0, 5)
 	for i := range outs {
 		outs[i].Ticket = g.Snapshot(t0).Ticket

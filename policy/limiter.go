@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -82,18 +81,11 @@ type Limiter struct {
 	Config   LimiterConfig `json:"config"`
 	Breaker  Breaker       `json:"breaker"`
 	Capacity Capacity      `json:"capacity"`
-	Ledger   Ledger        `json:"permits"`
+	Ledger   Ledger        `json:"ledger"`
 	// Grants are the one-permit grants to woken waiters, with the ticket each runs under.
-	Grants []Grant `json:"singles,omitempty"`
+	Grants []Grant `json:"grants,omitempty"`
 	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit).
 	Rate RateCount `json:"rate,omitzero"`
-	// Lifecycle is set when the limiter also decides the endpoint's lifecycle (lifecycle.go):
-	// a 410 or a long failing spell disables it. Limiters of runs from before leave it unset.
-	Lifecycle bool `json:"lifecycle,omitempty"`
-	// KeepFlight is set when the limiter counts what a holder may run while its renewal is
-	// in flight (Lease): without it, a renewal that cuts a lease frees permits the holder
-	// is still using. Limiters of runs from before leave it unset.
-	KeepFlight bool `json:"keep_flight,omitempty"`
 	// Disabled is set while the endpoint is disabled: it receives nothing.
 	Disabled *Disablement `json:"disabled,omitempty"`
 	// FailingSince is when the current spell of failures began (zero after a success).
@@ -135,12 +127,11 @@ type LeaseRequest struct {
 	Outcomes []Outcome `json:"outcomes,omitempty"`
 	// Waiters are attempts at this holder that its lease could not admit. As many as the
 	// renewed lease has room for are covered by it; each of the others is granted a permit
-	// of its own, or queued. Only gates of the version before Wait send them (they waited
-	// for the answer inside an attempt); today's gates queue attempts with Wait.
+	// of its own, or queued. The workers' gates send none: they queue attempts with Wait.
 	Waiters []string `json:"waiters,omitempty"`
 	// Flight is how many attempts the holder may admit under its lease while this request
 	// is on its way (LocalLease.Flight): the endpoint keeps them counted until the
-	// holder's next request (Limiter.KeepFlight). Gates from before it send none.
+	// holder's next request (Ledger.Reserve). Nil reserves nothing.
 	Flight *int `json:"flight,omitempty"`
 	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
 	// Give the holder's attempt timeout plus a margin.
@@ -173,9 +164,7 @@ const (
 	WaiterRefused WaiterOutcome = "refused"
 )
 
-// WaiterReply says what became of one waiter. Its JSON also carries the booleans
-// "covered", "granted" and "queued" that gates before the outcome field read, and a reply
-// that has only those decodes to the same outcome.
+// WaiterReply says what became of one waiter.
 type WaiterReply struct {
 	Waiter  string        `json:"waiter"`
 	Outcome WaiterOutcome `json:"outcome"`
@@ -189,45 +178,6 @@ type WaiterReply struct {
 	// when to ask again).
 	Reason  string    `json:"reason,omitempty"`
 	RetryAt time.Time `json:"retry_at,omitzero"`
-}
-
-// waiterReplyJSON is WaiterReply on the wire: the outcome, and the booleans it replaced.
-type waiterReplyJSON struct {
-	waiterReplyFields
-	Covered bool `json:"covered,omitempty"`
-	Granted bool `json:"granted,omitempty"`
-	Queued  bool `json:"queued,omitempty"`
-}
-
-// waiterReplyFields has WaiterReply's fields without its methods.
-type waiterReplyFields WaiterReply
-
-// MarshalJSON writes the outcome and, for gates of the version before it, its boolean.
-func (r WaiterReply) MarshalJSON() ([]byte, error) {
-	return json.Marshal(waiterReplyJSON{waiterReplyFields: waiterReplyFields(r),
-		Covered: r.Outcome == WaiterCovered, Granted: r.Outcome == WaiterGranted, Queued: r.Outcome == WaiterQueued})
-}
-
-// UnmarshalJSON reads the outcome, or derives it from the booleans of a reply without one.
-func (r *WaiterReply) UnmarshalJSON(b []byte) error {
-	var v waiterReplyJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*r = WaiterReply(v.waiterReplyFields)
-	if r.Outcome == "" {
-		switch {
-		case v.Covered:
-			r.Outcome = WaiterCovered
-		case v.Granted:
-			r.Outcome = WaiterGranted
-		case v.Queued:
-			r.Outcome = WaiterQueued
-		default:
-			r.Outcome = WaiterRefused
-		}
-	}
-	return nil
 }
 
 // NewLimiter returns a limiter with a closed circuit and no permits out. Check c first.
@@ -260,10 +210,8 @@ func (g *Limiter) Cap() int { return max(g.Capacity.Cap(), 1) }
 // a free permit while closed), or else queued behind those already waiting.
 //
 // While the request was on its way, the holder went on admitting against the lease it
-// had, up to its Flight: with KeepFlight, a lease cut below that keeps the difference
-// counted toward the cap until the holder next renews (Ledger.Reserve). A gate from
-// before Flight existed is answered as before (it does not renew to give a reservation
-// back, so one would last until its lease expired).
+// had, up to its Flight: a lease cut below that keeps the difference counted toward the
+// cap until the holder next renews (Ledger.Reserve).
 func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.Record(now, r.Outcomes)
 	g.expire(now)
@@ -291,7 +239,7 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	}
 	ttl = min(ttl, MaxLeaseTTL)
 	l := g.Ledger.Lend(r.Holder, want, capNow, ttl, now)
-	if g.KeepFlight && r.Flight != nil {
+	if r.Flight != nil {
 		g.Ledger.Reserve(r.Holder, max(r.InUse, *r.Flight), now.Add(ttl))
 	}
 	reply := LeaseReply{Permits: l.Permits, Expires: l.Expires, Circuit: g.Breaker.State()}
@@ -499,201 +447,6 @@ func (g *Limiter) expire(now time.Time) {
 
 func (g *Limiter) single(w string) int {
 	return slices.IndexFunc(g.Grants, func(s Grant) bool { return s.Waiter == w })
-}
-
-// LimiterView is the limiter as people see it. herald.EndpointState embeds it: these are
-// fields of an endpoint's state on the wire.
-type LimiterView struct {
-	// Circuit is the circuit breaker's state.
-	Circuit CircuitView `json:"circuit"`
-	// InFlight is how many permits are out (attempts running or leased to workers).
-	InFlight int `json:"in_flight"`
-	// Cap is the current concurrency cap; MaxInFlight the configured one (the cap is
-	// lower while the endpoint is slow).
-	Cap         int `json:"cap"`
-	MaxInFlight int `json:"max_in_flight"`
-	// RateLimit is the most requests that may start per aligned second (0: no limit).
-	RateLimit int `json:"rate_limit,omitempty"`
-	// Leases are the blocks of permits held by workers and waiting deliveries.
-	Leases []Lease `json:"leases,omitempty"`
-	// Queue is how many deliveries wait for a permit or for the circuit to close.
-	Queue int `json:"queue"`
-	// P50 and P99 are attempt latencies over the recent window.
-	P50 duration.Duration `json:"p50"`
-	P99 duration.Duration `json:"p99"`
-	Lifecycle
-}
-
-// CircuitView is the circuit breaker as people see it.
-type CircuitView struct {
-	// State is closed, open or half_open.
-	State CircuitState `json:"state"`
-	// Since is when the circuit entered State.
-	Since time.Time `json:"since,omitzero"`
-	// Reason says what tripped it, e.g. "5 consecutive failures".
-	Reason string `json:"reason,omitempty"`
-	// TrippedAt is when it last opened.
-	TrippedAt time.Time `json:"tripped_at,omitzero"`
-	// NextProbeAt is when the next probe may go (open only).
-	NextProbeAt time.Time `json:"next_probe_at,omitzero"`
-}
-
-// Lifecycle is an endpoint's lifecycle as people see it. herald.EndpointState embeds it
-// through LimiterView.
-type Lifecycle struct {
-	// Disabled is set while the endpoint is disabled: why, and since when.
-	Disabled *Disablement `json:"disabled,omitempty"`
-	// FailingSince is when the current spell of failed attempts began (none: zero).
-	FailingSince time.Time `json:"failing_since,omitzero"`
-}
-
-// View summarizes the limiter at now.
-func (g *Limiter) View(now time.Time) LimiterView {
-	var live []Lease
-	for _, l := range g.Ledger.Held {
-		if l.Expires.After(now) {
-			live = append(live, l)
-		}
-	}
-	return LimiterView{
-		Circuit: CircuitView{
-			State:       g.Breaker.State(),
-			Since:       g.Breaker.Since(),
-			Reason:      g.Breaker.TripReason(),
-			TrippedAt:   g.Breaker.TrippedAt,
-			NextProbeAt: g.Breaker.NextProbeAt(),
-		},
-		InFlight:    g.Ledger.InUse(now),
-		Cap:         g.Cap(),
-		MaxInFlight: g.Capacity.Config.MaxInFlight,
-		RateLimit:   g.Config.RateLimit,
-		Leases:      live,
-		Queue:       len(g.Ledger.Waiting),
-		P50:         duration.Duration(g.Capacity.Percentile(now, 0.5)),
-		P99:         duration.Duration(g.Capacity.Percentile(now, 0.99)),
-		Lifecycle:   Lifecycle{Disabled: g.Disabled, FailingSince: g.FailingSince},
-	}
-}
-
-// MaxConfigAge is the oldest a worker's knowledge of an endpoint (its configuration, its
-// circuit) may be when an attempt starts; the gate asks again past it.
-const MaxConfigAge = time.Second
-
-// ConfigSettle is how long a change to a registered endpoint waits before it returns:
-// past MaxConfigAge, with a margin for clocks that run at slightly different rates, so
-// that every attempt that starts after the change has returned uses it, on any worker.
-const ConfigSettle = MaxConfigAge + MaxConfigAge/10
-
-// UnreachableRecheck is how long a delivery waits before it asks again when its endpoint
-// workflow could not be reached.
-const UnreachableRecheck = 10 * time.Second
-
-// QueueFullRecheck is how long a delivery that found the endpoint's queue full waits before
-// it asks again: a minute past the probe (retryAt, if any), and never longer than a queued
-// delivery would (MaxQueuedWait), so that a circuit closed by hand early lets it go soon.
-func QueueFullRecheck(retryAt, now time.Time) time.Duration {
-	return min(HoldRecheck(false, retryAt, now)+time.Minute, MaxQueuedWait)
-}
-
-// NotStartedRecheck is how long a delivery waits before it makes again an attempt that
-// could not start (no worker slot in time, the worker stopping).
-const NotStartedRecheck = 10 * time.Second
-
-// MaxQueuedWait is how long a queued attempt waits for its permit before it asks again, in
-// case the permit's signal was lost.
-const MaxQueuedWait = 10 * time.Minute
-
-// HoldRecheck is how long an attempt held back by its endpoint waits before asking again
-// if no permit reaches it: a queued one is signalled when its turn comes and asks again
-// only after MaxQueuedWait, or just after retryAt (the probe time) if that is sooner; one
-// that could not be queued asks again just after retryAt, or in a second.
-func HoldRecheck(queued bool, retryAt, now time.Time) time.Duration {
-	again := MaxQueuedWait
-	if !queued {
-		again = time.Second
-	}
-	if !retryAt.IsZero() && retryAt.After(now) && (!queued || retryAt.Sub(now) < again) {
-		again = retryAt.Sub(now) + time.Second
-	}
-	return again
-}
-
-// Snapshot is what a worker's gate knows of an endpoint between messages: enough to admit
-// attempts on its own (closed, nobody queued, room under the cap) and to say why an attempt
-// must wait otherwise. The endpoint workflow answers it to a query (no history event) and
-// with every lease renewal.
-type Snapshot struct {
-	Circuit CircuitState `json:"circuit"`
-	// Ticket goes with the outcomes of attempts admitted while closed.
-	Ticket Ticket `json:"ticket"`
-	// Cap is the concurrency cap in force; Free the permits nobody holds.
-	Cap  int `json:"cap"`
-	Free int `json:"free"`
-	// Queue is how many attempts wait in the endpoint's queue; QueueFull is set when no
-	// more can be queued.
-	Queue     int  `json:"queue"`
-	QueueFull bool `json:"queue_full,omitempty"`
-	// Threshold is how many consecutive failures trip the breaker.
-	Threshold int `json:"threshold"`
-	// Slow is the latency from which an attempt counts toward slowing the cap down.
-	Slow duration.Duration `json:"slow"`
-	// RateLimit, when set, is the endpoint's rate limit in requests per second: the gate
-	// admits no attempt on its own (no lease, no spare permits); each waits for a grant.
-	RateLimit int `json:"rate_limit,omitempty"`
-	// Reason says why attempts wait now (empty while they need not); RetryAt is when the
-	// next probe is due, for an open circuit.
-	Reason  string    `json:"reason,omitempty"`
-	RetryAt time.Time `json:"retry_at,omitzero"`
-	// Disabled is set while the endpoint is disabled: nothing is admitted or queued.
-	Disabled bool `json:"disabled,omitempty"`
-	// Failing is set during a spell of failed attempts: a success is then worth telling
-	// the endpoint workflow at once, as it ends the spell (see DisableAfter).
-	Failing bool `json:"failing,omitempty"`
-}
-
-// RateTurn says whether an attempt that waits for a grant is only taking its turn at a
-// rate-limited endpoint (closed, nobody else queued): the normal path of each of its
-// attempts, not a hold to show in listings.
-func (s Snapshot) RateTurn() bool {
-	return s.RateLimit > 0 && s.Circuit == CircuitClosed && s.Queue == 0
-}
-
-// Snapshot returns what a gate needs to know of the limiter at now. It changes nothing (a
-// query handler calls it).
-func (g *Limiter) Snapshot(now time.Time) Snapshot {
-	s := Snapshot{
-		Circuit:   g.Breaker.State(),
-		Cap:       g.Cap(),
-		Free:      g.Ledger.Free(g.Cap(), now),
-		Queue:     len(g.Ledger.Waiting),
-		QueueFull: len(g.Ledger.Waiting) >= g.Config.MaxQueue,
-		Threshold: g.Config.Breaker.ConsecutiveFailures,
-		Slow:      g.Capacity.Config.RecoverP99,
-		RateLimit: g.Config.RateLimit,
-	}
-	if t, ok := g.Breaker.Ticket(); ok {
-		s.Ticket = t
-	}
-	if s.Circuit != CircuitClosed || s.Queue > 0 || s.Free == 0 || s.RateLimit > 0 {
-		s.Reason, s.RetryAt = g.holdReason(now)
-	}
-	if g.Lifecycle {
-		s.Failing = !g.FailingSince.IsZero()
-	}
-	if d := g.Disabled; d != nil {
-		s.Disabled, s.Reason, s.RetryAt = true, "endpoint disabled: "+d.Reason, time.Time{}
-	}
-	return s
-}
-
-// Coarse is s with the numbers that change with every lease and every waiter rounded to
-// what a gate decides by: Free at most one more than the spare permits (room for spares,
-// and more), Queue 0 or 1 (nobody, or somebody waits). A workflow can publish it, and
-// publish it again only when it changes, which is rarely while an endpoint is quiet.
-func (s Snapshot) Coarse() Snapshot {
-	s.Free = min(s.Free, SparePermits(s.Cap)+1)
-	s.Queue = min(s.Queue, 1)
-	return s
 }
 
 // Wait takes a waiter that its worker's gate could not admit: it is granted a permit of

@@ -41,7 +41,7 @@ type LocalLease struct {
 	Renewing bool
 	Flight   int
 	// Claim is what the last renewal asked the endpoint workflow to keep counted until
-	// the next one (Limiter.KeepFlight): the attempts running when it was sent, or its
+	// the next one (Ledger.Reserve): the attempts running when it was sent, or its
 	// Flight if more. Zero after a renewal that got no answer.
 	Claim int
 }

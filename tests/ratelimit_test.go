@@ -92,8 +92,7 @@ func TestRateLimitTwoWorkers(t *testing.T) {
 }
 
 // TestRecordRateLimitHistories records the histories of a rate-limited endpoint (grants per
-// second, the versionRateLimit marker) and of a delivery that waited for its grant, for
-// TestReplayHistories. It runs only with -record:
+// second) and of a delivery that waited for its grant, for TestReplayHistories. It runs only with -record:
 //
 //	go test ./tests -run TestRecordRateLimitHistories -record
 func TestRecordRateLimitHistories(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
-	sdkworkflow "go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/heraldhq/herald"
@@ -43,8 +42,8 @@ func TestReplayHistories(t *testing.T) {
 		t.Fatalf("no histories in %s: record them with go test ./tests -run TestRecordHistories -record", historyDir)
 	}
 	r := worker.NewWorkflowReplayer()
-	heraldworker.Register(r, loopback)
-	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, sdkworkflow.RegisterOptions{Name: herald.EventTypesWorkflow})
+	heraldworker.Register(r)
+	heraldworker.RegisterEndpoints(r, loopback)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
@@ -115,6 +114,14 @@ func TestRecordHistories(t *testing.T) {
 		return err == nil && ep.Counters.Attempts == 3
 	})
 
+	// Fan-out: an event published to a tenant goes to each endpoint subscribed to its type.
+	putSubscribed(t, "rec-fan-paid", "rec-fan", ok.URL, []string{"test.recorded"}, 3)
+	putSubscribed(t, "rec-fan-all", "rec-fan", ok.URL, nil, 3)
+	if _, err := shared.starter.Publish(ctx, "rec-fan", starter.Event{ID: "evt_rec_fanout", Type: "test.recorded", Data: json.RawMessage(`{"n":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitEventSettled(t, "rec-fan", "evt_rec_fanout", 2, herald.StateDelivered)
+
 	// The catalog of event types: a type put with a schema, changed, and strict types on and off.
 	desc := "A type recorded for the replay test."
 	for _, req := range []herald.PutEventTypeRequest{
@@ -139,6 +146,9 @@ func TestRecordHistories(t *testing.T) {
 	save(t, "delivery_held_by_breaker.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_held_by_breaker"))
 	save(t, "endpoint_breaker_probe.json", herald.EndpointWorkflowID("rec-breaker"))
 	save(t, "bulk_replay_at.json", wfID)
+	save(t, "delivery_fanout.json", herald.FanoutDeliveryID("rec-fan", "rec-fan-paid", "evt_rec_fanout"))
+	save(t, "subscriptions_fanout.json", herald.SubscriptionsWorkflowID("rec-fan"))
+	save(t, "endpoint_stats.json", herald.StatsWorkflowID("rec-ok"))
 }
 
 func save(t *testing.T, name, workflowID string) {

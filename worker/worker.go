@@ -4,7 +4,9 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/workflows"
@@ -87,7 +90,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 	gate := activities.NewGate(c, o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, herald.EndpointTaskQueue(o.TaskQueue), o.Logger)
-	Register(w, o.Net)
+	Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Gate:     gate,
 		HTTP:     activities.NewHTTPClient(o.Net),
@@ -101,17 +104,28 @@ func New(c client.Client, o Options) (*Worker, error) {
 	return &Worker{w: w, ew: ew, gate: gate}, nil
 }
 
-// Register registers Herald's workflows on r (a worker or a replayer). net is the SSRF
-// policy the endpoint workflow checks registered URLs against. The workflows record their
-// metrics through the client's MetricsHandler. The endpoint workflow is registered here
-// too, for the runs started on the main task queue before endpoints had their own.
+// Identity is the Temporal client identity of a Herald process, which the Web UI shows for
+// each poller of a task queue: base (the SDK's usual "pid@host" when empty), then
+// "herald/" and the release (herald.Version), then the payload keys it holds
+// (codec.Identity), which producers read to check that the workers can decrypt what they
+// send. Give it to client.Options.Identity; the workers poll with the client's identity.
+func Identity(base string, keys *codec.Keyring) string {
+	if base == "" {
+		host, _ := os.Hostname()
+		base = fmt.Sprintf("%d@%s", os.Getpid(), host)
+	}
+	return codec.Identity(base+" herald/"+herald.Version, keys)
+}
+
+// Register registers the workflows of Herald's task queue on r (a worker or a replayer):
+// the delivery, the bulk replay, and the record of an event no endpoint subscribed to
+// (workflows.NoDestination). The workflows record their metrics through the client's
+// MetricsHandler.
 func Register(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
-}, net netguard.Policy) {
+}) {
 	dw := &workflows.DeliveryWorkflow{}
 	r.RegisterWorkflowWithOptions(dw.Run, workflow.RegisterOptions{Name: herald.DeliveryWorkflow})
-	ew := &workflows.EndpointWorkflow{Net: net}
-	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.NoDestination, workflow.RegisterOptions{Name: herald.NoDestinationWorkflow})
 }

@@ -48,14 +48,12 @@ func BulkReplay(ctx workflow.Context, in BulkReplayInput) (BulkReplayResult, err
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 		Summary:             "replay dead letters: " + in.Filter.Query(),
 	})
+	// Replay only what was a dead letter when the replay was asked for (at start, or at
+	// in.At): another bulk replay's replays that park again are not replayed twice.
 	f := in.Filter
-	if workflow.GetVersion(ctx, versionBulkReplayDeadBefore, workflow.DefaultVersion, 1) == 1 {
-		// Replay only what was a dead letter when the replay was asked for (at start, or
-		// at In.At): another bulk replay's replays that park again are not replayed twice.
-		f.DeadBefore = workflow.GetInfo(ctx).WorkflowStartTime
-		if in.At.After(f.DeadBefore) {
-			f.DeadBefore = in.At
-		}
+	f.DeadBefore = workflow.GetInfo(ctx).WorkflowStartTime
+	if in.At.After(f.DeadBefore) {
+		f.DeadBefore = in.At
 	}
 	var op *activities.Operator
 	var n activities.ReplayCount

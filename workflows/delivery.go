@@ -91,10 +91,8 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
 		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)
-		if workflow.GetVersion(ctx, versionReplayMarksAttempting, workflow.DefaultVersion, 1) == 1 {
-			// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
-			d.setState(ctx, herald.StateAttempting, true)
-		}
+		// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
+		d.setState(ctx, herald.StateAttempting, true)
 		info := workflow.GetInfo(ctx)
 		if info.GetCurrentHistoryLength() > continueAsNewEvents || info.GetContinueAsNewSuggested() {
 			return d.status, d.continueAsNew(ctx)
@@ -128,19 +126,13 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			if errors.As(err, &canceled) {
 				return herald.Settings{}, false, err
 			}
-			if workflow.GetVersion(ctx, versionNoAttemptWithoutRequest, workflow.DefaultVersion, 1) == 1 {
-				// The attempt never reached the receiver (no slot in time, the worker
-				// stopping): it uses none of the ladder. Wait, then make attempt n again.
-				d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: herald.Duration(policy.NotStartedRecheck)}, round, n)
-				n--
-				continue
-			}
-			// Before that version: counted as a failed attempt.
-			res = herald.Result{Number: n, StartedAt: workflow.Now(ctx), Outcome: herald.OutcomeNetwork,
-				Error: "attempt did not complete: " + err.Error(), Policy: lastPolicy(d.status.Attempts)}
+			// The attempt never reached the receiver (no slot in time, the worker stopping):
+			// it uses none of the ladder. Wait, then make attempt n again.
+			d.wait(ctx, &herald.Hold{Reason: "the attempt could not start: " + err.Error(), Recheck: herald.Duration(policy.NotStartedRecheck)}, round, n)
+			n--
+			continue
 		}
-		if res.Held != nil && res.Held.Disabled &&
-			workflow.GetVersion(ctx, versionDisabledEndpoint, workflow.DefaultVersion, 1) == 1 {
+		if res.Held != nil && res.Held.Disabled {
 			// The endpoint is disabled: no request, no attempt used, and no waiting.
 			d.status.Waiting = nil
 			d.status.Reason = res.Held.Reason
@@ -165,16 +157,13 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			d.record(rec)
 			d.status.DeliveredAt = res.StartedAt.Add(res.Duration.Std())
 			// A first-try success stays on the fast path: no search attribute update.
-			upsert := n > 1 || round > 0
-			if !upsert && d.held && workflow.GetVersion(ctx, versionHeldDeliveredUpsert, workflow.DefaultVersion, 1) == 1 {
-				upsert = true // waiting_endpoint was written: overwrite it
-			}
-			d.setState(ctx, herald.StateDelivered, upsert)
+			// A delivery that was held wrote waiting_endpoint: overwrite it.
+			d.setState(ctx, herald.StateDelivered, n > 1 || round > 0 || d.held)
 			return res.Policy, true, nil
 		}
 		ra := res.RetryAfter()
 		next := policy.Next(res.Policy.Ladder, n, ra, policy.JitterKey(ev.ID, round, n))
-		if res.Spread != nil && workflow.GetVersion(ctx, versionGateSpread, workflow.DefaultVersion, 1) == 1 {
+		if res.Spread != nil {
 			// The gate placed this failure among the endpoint's others: retry evenly spread.
 			next = policy.NextAt(res.Policy.Ladder, n, ra, *res.Spread)
 		}
@@ -228,10 +217,10 @@ func (d *delivery) awaitRetry(ctx workflow.Context, delay time.Duration, summary
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(timer, func(f workflow.Future) { fired, err = true, f.Get(ctx, nil) })
 	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
-		req, ok := d.takeReplay(ctx, c)
+		var req herald.ReplayRequest
+		c.Receive(ctx, &req)
 		due := at.UTC().Format(time.RFC3339)
 		switch {
-		case !ok:
 		case !req.DeadBefore.IsZero():
 			d.noteReplay(ctx, fmt.Sprintf("ignored: a bulk replay replays dead letters only; retry %d waits until %s", next, due), false)
 		default:
@@ -245,18 +234,10 @@ func (d *delivery) awaitRetry(ctx workflow.Context, delay time.Duration, summary
 	return err
 }
 
-// takeReplay receives a replay signal from c. ok is false in a run recorded before replays
-// had an effect during the ladder (versionReplayAnyState): it drops the signal, as it did.
-func (d *delivery) takeReplay(ctx workflow.Context, c workflow.ReceiveChannel) (req herald.ReplayRequest, ok bool) {
-	c.Receive(ctx, &req)
-	return req, workflow.GetVersion(ctx, versionReplayAnyState, workflow.DefaultVersion, 1) == 1
-}
-
 // ignoreReplay receives a replay signal from c and records it as ignored, saying why.
 func (d *delivery) ignoreReplay(ctx workflow.Context, c workflow.ReceiveChannel, why string) {
-	if _, ok := d.takeReplay(ctx, c); ok {
-		d.noteReplay(ctx, "ignored: "+why, false)
-	}
+	c.Receive(ctx, nil)
+	d.noteReplay(ctx, "ignored: "+why, false)
 }
 
 // noteReplay records what became of a replay signal in the MemoReplay memo field (one
@@ -284,7 +265,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 		d.setState(ctx, herald.StateWaitingEndpoint, true)
 	}
 	again := h.Recheck
-	if again <= 0 { // recorded before the gate said how long to wait
+	if again <= 0 { // a hold that names no recheck
 		again = herald.Duration(policy.HoldRecheck(h.Queued, h.RetryAt, now))
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
@@ -324,16 +305,10 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		}
 	}
 	workflow.GetLogger(ctx).Info("dead letter: "+reason, "event", d.in.Event.ID, "endpoint", d.in.Event.EndpointID)
-	anyState := workflow.GetVersion(ctx, versionReplayAnyState, workflow.DefaultVersion, 1) == 1
-	if anyState {
-		// A replay that came as the last attempt ended (after it, in the same workflow
-		// task) is kept: it replays this dead letter, as the one who sent it asked.
-		until := d.status.ExpiresAt.UTC().Format(time.RFC3339)
-		_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoDeadLetter: "dead letter until " + until + ": " + reason})
-	} else {
-		d.drainReplays()
-	}
-	// After the drain: a replay that comes while the event is emitted is for this dead letter.
+	// A replay that came as the last attempt ended (after it, in the same workflow task) is
+	// kept: it replays this dead letter, as the one who sent it asked.
+	until := d.status.ExpiresAt.UTC().Format(time.RFC3339)
+	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoDeadLetter: "dead letter until " + until + ": " + reason})
 	d.emitOps(ctx, herald.OpsDeadLettered, reason)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
@@ -349,10 +324,8 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		if req.Stale(d.status.DeadAt) {
 			// A bulk replay asked before this dead letter parked: it meant an earlier one.
 			workflow.GetLogger(ctx).Info("replay request ignored: it predates this dead letter", "event", d.in.Event.ID)
-			if anyState {
-				d.noteReplay(ctx, fmt.Sprintf("ignored: a bulk replay for the dead letters parked by %s; this one parked at %s",
-					req.DeadBefore.UTC().Format(time.RFC3339), d.status.DeadAt.UTC().Format(time.RFC3339)), false)
-			}
+			d.noteReplay(ctx, fmt.Sprintf("ignored: a bulk replay for the dead letters parked by %s; this one parked at %s",
+				req.DeadBefore.UTC().Format(time.RFC3339), d.status.DeadAt.UTC().Format(time.RFC3339)), false)
 			return
 		}
 		replayed = true
@@ -366,18 +339,9 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		d.setState(ctx, herald.StateExpired, true)
 		return false
 	}
-	if anyState {
-		d.noteReplay(ctx, fmt.Sprintf("dead letter replayed: round %d starts", d.status.Round+2), true)
-	}
+	d.noteReplay(ctx, fmt.Sprintf("dead letter replayed: round %d starts", d.status.Round+2), true)
 	d.status.DeadAt, d.status.ExpiresAt, d.status.Reason = time.Time{}, time.Time{}, ""
 	return true
-}
-
-// drainReplays drops replay signals that arrived while the ladder was still running, in runs
-// recorded before versionReplayAnyState.
-func (d *delivery) drainReplays() {
-	for d.replays.ReceiveAsync(nil) {
-	}
 }
 
 func (d *delivery) continueAsNew(ctx workflow.Context) error {
@@ -427,13 +391,10 @@ func waitSummary(h *herald.Hold) string {
 	return s
 }
 
-// lastPolicy is the policy an attempt that did not complete counted under in the old
-// branch of versionNoAttemptWithoutRequest, which only the replay of a run from before that
-// change takes, and the one a delivery parked at a disabled endpoint keeps its dead letter
-// under: the last recorded attempt's policy, else Herald's built-in defaults. It must
-// answer as it did when those runs were recorded: its ladder decides between a retry timer
-// and a dead letter, so any other answer (the worker's flags, the endpoint's overrides)
-// would break their replay. It stays while either of its uses does.
+// lastPolicy is the policy a delivery parked at a disabled endpoint keeps its dead letter
+// under: the last recorded attempt's policy, else Herald's built-in defaults. Its
+// retention sets the dead letter's timer, so a change to what it answers is a change to
+// the workflow's commands.
 func lastPolicy(recs []herald.AttemptRecord) herald.Settings {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if p := recs[i].Result.Policy; p.Ladder.Attempts > 0 {

@@ -16,10 +16,11 @@ type EndpointInput struct {
 	ID string `json:"id"`
 	// Endpoint is nil until the first put registers it.
 	Endpoint *herald.Endpoint `json:"endpoint,omitempty"`
-	Counters herald.Report    `json:"counters"`
-	Since    time.Time        `json:"since,omitzero"`
+	// Since is when the endpoint's counters started (herald.EndpointState.CountersSince):
+	// the run that first started. The counters themselves are in the stats shards.
+	Since time.Time `json:"since,omitzero"`
 	// Limiter is the circuit breaker, the concurrency cap, the leases and the queue.
-	Limiter *policy.Limiter `json:"guard,omitempty"`
+	Limiter *policy.Limiter `json:"limiter,omitempty"`
 	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
 	Circuit policy.CircuitState `json:"circuit,omitempty"`
 	// Disabled is the cause last written to the HeraldDisabled search attribute (empty:
@@ -37,7 +38,7 @@ const (
 )
 
 // EndpointWorkflow is the per-endpoint workflow, the source of truth for one endpoint's
-// configuration and counters. Net is the worker's SSRF policy, used to refuse URLs whose
+// configuration, circuit, leased permits and queue of waiting deliveries. Net is the worker's SSRF policy, used to refuse URLs whose
 // host is a literal forbidden address at registration.
 type EndpointWorkflow struct {
 	Net netguard.Policy
@@ -66,46 +67,7 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 		workflow.UpdateHandlerOptions{Validator: e.validate}); err != nil {
 		return err
 	}
-	reports := workflow.GetSignalChannel(ctx, herald.SignalEndpointReport)
-	if workflow.GetVersion(ctx, versionEndpointGuard, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return e.runCounters(ctx, reports)
-	}
-	return e.runLimiter(ctx, reports)
-}
-
-// runCounters is the endpoint workflow before it held the circuit breaker and the
-// concurrency gate: configuration and counters only. Kept so that runs started by that
-// version replay.
-func (e *endpointRun) runCounters(ctx workflow.Context, reports workflow.ReceiveChannel) error {
-	drain := func() {
-		var r herald.Report
-		for reports.ReceiveAsync(&r) {
-			e.in.Counters.Merge(r)
-			r = herald.Report{}
-		}
-	}
-	for {
-		cond := func() bool { return reports.Len() > 0 || e.continueAsNew(ctx) }
-		if e.in.Endpoint == nil {
-			ok, err := workflow.AwaitWithTimeout(ctx, unregisteredLifetime, func() bool { return e.in.Endpoint != nil || cond() })
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return nil
-			}
-		} else if err := workflow.Await(ctx, cond); err != nil {
-			return err
-		}
-		drain()
-		if e.continueAsNew(ctx) {
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-				return err
-			}
-			drain()
-			return workflow.NewContinueAsNewError(ctx, herald.EndpointWorkflow, e.in)
-		}
-	}
+	return e.runLimiter(ctx)
 }
 
 type endpointRun struct {
@@ -122,7 +84,7 @@ type endpointRun struct {
 }
 
 // admission answers a gate's snapshot query: the configuration, and what the limiter
-// allows (everything, for a run of the version before the limiter).
+// allows (everything, in the moment between the first put and the limiter's creation).
 func (e *endpointRun) admission(now time.Time) (herald.AdmissionView, error) {
 	ep, err := e.config()
 	if err != nil {
@@ -151,7 +113,7 @@ func (e *endpointRun) config() (herald.Endpoint, error) {
 
 // view is what the state query shows at now.
 func (e *endpointRun) view(now time.Time) herald.EndpointState {
-	s := herald.EndpointState{ID: e.in.ID, Counters: e.in.Counters, CountersSince: e.in.Since}
+	s := herald.EndpointState{ID: e.in.ID, CountersSince: e.in.Since}
 	s.Circuit.State = policy.CircuitClosed
 	if g := e.in.Limiter; g != nil {
 		s.LimiterView = g.View(now)
@@ -255,13 +217,12 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	ep.Version++
 	ep.UpdatedAt = now
 	e.in.Endpoint = ep
-	e.keepRateLimit(ctx)
 	if e.in.Limiter != nil {
 		e.ensureLimiter()
 		e.dirty = true
 	}
 	res.Endpoint = *ep
-	if !res.Created && workflow.GetVersion(ctx, versionPutSettles, workflow.DefaultVersion, 1) == 1 {
+	if !res.Created {
 		// Read-your-writes: a worker's gate uses what it knows of an endpoint for at most
 		// policy.MaxConfigAge; once that has passed, every attempt that starts uses this.
 		if err := workflow.NewTimerWithOptions(ctx, policy.ConfigSettle, workflow.TimerOptions{

@@ -17,11 +17,13 @@ import (
 // adaptive cap, and holds the durable queue of deliveries waiting for a permit, waking them
 // through the gate. Every decision is policy.Limiter's; this loop only moves messages and
 // sets the one timer the limiter asks for.
-func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveChannel) error {
-	dones := workflow.GetSignalChannel(ctx, herald.SignalDone)
-	waits := workflow.GetSignalChannel(ctx, herald.SignalWait)
-	doneBatches := workflow.GetSignalChannel(ctx, herald.SignalDones)
-	outcomes := workflow.GetSignalChannel(ctx, herald.SignalOutcomes)
+func (e *endpointRun) runLimiter(ctx workflow.Context) error {
+	l := &limiterLoop{
+		e:        e,
+		outcomes: workflow.GetSignalChannel(ctx, herald.SignalOutcomes),
+		dones:    workflow.GetSignalChannel(ctx, herald.SignalDones),
+		waits:    workflow.GetSignalChannel(ctx, herald.SignalWait),
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateLease, e.lease,
 		workflow.UpdateHandlerOptions{Validator: e.validateLease}); err != nil {
 		return err
@@ -38,138 +40,162 @@ func (e *endpointRun) runLimiter(ctx workflow.Context, reports workflow.ReceiveC
 			return nil
 		}
 	}
-	e.keepRateLimit(ctx)
 	e.ensureLimiter()
-	publish := workflow.GetVersion(ctx, versionAdmissionMemo, workflow.DefaultVersion, 1) == 1
-	lifecycle := workflow.GetVersion(ctx, versionEndpointLifecycle, workflow.DefaultVersion, 1) == 1
-	if lifecycle {
-		e.in.Limiter.Lifecycle = true
-		if err := e.lifecycleHandlers(ctx); err != nil {
-			return err
-		}
+	if err := e.lifecycleHandlers(ctx); err != nil {
+		return err
 	}
-	if workflow.GetVersion(ctx, versionKeepFlight, workflow.DefaultVersion, 1) == 1 {
-		e.in.Limiter.KeepFlight = true
-	}
-	gauges := newEndpointGauges(ctx, e.in.ID)
+	l.gauges = newEndpointGauges(ctx, e.in.ID)
+	return l.run(ctx)
+}
 
-	drain := func(ctx workflow.Context) {
-		// Outcomes first, so that the breaker has heard them before waiters are let go.
-		var o herald.OutcomeReport
-		for outcomes.ReceiveAsync(&o) {
-			e.in.Limiter.Record(workflow.Now(ctx), o.Outcomes)
-			o = herald.OutcomeReport{}
-		}
-		var r herald.Report
-		for reports.ReceiveAsync(&r) { // from workers of the version before the gate
-			e.in.Counters.Merge(r)
-			r = herald.Report{}
-		}
-		var d herald.Done
-		for dones.ReceiveAsync(&d) {
-			e.in.Limiter.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
-			e.in.Counters.Merge(d.Report)
-			d = herald.Done{}
-		}
-		var ds []herald.Done
-		for doneBatches.ReceiveAsync(&ds) {
-			for _, d := range ds {
-				e.in.Limiter.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
-			}
-			ds = nil
-		}
-		var w herald.WaitRequest
-		for waits.ReceiveAsync(&w) {
-			for _, waiter := range w.Waiters {
-				if wk, ok := e.in.Limiter.Wait(workflow.Now(ctx), waiter); ok {
-					e.wake(ctx, wk)
-				}
-			}
-			w = herald.WaitRequest{}
-		}
-	}
-	var (
-		timerAt     time.Time
-		fired       bool
-		cancelTimer workflow.CancelFunc
-	)
+// limiterLoop is the endpoint run's main loop: each pass lets the limiter act on the time
+// (Tick), shows what changed, sets the timer for the limiter's next deadline, waits for a
+// message or the timer, and hands the messages to the limiter.
+type limiterLoop struct {
+	e *endpointRun
+	// outcomes, dones and waits are the gates' signals (herald.SignalOutcomes,
+	// SignalDones, SignalWait).
+	outcomes, dones, waits workflow.ReceiveChannel
+	gauges                 *endpointGauges
+	timer                  deadlineTimer
+}
+
+func (l *limiterLoop) run(ctx workflow.Context) error {
+	e := l.e
 	for {
 		now := workflow.Now(ctx)
-		e.expirePreviousSecret(now)
-		for _, w := range e.in.Limiter.Tick(now) {
-			e.wake(ctx, w)
-		}
-		circuit, disabled := e.in.Circuit, e.in.Disabled
-		e.showCircuit(ctx)
-		if lifecycle {
-			e.showDisabled(ctx)
-			e.emitTransitions(ctx, circuit, disabled)
-		}
-		if publish {
-			e.publishAdmission(ctx, now)
-		}
-		gauges.set(e.in.Limiter.View(now))
-
-		next := e.in.Limiter.NextDeadline(now)
-		if ep := e.in.Endpoint; ep.PreviousSecret != "" && (next.IsZero() || ep.PreviousUntil.Before(next)) {
-			next = ep.PreviousUntil
-		}
-		if !next.IsZero() && (timerAt.IsZero() || next.Before(timerAt)) {
-			if cancelTimer != nil {
-				cancelTimer()
-			}
-			var tctx workflow.Context
-			tctx, cancelTimer = workflow.WithCancel(ctx)
-			timer := workflow.NewTimerWithOptions(tctx, max(next.Sub(now), time.Millisecond),
-				workflow.TimerOptions{Summary: "next deadline: lease expiry, probe or secret rotation"})
-			timerAt, fired = next, false
-			workflow.Go(ctx, func(gctx workflow.Context) {
-				if timer.Get(gctx, nil) == nil {
-					fired = true
-				}
-			})
-		}
+		l.tick(ctx, now)
+		l.timer.set(ctx, l.nextDeadline(now), now)
 
 		e.dirty = false
-		err := workflow.Await(ctx, func() bool {
-			return e.dirty || fired || reports.Len() > 0 || dones.Len() > 0 || doneBatches.Len() > 0 || waits.Len() > 0 ||
-				outcomes.Len() > 0 || e.continueAsNew(ctx)
-		})
-		if err != nil {
+		if err := workflow.Await(ctx, l.ready(ctx)); err != nil {
 			return err
 		}
-		if fired {
-			timerAt, fired, cancelTimer = time.Time{}, false, nil
-		}
-		drain(ctx)
+		l.timer.take()
+		l.drain(ctx)
 		if e.continueAsNew(ctx) {
-			if cancelTimer != nil {
-				cancelTimer()
-			}
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-				return err
-			}
-			drain(ctx)
-			// Permits handed out by the last drain, and operational events, go out before
-			// this run ends.
-			if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
-				return err
-			}
-			return e.continueAsNewError(ctx)
+			return l.finish(ctx)
 		}
 	}
 }
 
-// keepRateLimit drops the endpoint's rate limit in a run whose history was made by a
-// worker that knew no rate limits (versionRateLimit): that worker ignored it, and so does
-// its replay.
-func (e *endpointRun) keepRateLimit(ctx workflow.Context) {
-	ep := e.in.Endpoint
-	if ep == nil || ep.Overrides.RateLimit == nil {
+// tick wakes the waiters whose permits are due at now, and shows what changed: the
+// circuit and lifecycle search attributes, their operational events, the admission memo
+// and the gauges.
+func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
+	e := l.e
+	e.expirePreviousSecret(now)
+	for _, w := range e.in.Limiter.Tick(now) {
+		e.wake(ctx, w)
+	}
+	circuit, disabled := e.in.Circuit, e.in.Disabled
+	e.showCircuit(ctx)
+	e.showDisabled(ctx)
+	e.emitTransitions(ctx, circuit, disabled)
+	e.publishAdmission(ctx, now)
+	l.gauges.set(e.in.Limiter.View(now))
+}
+
+// nextDeadline is when the loop must run again without a message: the limiter's next
+// deadline, or the end of a secret rotation's grace period if sooner (zero: none).
+func (l *limiterLoop) nextDeadline(now time.Time) time.Time {
+	next := l.e.in.Limiter.NextDeadline(now)
+	if ep := l.e.in.Endpoint; ep.PreviousSecret != "" && (next.IsZero() || ep.PreviousUntil.Before(next)) {
+		next = ep.PreviousUntil
+	}
+	return next
+}
+
+// ready is the loop's wait condition: a message, a change by a handler, the timer, or the
+// time to continue as new.
+func (l *limiterLoop) ready(ctx workflow.Context) func() bool {
+	return func() bool {
+		return l.e.dirty || l.timer.fired || l.dones.Len() > 0 || l.waits.Len() > 0 ||
+			l.outcomes.Len() > 0 || l.e.continueAsNew(ctx)
+	}
+}
+
+// drain hands every signal received to the limiter: outcomes first, so that the breaker
+// has heard them before waiters are let go, then returned permits, then new waiters.
+func (l *limiterLoop) drain(ctx workflow.Context) {
+	lim := l.e.in.Limiter
+	var o herald.OutcomeReport
+	for l.outcomes.ReceiveAsync(&o) {
+		lim.Record(workflow.Now(ctx), o.Outcomes)
+		o = herald.OutcomeReport{}
+	}
+	var ds []herald.Done
+	for l.dones.ReceiveAsync(&ds) {
+		for _, d := range ds {
+			lim.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
+		}
+		ds = nil
+	}
+	var w herald.WaitRequest
+	for l.waits.ReceiveAsync(&w) {
+		for _, waiter := range w.Waiters {
+			if wk, ok := lim.Wait(workflow.Now(ctx), waiter); ok {
+				l.e.wake(ctx, wk)
+			}
+		}
+		w = herald.WaitRequest{}
+	}
+}
+
+// finish ends the run to continue as new: it stops the timer, lets the handlers finish,
+// takes the last signals, and waits until the permits handed out and the operational
+// events have gone.
+func (l *limiterLoop) finish(ctx workflow.Context) error {
+	e := l.e
+	l.timer.stop()
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	l.drain(ctx)
+	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
+		return err
+	}
+	return e.continueAsNewError(ctx)
+}
+
+// deadlineTimer is the loop's one timer, set for the earliest deadline it was asked for. A
+// sooner deadline cancels it and starts another; fired is set when it goes off.
+type deadlineTimer struct {
+	at     time.Time
+	fired  bool
+	cancel workflow.CancelFunc
+}
+
+// set starts the timer for next (zero: none) unless one is set already for that time or
+// sooner.
+func (t *deadlineTimer) set(ctx workflow.Context, next, now time.Time) {
+	if next.IsZero() || (!t.at.IsZero() && !next.Before(t.at)) {
 		return
 	}
-	if workflow.GetVersion(ctx, versionRateLimit, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		ep.Overrides.RateLimit = nil
+	t.stop()
+	var tctx workflow.Context
+	tctx, t.cancel = workflow.WithCancel(ctx)
+	timer := workflow.NewTimerWithOptions(tctx, max(next.Sub(now), time.Millisecond),
+		workflow.TimerOptions{Summary: "next deadline: lease expiry, probe or secret rotation"})
+	t.at, t.fired = next, false
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if timer.Get(gctx, nil) == nil {
+			t.fired = true
+		}
+	})
+}
+
+// take clears a timer that went off, so that the next deadline sets a new one.
+func (t *deadlineTimer) take() {
+	if t.fired {
+		t.at, t.fired, t.cancel = time.Time{}, false, nil
+	}
+}
+
+// stop cancels the timer, if one is set.
+func (t *deadlineTimer) stop() {
+	if t.cancel != nil {
+		t.cancel()
 	}
 }
 
@@ -195,13 +221,11 @@ func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseReques
 // lease answers a worker's gate: its permits, its waiters, and the configuration.
 func (e *endpointRun) lease(ctx workflow.Context, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	now := workflow.Now(ctx)
-	e.in.Counters.Merge(req.Report)
 	r := e.in.Limiter.Lease(now, req.LeaseRequest)
 	e.dirty = true
 	return herald.LeaseReply{
 		LeaseReply: r,
 		Endpoint:   *e.in.Endpoint,
-		Threshold:  e.in.Limiter.Config.Breaker.ConsecutiveFailures,
 		Snapshot:   e.in.Limiter.Snapshot(now),
 	}, nil
 }
@@ -246,12 +270,10 @@ func (e *endpointRun) expirePreviousSecret(now time.Time) {
 	}
 }
 
-// continueAsNewError continues the run as new on the endpoints' own task queue (runs
-// started before endpoints had one move there now), keeping the whole state.
+// continueAsNewError continues the run as new on the endpoints' own task queue, keeping
+// the whole state.
 func (e *endpointRun) continueAsNewError(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, versionOwnQueue, workflow.DefaultVersion, 1) == 1 {
-		ctx = workflow.WithWorkflowTaskQueue(ctx, herald.EndpointTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
-	}
+	ctx = workflow.WithWorkflowTaskQueue(ctx, herald.EndpointTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
 	return workflow.NewContinueAsNewError(ctx, herald.EndpointWorkflow, e.in)
 }
 

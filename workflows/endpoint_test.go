@@ -234,48 +234,6 @@ func TestEndpointPutValidation(t *testing.T) {
 	}
 }
 
-func TestEndpointReportsAddUp(t *testing.T) {
-	env := newEndpointEnv(netguard.Policy{})
-	reports := []herald.Report{
-		{Attempts: 10, Successes: 7, Failures: 3, RetryAfterHonoured: 2, RetryAfterBackpressure: 1,
-			LastAttemptAt: testStart.Add(50 * time.Second), LastOutcome: "200 OK"},
-		{Attempts: 4, Successes: 1, Failures: 3, RetryAfterCapped: 1, RetryAfterIgnored: 1,
-			LastAttemptAt: testStart.Add(2 * time.Minute), LastOutcome: "503 Service Unavailable"},
-		// Sent later but about older attempts: it must not move LastAttemptAt back.
-		{Attempts: 1, Failures: 1, LastAttemptAt: testStart.Add(time.Minute), LastOutcome: "timeout: no response within 30s"},
-	}
-	var mid, end herald.EndpointState
-	env.RegisterDelayedCallback(func() {
-		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
-	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalEndpointReport, reports[0]) }, time.Minute)
-	env.RegisterDelayedCallback(func() { mid = queryState(t, env) }, 90*time.Second)
-	env.RegisterDelayedCallback(func() {
-		// Two reports in one workflow task.
-		env.SignalWorkflow(herald.SignalEndpointReport, reports[1])
-		env.SignalWorkflow(herald.SignalEndpointReport, reports[2])
-	}, 3*time.Minute)
-	env.RegisterDelayedCallback(func() { end = queryState(t, env) }, 4*time.Minute)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
-
-	if mid.Counters != reports[0] {
-		t.Errorf("counters after one report = %+v, want %+v", mid.Counters, reports[0])
-	}
-	want := herald.Report{
-		Attempts: 15, Successes: 8, Failures: 7, RetryAfterHonoured: 2, RetryAfterCapped: 1, RetryAfterIgnored: 1,
-		RetryAfterBackpressure: 1, LastAttemptAt: testStart.Add(2 * time.Minute), LastOutcome: "503 Service Unavailable",
-	}
-	if end.Counters != want {
-		t.Errorf("counters = %+v, want %+v", end.Counters, want)
-	}
-	if end.Counters.Successes+end.Counters.Failures != end.Counters.Attempts {
-		t.Errorf("successes %d + failures %d != attempts %d", end.Counters.Successes, end.Counters.Failures, end.Counters.Attempts)
-	}
-	if !end.CountersSince.Equal(testStart) {
-		t.Errorf("counters since %s, want the start %s", end.CountersSince, testStart)
-	}
-}
-
 func TestEndpointSecretRotation(t *testing.T) {
 	env := newEndpointEnv(netguard.Policy{})
 	oldSecret, newSecretV := newSecret(t), newSecret(t)
@@ -411,27 +369,25 @@ func TestEndpointUnregisteredLifetime(t *testing.T) {
 }
 
 func TestEndpointContinueAsNewKeepsState(t *testing.T) {
-	env := newEndpointEnv(netguard.Policy{})
+	env, rec := newGuardEnv(t)
 	secret := newSecret(t)
 	since := testStart.Add(-48 * time.Hour)
-	carried := herald.Report{Attempts: 100, Successes: 90, Failures: 10, LastAttemptAt: since, LastOutcome: "200 OK"}
-	early := herald.Report{Attempts: 3, Successes: 1, Failures: 2, RetryAfterHonoured: 1,
-		LastAttemptAt: testStart.Add(4 * time.Minute), LastOutcome: "429 Too Many Requests"}
-	last := herald.Report{Attempts: 2, Successes: 2, LastAttemptAt: testStart.Add(9 * time.Minute), LastOutcome: "200 OK"}
 	env.RegisterDelayedCallback(func() {
 		put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: secret})
 	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalEndpointReport, early) }, 5*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		// The suggestion and the last report reach the workflow in the same workflow task:
+		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: []string{"delivery:early"}})
+	}, 5*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		// The suggestion and the last signal reach the workflow in the same workflow task:
 		// a zero-delay callback runs without a workflow task of its own, before the
 		// signal's. (Setting the suggestion here directly would continue as new in this
 		// callback's own task, before the test environment delivers the signal; a real
 		// server would instead fail that task and retry it with the signal.)
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
-		env.SignalWorkflow(herald.SignalEndpointReport, last)
+		env.SignalWorkflow(herald.SignalDones, []herald.Done{{Waiter: "delivery:early"}})
 	}, 10*time.Minute)
-	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID, Counters: carried, Since: since})
+	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID, Since: since})
 
 	can, next := continuedAsNew(t, env)
 	if can.WorkflowType == nil || can.WorkflowType.Name != herald.EndpointWorkflow {
@@ -440,14 +396,18 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 	if next.ID != testEndpointID || next.Endpoint == nil || next.Endpoint.URL != testURL || next.Endpoint.Secret != secret || next.Endpoint.Version != 1 {
 		t.Fatalf("continues with %+v, want the registered endpoint", next)
 	}
-	want := carried
-	want.Merge(early)
-	want.Merge(last)
 	if !env.Now().Equal(testStart.Add(10 * time.Minute)) {
 		t.Errorf("continued as new at %s, want at the suggestion (start+10m)", env.Now())
 	}
-	if next.Counters != want {
-		t.Errorf("continues with counters %+v, want %+v (the last report included)", next.Counters, want)
+	if next.Limiter == nil {
+		t.Fatal("continues without the limiter")
+	}
+	// The early waiter was granted a permit of its own, and the last signal gave it back.
+	if got := rec.signals(); len(got) != 1 || got[0].Waiter != "delivery:early" {
+		t.Errorf("permit signals %+v, want one to delivery:early", got)
+	}
+	if n := next.Limiter.Ledger.InUse(env.Now()); n != 0 || len(next.Limiter.Grants) != 0 {
+		t.Errorf("continues with %d permits out and grants %+v, want none (the last signal included)", n, next.Limiter.Grants)
 	}
 	if !next.Since.Equal(since) {
 		t.Errorf("continues with counters since %s, want %s", next.Since, since)

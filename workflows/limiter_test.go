@@ -105,11 +105,11 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 }
 
 // lease sends a lease update as worker:a's gate would.
-func lease(env *testsuite.TestWorkflowEnvironment, r policy.LeaseRequest, rep herald.Report) *updateOutcome[herald.LeaseReply] {
+func lease(env *testsuite.TestWorkflowEnvironment, r policy.LeaseRequest) *updateOutcome[herald.LeaseReply] {
 	if r.Holder == "" {
 		r.Holder = testHolder
 	}
-	return sendUpdate[herald.LeaseReply](env, herald.UpdateLease, herald.LeaseRequest{LeaseRequest: r, Report: rep})
+	return sendUpdate[herald.LeaseReply](env, herald.UpdateLease, herald.LeaseRequest{LeaseRequest: r})
 }
 
 // register registers the endpoint at start+1s with overrides o (nil: the defaults).
@@ -144,15 +144,14 @@ func outcomes(n int, last time.Time, lat time.Duration, tk policy.Ticket) []poli
 func tripAt(env *testsuite.TestWorkflowEnvironment, tripAfter time.Duration, inUse int, waiters []string) (first, second **updateOutcome[herald.LeaseReply]) {
 	var f, s *updateOutcome[herald.LeaseReply]
 	env.RegisterDelayedCallback(func() {
-		f = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{})
+		f = lease(env, policy.LeaseRequest{Want: 10})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		var tk policy.Ticket
 		if f != nil {
 			tk = f.result.Ticket
 		}
-		s = lease(env, policy.LeaseRequest{InUse: inUse, Want: 10, Outcomes: failures(5, at(tripAfter-5*time.Second), tk), Waiters: waiters},
-			herald.Report{Attempts: 5, Failures: 5, LastAttemptAt: at(tripAfter - 5*time.Second), LastOutcome: "503 Service Unavailable"})
+		s = lease(env, policy.LeaseRequest{InUse: inUse, Want: 10, Outcomes: failures(5, at(tripAfter-5*time.Second), tk), Waiters: waiters})
 	}, tripAfter)
 	return &f, &s
 }
@@ -163,17 +162,10 @@ func sendDone(t *testing.T, env *testsuite.TestWorkflowEnvironment, rec *guardRe
 	if !found {
 		t.Errorf("at %s: %s reports an outcome, but it was never sent a permit", env.Now().Sub(testStart), waiter)
 	}
-	rep := herald.Report{Attempts: 1, LastAttemptAt: env.Now().Add(-time.Second)}
-	if ok {
-		rep.Successes, rep.LastOutcome = 1, "200 OK"
-	} else {
-		rep.Failures, rep.LastOutcome = 1, "503 Service Unavailable"
-	}
-	env.SignalWorkflow(herald.SignalDone, herald.Done{
+	env.SignalWorkflow(herald.SignalDones, []herald.Done{{
 		Waiter:  waiter,
 		Outcome: &policy.Outcome{At: env.Now().Add(-time.Second), OK: ok, Latency: duration.Duration(300 * time.Millisecond), Ticket: p.Permit.Ticket},
-		Report:  rep,
-	})
+	}})
 }
 
 // wantSignals checks the permit signals sent: to whom, when, and with which kind of ticket.
@@ -274,10 +266,6 @@ func TestLimiterOpenProbeHalfOpenClosed(t *testing.T) {
 	if end.Queue != 0 || end.InFlight != 3 {
 		t.Errorf("after one permit came back: queue %d, in flight %d; want 0 and 3", end.Queue, end.InFlight)
 	}
-	if want := (herald.Report{Attempts: 12, Successes: 7, Failures: 5}); end.Counters.Attempts != want.Attempts ||
-		end.Counters.Successes != want.Successes || end.Counters.Failures != want.Failures {
-		t.Errorf("counters %+v, want 5 failures from the lease and 7 successes from the waiters", end.Counters)
-	}
 
 	p := probeAt.Sub(testStart)
 	s := 5 * time.Second
@@ -373,20 +361,20 @@ func TestLimiterSlowP99HalvesCap(t *testing.T) {
 	var states []herald.EndpointState
 	var other *updateOutcome[herald.LeaseReply]
 	snap := func() { states = append(states, queryState(t, env)) }
-	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}) }, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
-		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(9, at(20*time.Second), 4*time.Second, first.result.Ticket)}, herald.Report{})
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(9, at(20*time.Second), 4*time.Second, first.result.Ticket)})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(snap, 21*time.Second) // 9 slow samples: not enough
 	env.RegisterDelayedCallback(func() {
-		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(1, at(25*time.Second), 5*time.Second, first.result.Ticket)}, herald.Report{})
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(1, at(25*time.Second), 5*time.Second, first.result.Ticket)})
 	}, 25*time.Second)
 	env.RegisterDelayedCallback(snap, 26*time.Second) // the 10th: halved
 	env.RegisterDelayedCallback(func() {
-		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 100}, herald.Report{})
+		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 100})
 	}, 27*time.Second)
 	env.RegisterDelayedCallback(func() {
-		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(10, at(60*time.Second), 100*time.Millisecond, first.result.Ticket)}, herald.Report{})
+		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(10, at(60*time.Second), 100*time.Millisecond, first.result.Ticket)})
 	}, 60*time.Second)
 	env.RegisterDelayedCallback(snap, 61*time.Second) // fast again: restored
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 10*time.Minute)
@@ -418,14 +406,14 @@ func TestLimiterHalvedCapTrimsBusyLease(t *testing.T) {
 	env, _ := newGuardEnv(t)
 	register(t, env, nil)
 	var first, renewed, later *updateOutcome[herald.LeaseReply]
-	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 100}, herald.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 100}) }, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		// 10 slow attempts halve the cap; the worker runs 30 and, busy, asks for more (the
 		// gate asks for max(inUse+1, 2×peak)).
-		renewed = lease(env, policy.LeaseRequest{InUse: 30, Want: 120, Outcomes: outcomes(10, at(20*time.Second), 4*time.Second, first.result.Ticket)}, herald.Report{})
+		renewed = lease(env, policy.LeaseRequest{InUse: 30, Want: 120, Outcomes: outcomes(10, at(20*time.Second), 4*time.Second, first.result.Ticket)})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
-		later = lease(env, policy.LeaseRequest{InUse: 30, Want: 120}, herald.Report{})
+		later = lease(env, policy.LeaseRequest{InUse: 30, Want: 120})
 	}, 21*time.Second)
 	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 5*time.Minute)
 
@@ -451,10 +439,10 @@ func TestLimiterDeadHolderLeaseExpires(t *testing.T) {
 	var before, after herald.EndpointState
 	var signalsBefore []permitSignal
 	env.RegisterDelayedCallback(func() {
-		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: duration.Duration(ttl)}, herald.Report{})
+		dead = lease(env, policy.LeaseRequest{Want: 2, TTL: duration.Duration(ttl)})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
-		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 1, Waiters: waiterIDs(1, 3)}, herald.Report{})
+		other = lease(env, policy.LeaseRequest{Holder: "worker:b", Want: 1, Waiters: waiterIDs(1, 3)})
 	}, 15*time.Second)
 	expiry := 10*time.Second + ttl
 	env.RegisterDelayedCallback(func() {
@@ -495,7 +483,7 @@ func TestLimiterDeadHolderLeaseExpires(t *testing.T) {
 }
 
 // TestGuardContinueAsNewKeepsGuard continues an endpoint workflow as new with an open
-// circuit, a lease, a queue and counters, checks what the next run is given, then runs it:
+// circuit, a lease and a queue, checks what the next run is given, then runs it:
 // the probe still goes at the time the first run set.
 func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	env, _ := newGuardEnv(t)
@@ -506,10 +494,10 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	tripAt(env, trip, 2, waiterIDs(1, 3))
 	canAt := 30 * time.Second
 	env.RegisterDelayedCallback(func() {
-		// The suggestion and a report reach the workflow in the same workflow task (see
-		// TestEndpointContinueAsNewKeepsState).
+		// The suggestion and a waiter reach the workflow in the same workflow task (see
+		// TestEndpointContinueAsNewKeepsState): the waiter is queued, not lost.
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
-		env.SignalWorkflow(herald.SignalEndpointReport, herald.Report{Attempts: 1, Successes: 1, LastAttemptAt: at(canAt - time.Second), LastOutcome: "200 OK"})
+		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: []string{waiterID(4)}})
 	}, canAt)
 	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
 
@@ -526,8 +514,8 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 		t.Errorf("continues with circuit %s (%q) tripped %s, probe %s; want open (5 consecutive failures), %s, %s",
 			b.State(), b.TripReason(), b.TrippedAt, b.NextProbeAt(), tripped, probeAt)
 	}
-	if !slices.Equal(g.Ledger.Waiting, waiterIDs(1, 3)) {
-		t.Errorf("continues with the queue %v, want %v", g.Ledger.Waiting, waiterIDs(1, 3))
+	if !slices.Equal(g.Ledger.Waiting, waiterIDs(1, 4)) {
+		t.Errorf("continues with the queue %v, want %v", g.Ledger.Waiting, waiterIDs(1, 4))
 	}
 	if l, ok := g.Ledger.Lease(testHolder); !ok || l.Permits != 2 || !l.Expires.Equal(at(trip+40*time.Second)) {
 		t.Errorf("continues with worker:a's lease %+v (found %v), want its 2 running permits until %s", l, ok, at(trip+40*time.Second))
@@ -537,9 +525,6 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	}
 	if next.Circuit != policy.CircuitOpen {
 		t.Errorf("continues with the HeraldCircuit value %q, want open", next.Circuit)
-	}
-	if c := next.Counters; c.Attempts != 6 || c.Failures != 5 || c.Successes != 1 {
-		t.Errorf("continues with counters %+v, want 6 attempts: 5 failures, 1 success", c)
 	}
 
 	// The next run: the probe goes when the first run said, the upsert is not repeated.
@@ -553,9 +538,9 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	if err := env2.GetWorkflowError(); !errors.As(err, &canceled) {
 		t.Fatalf("next run's error = %v, want it cancelled at the end of the test", err)
 	}
-	if st.Circuit.State != policy.CircuitOpen || st.Queue != 3 || st.InFlight != 2 || st.Cap != 7 || st.Counters.Attempts != 6 {
-		t.Errorf("next run's state: circuit %s, queue %d, in flight %d, cap %d, %d attempts; want open, 3, 2, 7, 6",
-			st.Circuit.State, st.Queue, st.InFlight, st.Cap, st.Counters.Attempts)
+	if st.Circuit.State != policy.CircuitOpen || st.Queue != 4 || st.InFlight != 2 || st.Cap != 7 {
+		t.Errorf("next run's state: circuit %s, queue %d, in flight %d, cap %d; want open, 4, 2, 7",
+			st.Circuit.State, st.Queue, st.InFlight, st.Cap)
 	}
 	wantSignals(t, rec2.signals(), []permitSignal{{Waiter: waiterID(1), At: probeAt}}, []policy.TicketKind{policy.TicketProbe})
 	if up := rec2.upserts(); len(up) != 0 {
@@ -739,14 +724,13 @@ func TestLimiterKeepsFlightOfRenewal(t *testing.T) {
 	var first *updateOutcome[herald.LeaseReply]
 	var cut, settled herald.EndpointState
 	seven, none := 7, 0
-	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() { first = lease(env, policy.LeaseRequest{Want: 10}) }, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		// Sent while 2 ran; the gate may have admitted up to its 7 permits since.
-		lease(env, policy.LeaseRequest{InUse: 2, Want: 10, Flight: &seven, Outcomes: failures(5, at(19*time.Second), first.result.Ticket)},
-			herald.Report{Attempts: 5, Failures: 5, LastAttemptAt: at(19 * time.Second), LastOutcome: "503 Service Unavailable"})
+		lease(env, policy.LeaseRequest{InUse: 2, Want: 10, Flight: &seven, Outcomes: failures(5, at(19*time.Second), first.result.Ticket)})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() { cut = queryState(t, env) }, 21*time.Second)
-	env.RegisterDelayedCallback(func() { lease(env, policy.LeaseRequest{InUse: 0, Want: 0, Flight: &none}, herald.Report{}) }, 22*time.Second)
+	env.RegisterDelayedCallback(func() { lease(env, policy.LeaseRequest{InUse: 0, Want: 0, Flight: &none}) }, 22*time.Second)
 	env.RegisterDelayedCallback(func() { settled = queryState(t, env) }, 23*time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
 	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})

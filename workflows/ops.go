@@ -81,9 +81,6 @@ func (d *delivery) emitOps(ctx workflow.Context, typ, reason string) {
 	if herald.IsOps(tenant, ev.EndpointID) {
 		return
 	}
-	if workflow.GetVersion(ctx, versionOpsEvents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
-	}
 	emitOps(ctx, typ, fmt.Sprintf("%s|%d", id, d.status.Round), herald.OpsData{
 		EndpointID: ev.EndpointID, Tenant: tenant, At: workflow.Now(ctx), Reason: reason,
 		EventID: ev.ID, EventType: ev.Type, Round: d.status.Round, Attempts: len(d.status.Attempts),

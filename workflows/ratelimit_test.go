@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
@@ -24,7 +22,7 @@ func TestLimiterRateLimit(t *testing.T) {
 		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: waiterIDs(1, 8)})
 	}, burst)
 	var leased *updateOutcome[herald.LeaseReply]
-	env.RegisterDelayedCallback(func() { leased = lease(env, policy.LeaseRequest{Want: 10}, herald.Report{}) }, burst+time.Millisecond)
+	env.RegisterDelayedCallback(func() { leased = lease(env, policy.LeaseRequest{Want: 10}) }, burst+time.Millisecond)
 	// w1's permit (for second 10) reached it too late: it asks again in second 12.
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: []string{waiterID(1)}})
@@ -72,32 +70,5 @@ func TestLimiterRateLimit(t *testing.T) {
 	}
 	if st.Queue != 0 {
 		t.Errorf("%d still queued, want none", st.Queue)
-	}
-}
-
-// TestLimiterRateLimitBeforeVersion: a run whose history was made by a worker that knew no
-// rate limits (versionRateLimit at its default) drops the limit as that worker did: the
-// endpoint shows none and a burst is granted at once, within the cap.
-func TestLimiterRateLimitBeforeVersion(t *testing.T) {
-	env, rec := newGuardEnv(t)
-	env.OnGetVersion(versionRateLimit, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	limit := 2
-	register(t, env, &herald.Overrides{RateLimit: &limit})
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: waiterIDs(1, 5)})
-	}, 10*time.Second)
-	var st herald.EndpointState
-	env.RegisterDelayedCallback(func() { st = queryState(t, env) }, 11*time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 20*time.Second)
-
-	var want []permitSignal
-	var kinds []policy.TicketKind
-	for i := 1; i <= 5; i++ {
-		want = append(want, permitSignal{Waiter: waiterID(i), At: at(10 * time.Second)})
-		kinds = append(kinds, policy.TicketNormal)
-	}
-	wantSignals(t, rec.signals(), want, kinds)
-	if st.RateLimit != 0 || st.Overrides.RateLimit != nil {
-		t.Errorf("rate limit %d, override %v in a run before rate limits; want none", st.RateLimit, st.Overrides.RateLimit)
 	}
 }

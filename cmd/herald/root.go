@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker"
 )
 
 // errUsage marks errors in how a command was called.
@@ -83,7 +84,7 @@ Start here:
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
 		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
 		newServeCmd(g), newTokenCmd(g), newPortalLinkCmd(g),
-		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newProbeCmd(),
+		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newProbeCmd(), newVersionCmd(g),
 	)
 	return root
 }
@@ -107,8 +108,9 @@ func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Op
 		Logger:           sdklog.NewStructuredLogger(g.logger()),
 		DataConverter:    codec.DataConverter(g.keys),
 		FailureConverter: codec.FailureConverter(g.keys),
-		// Workers advertise the ids of their keys, so producers can check theirs.
-		Identity: codec.Identity("", g.keys),
+		// Workers advertise their release and the ids of their keys, so producers can
+		// check theirs.
+		Identity: worker.Identity("", g.keys),
 	}
 }
 
