@@ -23,7 +23,9 @@ import (
 	"github.com/heraldhq/herald/workflows"
 )
 
-// record re-records the histories the replay test checks:
+// record re-records the histories the replay test checks, with the tests that record them
+// (TestRecordHistories, TestRecordRateLimitHistories, TestRecordLifecycleHistories and
+// TestReplaySignalInEveryState), one at a time:
 //
 //	go test ./tests -run TestRecordHistories -record
 var record = flag.Bool("record", false, "re-record tests/testdata/histories from real runs")
@@ -148,7 +150,7 @@ func TestRecordHistories(t *testing.T) {
 	save(t, "bulk_replay_at.json", wfID)
 	save(t, "delivery_fanout.json", herald.FanoutDeliveryID("rec-fan", "rec-fan-paid", "evt_rec_fanout"))
 	save(t, "subscriptions_fanout.json", herald.SubscriptionsWorkflowID("rec-fan"))
-	save(t, "endpoint_stats.json", herald.StatsWorkflowID("rec-ok"))
+	save(t, "endpoint_stats.json", herald.StatsWorkflowID("rec-down"))
 }
 
 func save(t *testing.T, name, workflowID string) {

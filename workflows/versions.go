@@ -19,7 +19,8 @@ package workflows
 //     it was (go test ./tests -run TestRecordHistories -record, or the recorder of that
 //     path), and keep it under a name that says so (delivery_retry_after_before_x.json):
 //     it is the proof that the old branch replays. After the change, re-record the
-//     current histories so that they carry the new marker.
+//     current histories so that they carry the new marker (README, "Determinism and replay
+//     tests", lists the recorders).
 //  4. Say in CHANGELOG.md that runs started before the upgrade keep the old behaviour.
 //
 // A change can go, with its old branch and the histories that take it, once no run started
