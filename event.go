@@ -18,7 +18,7 @@ type Event struct {
 // (data_text) holding the producer's bytes: Temporal's JSON converter escapes <, > and & in
 // a raw JSON value for HTML (\u003c, six bytes each) and the receiver would get those
 // escapes, while a string's escapes decode back to exactly the bytes sent. Data (data) is
-// the raw form of histories written before.
+// the raw form, as producers write an event in JSON.
 type eventJSON struct {
 	ID         string          `json:"id"`
 	EndpointID string          `json:"endpoint_id"`
@@ -35,7 +35,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(eventJSON{ID: e.ID, EndpointID: e.EndpointID, Type: e.Type, DataText: &text, CreatedAt: e.CreatedAt})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes, and the raw data of earlier histories.
+// UnmarshalJSON reads what MarshalJSON writes, and an event with its data raw, as
+// producers write it.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var j eventJSON
 	if err := json.Unmarshal(b, &j); err != nil {

@@ -87,7 +87,11 @@ func TestWireShapes(t *testing.T) {
 			}
 		}
 	}
-	has(keys(LeaseRequest{LeaseRequest: policy.LeaseRequest{Holder: "w"}}), "holder", "report")
+	lr := keys(LeaseRequest{LeaseRequest: policy.LeaseRequest{Holder: "w"}})
+	has(lr, "holder", "in_use", "want")
+	if _, ok := lr["report"]; ok {
+		t.Errorf("%v has a report: counts go to the stats shards", lr)
+	}
 	has(keys(Waiting{Hold: Hold{Reason: "r"}, Since: time.Now()}), "reason", "since")
 	st := EndpointState{LimiterView: policy.LimiterView{Leases: []policy.Lease{{Holder: "w", Permits: 2, Expires: time.Now()}}}}
 	st.Circuit.State = policy.CircuitOpen

@@ -62,10 +62,10 @@ type Hold struct {
 	// is growing): no search attribute is written for it.
 	Brief bool `json:"brief,omitempty"`
 	// Recheck is how long the delivery waits before it asks again if no permit reaches it
-	// (zero in results recorded before it existed: see policy.HoldRecheck).
+	// (zero: policy.HoldRecheck decides).
 	Recheck Duration `json:"recheck,omitempty"`
 	// Circuit is the endpoint's circuit state when the hold came from its breaker or cap
-	// (empty for a hold of the worker's own, and in results recorded before it existed).
+	// (empty for a hold of the worker's own).
 	// While it is open, RetryAt is when the probe is due.
 	Circuit policy.CircuitState `json:"circuit,omitempty"`
 	// Disabled: the endpoint is disabled. The attempt neither goes nor waits; the delivery

@@ -56,12 +56,11 @@ type Result struct {
 	Held *Hold `json:"held,omitempty"`
 	// RequestHeaders are the headers the request went out with, secret-free: the
 	// signature's value and every custom header's value are RedactedValue (a custom header
-	// may carry a credential). Histories from before they were recorded have none.
+	// may carry a credential).
 	RequestHeaders []Header `json:"request_headers,omitempty"`
 	// ResponseHeaders are the response's first headers, in name order, capped at
 	// MaxResponseHeaders headers and MaxResponseHeaderBytes bytes in all;
-	// ResponseHeadersCut says headers were left out. Histories from before they were
-	// recorded have none.
+	// ResponseHeadersCut says headers were left out.
 	ResponseHeaders    []Header `json:"response_headers,omitempty"`
 	ResponseHeadersCut bool     `json:"response_headers_cut,omitempty"`
 	// Spread is a failed attempt's place in its retry's jitter window, given by the gate
