@@ -4,69 +4,17 @@ import (
 	"context"
 	"crypto/hmac"
 	"net/http"
-	"net/url"
-	"strings"
-)
 
-// maxNextLength bounds the path a form goes to afterwards (next, back).
-const maxNextLength = 2048
+	"github.com/heraldhq/herald/internal/localpath"
+)
 
 // minCSRFLength is the shortest CSRF token a form may carry: the sign-in form's tokens
 // are 24 random bytes, 32 characters of base64.
 const minCSRFLength = 32
 
-// safeNext returns next when it is a path on this site, else def. A browser reads a
-// Location header by the WHATWG URL rules, more loosely than Go: it drops tabs and
-// newlines anywhere, reads '\' as '/', and takes "//host", "/\host" or "https:host" to
-// another site. So next must match a strict grammar (RFC 3986 terms):
-//
-//	next = "/" [ segment-nz *( "/" segment ) ] [ "?" query ]
-//
-// It starts with exactly one '/'; it holds only letters, digits, "-._~!$&'()*+,;=:@/?"
-// and %XX escapes (no space, control character, '\', '#' or non-ASCII byte); it is at
-// most maxNextLength bytes long; and its path, unescaped once, still does not start with
-// "//" and holds no '\' or control character, for anything that unescapes it again.
-func safeNext(next, def string) string {
-	if isLocalPath(next) {
-		return next
-	}
-	return def
-}
-
-// isLocalPath reports whether p matches safeNext's grammar.
-func isLocalPath(p string) bool {
-	if p == "" || len(p) > maxNextLength || p[0] != '/' || (len(p) > 1 && (p[1] == '/' || p[1] == '\\')) {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0:
-		case c == '%':
-			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	path, _, _ := strings.Cut(p, "?")
-	dec, err := url.PathUnescape(path)
-	if err != nil || strings.HasPrefix(dec, "//") || strings.HasPrefix(dec, "/\\") {
-		return false
-	}
-	for i := 0; i < len(dec); i++ {
-		if c := dec[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
+// safeNext returns next when it is a path on this site (localpath.Valid), else def: what
+// a form goes to afterwards (next, back) comes from outside.
+func safeNext(next, def string) string { return localpath.Or(next, def) }
 
 func (s *Server) signinForm(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.session(r); ok {

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,9 +186,33 @@ func TestReservedTenantRefusedEverywhere(t *testing.T) {
 			t.Errorf("%s: status %d, want 400; %v", tc.what, code, out)
 		}
 	}
+	// The dashboard's register form, as an operator naming the tenant.
+	c := browserClient(t)
+	signIn(t, c, shared.operator)
+	_, page := get(t, c, "/register")
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no csrf field on the register form")
+	}
+	id := uniq("reserved-form")
+	resp, err := c.PostForm(shared.http.URL+"/register", url.Values{"csrf": {m[1]}, "id": {id}, "url": {"http://127.0.0.1:1/hook"}, "tenant": {ops}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "reserved") {
+		t.Errorf("register form with tenant herald-ops: status %d, want 400 saying the name is reserved", resp.StatusCode)
+	}
+	if _, err := shared.starter.GetEndpoint(t.Context(), id); err == nil {
+		t.Errorf("register form with tenant herald-ops registered endpoint %s", id)
+	}
 	// The Go API refuses without asking Temporal.
 	if _, err := shared.starter.Publish(t.Context(), ops, herald.Event{ID: uniq("evt_reserved"), Type: "order.paid", Data: []byte(`{}`)}); err == nil {
 		t.Error("starter.Publish to herald-ops: accepted")
+	}
+	if _, err := shared.starter.PutEndpoint(t.Context(), herald.PutEndpointRequest{ID: uniq("reserved-go"), Tenant: ops, URL: "http://127.0.0.1:1/hook"}); err == nil {
+		t.Error("starter.PutEndpoint into herald-ops: accepted")
 	}
 	// A token for the reserved tenant already in the file opens nothing.
 	tok, tk, err := shared.tokens.Create(false, "acme", "then renamed")

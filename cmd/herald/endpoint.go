@@ -72,6 +72,11 @@ every type. The put returns once sends to the tenant use the new list.
 			if err := refuseZero(cmd.Flags()); err != nil {
 				return err
 			}
+			if tenant != "" {
+				if err := herald.ValidateGrantedTenant(tenant); err != nil {
+					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
+				}
+			}
 			req := herald.PutEndpointRequest{ID: args[0], URL: url, Tenant: tenant, ClearOverrides: clear}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)

@@ -46,6 +46,11 @@ which rule, and so is a type that is not registered when strict types are on.`,
 			if (endpoint == "") == (tenant == "") {
 				return fmt.Errorf("%w: give --tenant (every subscribed endpoint of the tenant) or --endpoint (one endpoint), one of them", errUsage)
 			}
+			if tenant != "" {
+				if err := herald.ValidateGrantedTenant(tenant); err != nil {
+					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
+				}
+			}
 			raw, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
