@@ -83,11 +83,14 @@ func ValidateGrantedTenant(t string) error {
 	if err := ValidateTenant(t); err != nil {
 		return err
 	}
-	if t == OpsTenant {
+	if ReservedTenant(t) {
 		return fmt.Errorf("tenant %s is reserved for Herald's operational events: choose another tenant name", t)
 	}
 	return nil
 }
+
+// ReservedTenant reports whether t is a tenant name Herald keeps for itself (OpsTenant).
+func ReservedTenant(t string) bool { return t == OpsTenant }
 
 // validateEndpointTenant checks the tenant of a put of endpoint id: any tenant
 // ValidateGrantedTenant allows, and for the operational endpoint only its own, OpsTenant.
