@@ -52,7 +52,7 @@ type FanoutDelivery struct {
 // event is checked against the catalog of event types first, as by Send.
 func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishResult, error) {
 	tenant = herald.TenantOrDefault(tenant)
-	if err := herald.ValidateTenant(tenant); err != nil {
+	if err := herald.ValidateGrantedTenant(tenant); err != nil {
 		return PublishResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if ev.EndpointID != "" {
