@@ -179,6 +179,17 @@ func TestMovedEndpointKeepsDeliveries(t *testing.T) {
 			t.Errorf("globex's GET /v1/events?%s lists acme's earlier delivery %s: %v", q, before, listedIDs(out))
 		}
 	}
+	// A send to the tenant (fan-out) is the tenant's too.
+	fanned := uniq("evt_fanout")
+	code, out = call(t, "POST", "/v1/events", shared.globex, map[string]any{"tenant": "globex", "id": fanned, "type": "order.paid", "data": 1})
+	want(t, "send to tenant globex", code, http.StatusAccepted, out)
+	eventually(t, "the fan-out delivery to be listed for globex", func() bool {
+		_, out := call(t, "GET", "/v1/events?event="+fanned, shared.globex, nil)
+		return slices.Contains(listedIDs(out), fanned)
+	})
+	if _, out := call(t, "GET", "/v1/events?event="+fanned, shared.acme, nil); len(listedIDs(out)) != 0 {
+		t.Errorf("acme lists globex's fan-out delivery: %v", out)
+	}
 	_, out = call(t, "GET", "/v1/events?event="+before, shared.acme, nil)
 	if !slices.Contains(listedIDs(out), before) {
 		t.Errorf("acme no longer finds its delivery %s once the endpoint moved: %v", before, out)
