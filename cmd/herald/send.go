@@ -79,9 +79,10 @@ which rule, and so is a type that is not registered when strict types are on.`,
 	f.StringVar(&tenant, "tenant", "", "send to every endpoint of this tenant subscribed to --type (herald-ops is reserved)")
 	f.StringVar(&endpoint, "endpoint", "", "send to this one endpoint instead")
 	f.StringVar(&id, "id", "", "event id (default: a new evt_... id); receivers deduplicate on it")
-	f.StringVar(&typ, "type", "event", "event type, e.g. order.paid")
+	f.StringVar(&typ, "type", "", "event type (required): ASCII letters, digits, '-', '_' and '.', e.g. order.paid")
 	f.StringVar(&data, "data", "", "event payload: JSON, @FILE or - for stdin (required)")
 	_ = cmd.MarkFlagRequired("data")
+	_ = cmd.MarkFlagRequired("type")
 	return cmd
 }
 
