@@ -16,9 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -273,74 +271,6 @@ func eachAtOnce(n, limit int, f func(i int)) {
 		}()
 	}
 	wg.Wait()
-}
-
-// sentBefore checks that ev is the event the delivery wfID carries (its latest run's
-// input): the same endpoint, type and data (compared compacted), and returns it.
-// Otherwise it says which differs.
-func (s *Client) sentBefore(ctx context.Context, wfID string, ev Event) (Event, error) {
-	in, err := s.startInput(ctx, wfID)
-	if err != nil {
-		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
-	}
-	var was workflows.DeliveryInput
-	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
-		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
-	}
-	if diff := difference(was.Event, ev); diff != "" {
-		return Event{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
-	}
-	return was.Event, nil
-}
-
-// difference says in which field (endpoint, type, data) the event sent before (was) and
-// ev differ, the first only, or returns "" for the same event.
-func difference(was, ev Event) string {
-	switch {
-	case was.EndpointID != ev.EndpointID:
-		return fmt.Sprintf("to endpoint %s, not %s", was.EndpointID, ev.EndpointID)
-	case was.Type != ev.Type:
-		return fmt.Sprintf("with type %q, not %q", was.Type, ev.Type)
-	case !sameJSON(was.Data, ev.Data):
-		return "with different data"
-	}
-	return ""
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return bytes.Equal(a, b)
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
-}
-
-// startInput returns the input of the latest run of workflow wfID, from its first history
-// event: no worker is asked, so it works while no worker can run the workflow.
-func (s *Client) startInput(ctx context.Context, wfID string) (*commonpb.Payloads, error) {
-	attrs, err := s.startedEvent(ctx, wfID)
-	if err != nil {
-		return nil, err
-	}
-	return attrs.GetInput(), nil
-}
-
-// startedEvent returns the first history event of the latest run of workflow wfID: its
-// type and input.
-func (s *Client) startedEvent(ctx context.Context, wfID string) (*historypb.WorkflowExecutionStartedEventAttributes, error) {
-	it := s.c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return nil, fmt.Errorf("workflow %s has no history", wfID)
-	}
-	first, err := it.Next()
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", wfID, err)
-	}
-	attrs := first.GetWorkflowExecutionStartedEventAttributes()
-	if attrs == nil {
-		return nil, fmt.Errorf("history of %s does not start with the workflow's start", wfID)
-	}
-	return attrs, nil
 }
 
 // requireEndpoint checks that the endpoint is registered and returns its tenant,
