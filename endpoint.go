@@ -1,6 +1,7 @@
 package herald
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -159,13 +160,21 @@ func (o Overrides) Validate() error {
 // settings depend on each other, are checked once merged (Validate).
 func (o Overrides) ValidateChange() error {
 	if o.Ladder != nil {
+		if err := o.Ladder.CheckBounds(); err != nil {
+			return err
+		}
 		if err := policy.DefaultLadder().Apply(*o.Ladder).Validate(); err != nil {
 			return fmt.Errorf("ladder: %w", err)
 		}
 	}
 	if o.RetryAfter != nil {
-		if err := o.RetryAfter.Validate(); err != nil {
+		if err := cmp.Or(o.RetryAfter.CheckBounds(), o.RetryAfter.Validate()); err != nil {
 			return fmt.Errorf("retry-after: %w", err)
+		}
+	}
+	if o.Breaker != nil {
+		if err := o.Breaker.CheckBounds(); err != nil {
+			return fmt.Errorf("breaker: %w", err)
 		}
 	}
 	if o.Timeout != 0 && (o.Timeout.Std() < time.Second || o.Timeout.Std() > MaxAttemptTimeout) {
@@ -177,7 +186,7 @@ func (o Overrides) ValidateChange() error {
 		}
 	}
 	if o.Capacity != nil {
-		if err := o.Capacity.Validate(); err != nil {
+		if err := cmp.Or(o.Capacity.CheckBounds(), o.Capacity.Validate()); err != nil {
 			return fmt.Errorf("capacity: %w", err)
 		}
 	}

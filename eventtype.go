@@ -40,8 +40,9 @@ const (
 	MaxEventTypeName = 255
 	// MaxEventTypeDescription is the longest description, in bytes.
 	MaxEventTypeDescription = 1024
-	// MaxSchemaBytes is the largest JSON Schema of one type, compacted.
-	MaxSchemaBytes = 64 << 10
+	// MaxSchemaBytes is the largest JSON Schema of one type, compacted
+	// (policy.MaxSchemaBytes; policy.CheckSchemaBounds says the other bounds).
+	MaxSchemaBytes = policy.MaxSchemaBytes
 	// MaxCatalogBytes is the largest catalog, every type's name, description and schema
 	// included, as JSON.
 	MaxCatalogBytes = 1 << 20
@@ -135,8 +136,44 @@ type PutEventTypeRequest struct {
 }
 
 // Validate checks the request on its own and compacts its schema: the name, the
-// description's length, and that the schema is a JSON Schema Herald can use.
+// description's length, and that the schema is a JSON Schema Herald can use, within the
+// bounds of policy.CheckSchemaBounds, not recursive (policy.CompileSchema). It compiles the
+// schema: the starter runs it before the put reaches the catalog workflow, whose
+// validator runs only ValidateShape (compiling never happens in workflow code).
 func (r *PutEventTypeRequest) Validate() error {
+	if err := r.validateFields(); err != nil || r.Schema == nil {
+		return err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, r.Schema); err != nil {
+		return fmt.Errorf("event type %s: the schema is not valid JSON: %v", r.Name, err)
+	}
+	if _, err := policy.CompileSchema(compact.Bytes()); err != nil {
+		return fmt.Errorf("event type %s: %w", r.Name, err)
+	}
+	r.Schema = compact.Bytes()
+	return nil
+}
+
+// ValidateShape is what Validate checks without compiling the schema, in time linear in
+// the request's size: the name, the description, and that the schema is JSON within the
+// bounds of size and depth. The catalog workflow runs it on puts the starter validated.
+func (r *PutEventTypeRequest) ValidateShape() error {
+	if err := r.validateFields(); err != nil || r.Schema == nil {
+		return err
+	}
+	if !json.Valid(r.Schema) {
+		return fmt.Errorf("event type %s: the schema is not valid JSON", r.Name)
+	}
+	if err := policy.CheckSchemaBounds(r.Schema); err != nil {
+		return fmt.Errorf("event type %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// validateFields checks the name, the description, and that a schema is not both given
+// and cleared.
+func (r *PutEventTypeRequest) validateFields() error {
 	if err := ValidateEventTypeName(r.Name); err != nil {
 		return err
 	}
@@ -148,23 +185,9 @@ func (r *PutEventTypeRequest) Validate() error {
 			return fmt.Errorf("event type %s: the description is not valid UTF-8", r.Name)
 		}
 	}
-	if r.Schema == nil {
-		return nil
-	}
-	if r.ClearSchema {
+	if r.Schema != nil && r.ClearSchema {
 		return fmt.Errorf("event type %s: give a schema or clear it, not both", r.Name)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, r.Schema); err != nil {
-		return fmt.Errorf("event type %s: the schema is not valid JSON: %v", r.Name, err)
-	}
-	if compact.Len() > MaxSchemaBytes {
-		return fmt.Errorf("event type %s: the schema is %d bytes compacted; the limit is %d (64 KiB)", r.Name, compact.Len(), MaxSchemaBytes)
-	}
-	if _, err := policy.CompileSchema(compact.Bytes()); err != nil {
-		return fmt.Errorf("event type %s: %w", r.Name, err)
-	}
-	r.Schema = compact.Bytes()
 	return nil
 }
 

@@ -33,6 +33,11 @@ const (
 	// when none of its endpoints subscribed to the event's type (NoDestinationID). It
 	// completes at once; its input is the event.
 	NoDestinationWorkflow = "NoDestination"
+	// FanoutEventWorkflow is the workflow type of the record that a tenant's event was
+	// sent to the tenant (fan-out). It runs under the id a send to one endpoint would use
+	// (DeliveryID), so that the two ways of sending share one set of event ids per tenant:
+	// whichever starts first holds the id. It completes at once; its input is the event.
+	FanoutEventWorkflow = "FanoutEvent"
 )
 
 // Messages of the subscription directory workflow.

@@ -19,6 +19,9 @@ func ParseDelays(s string) ([]duration.Duration, error) {
 		return nil, errors.New(`delays: empty schedule; give comma-separated durations such as "30s,2m,10m"`)
 	}
 	items := strings.Split(s, ",")
+	if len(items) > MaxAttempts-1 {
+		return nil, fmt.Errorf("delays: %d waits; give at most %d (one per retry of the %d attempts allowed; the last one repeats)", len(items), MaxAttempts-1, MaxAttempts)
+	}
 	out := make([]duration.Duration, 0, len(items))
 	for i, item := range items {
 		item = strings.TrimSpace(item)

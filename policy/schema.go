@@ -28,13 +28,69 @@ var english = message.NewPrinter(language.English)
 // to it.
 const schemaURL = "https://herald.invalid/event-type-schema.json"
 
+// Bounds on a schema, checked before and after compiling, so that neither compiling one nor
+// checking data against one can take long: a schema within them compiles in milliseconds.
+const (
+	// MaxSchemaBytes is the largest schema document, compacted.
+	MaxSchemaBytes = 64 << 10
+	// MaxSchemaDepth is the deepest nesting of objects and arrays in a schema document
+	// (a property's schema under "properties" is two levels below its parent's).
+	MaxSchemaDepth = 64
+	// MaxSchemaExpansion is the most subschemas a schema may have once every $ref is
+	// replaced by what it refers to: it bounds the work of checking one value.
+	MaxSchemaExpansion = 20000
+)
+
 // Schema is a compiled event type schema, safe for concurrent use.
 type Schema struct{ s *jsonschema.Schema }
 
+// CheckSchemaBounds checks a schema document's size and nesting depth, in one pass and
+// without compiling it: what must be true before CompileSchema is worth running.
+func CheckSchemaBounds(doc []byte) error {
+	if len(doc) > MaxSchemaBytes {
+		return fmt.Errorf("the schema is %d bytes; the limit is %d (64 KiB)", len(doc), MaxSchemaBytes)
+	}
+	if d := jsonDepth(doc); d > MaxSchemaDepth {
+		return fmt.Errorf("the schema nests objects and arrays %d deep; the limit is %d: flatten it, or name repeated parts under $defs and refer to them with $ref", d, MaxSchemaDepth)
+	}
+	return nil
+}
+
+// jsonDepth is the deepest nesting of objects and arrays in a JSON text (brackets inside
+// strings do not count); it reads text that is not JSON without failing.
+func jsonDepth(doc []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range doc {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // CompileSchema checks that doc is a JSON Schema Herald can use, and compiles it. The
-// error says what is wrong: not JSON, not valid against the draft's metaschema, or a
-// $ref outside the document.
+// error says what is wrong: over the bounds (CheckSchemaBounds, MaxSchemaExpansion), not
+// JSON, not valid against the draft's metaschema, a $ref outside the document, or a
+// recursive $ref.
 func CompileSchema(doc []byte) (*Schema, error) {
+	if err := CheckSchemaBounds(doc); err != nil {
+		return nil, err
+	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("the schema is not valid JSON: %v", err)
@@ -54,6 +110,9 @@ func CompileSchema(doc []byte) (*Schema, error) {
 	s, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, schemaCompileError(err)
+	}
+	if err := checkExpansion(s); err != nil {
+		return nil, err
 	}
 	return &Schema{s: s}, nil
 }

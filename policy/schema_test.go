@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -134,6 +135,55 @@ func TestSchemaDrafts(t *testing.T) {
 		}
 		if s.Check([]byte(`1`)) == nil || s.Check([]byte(`2`)) != nil {
 			t.Errorf("%s: 1 must fail and 2 pass", doc)
+		}
+	}
+}
+
+// nested is a schema n levels of "items" deep.
+func nested(n int) string {
+	return strings.Repeat(`{"items":`, n) + `{"type":"string"}` + strings.Repeat(`}`, n)
+}
+
+func TestCompileSchemaBounds(t *testing.T) {
+	// A $defs chain where each link refers twice to the next: 2^30 subschemas once unfolded.
+	var bomb strings.Builder
+	bomb.WriteString(`{"$ref":"#/$defs/d0","$defs":{`)
+	for i := range 30 {
+		fmt.Fprintf(&bomb, `"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]},`, i, i+1, i+1)
+	}
+	bomb.WriteString(`"d30":{"type":"string"}}}`)
+	for _, c := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"1,000 deep", nested(1000), []string{"nests objects and arrays 1001 deep", "the limit is 64"}},
+		{"6,000 deep", nested(6000), []string{"nests objects and arrays 6001 deep", "the limit is 64"}},
+		{"over 64 KiB", `{"description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`, []string{"the limit is 65536 (64 KiB)"}},
+		{"refers to itself", `{"type":"object","properties":{"child":{"$ref":"#"}}}`, []string{"the schema is recursive: /properties/child refers back to /, which contains it"}},
+		{"a $defs cycle", `{"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}}}`, []string{"the schema is recursive"}},
+		{"a direct loop", `{"$ref":"#"}`, []string{"the schema is recursive"}},
+		{"unfolds exponentially", bomb.String(), []string{"unfolds into more than 20000 subschemas"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := CompileSchema([]byte(c.doc))
+			if err == nil {
+				t.Fatalf("CompileSchema accepted it")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("CompileSchema = %q, want it to say %q", err, w)
+				}
+			}
+		})
+	}
+	// Within the bounds: deep but under the limit, and $refs that do not loop.
+	for _, doc := range []string{
+		nested(60),
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/s"},"b":{"$ref":"#/$defs/s"}},"$defs":{"s":{"type":"string","pattern":"[{\\[\"]"}}}`,
+		`{"description":"brackets in strings do not nest: ` + strings.Repeat("[{", 100) + `"}`,
+	} {
+		if _, err := CompileSchema([]byte(doc)); err != nil {
+			t.Errorf("CompileSchema(%.80s…) = %v, want it accepted", doc, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -135,6 +136,9 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	}
 	if dec.More() {
 		return fmt.Errorf("%w: the request body has data after the JSON object", starter.ErrInvalid)
+	}
+	if err := duration.RequireUnits(body, v); err != nil {
+		return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 	}
 	return nil
 }

@@ -39,6 +39,9 @@ func TestEventTypesAPI(t *testing.T) {
 		{"PUT", "/v1/event-types/" + paid, map[string]any{"name": paid}, "unknown field"},
 		{"POST", "/v1/event-types", map[string]any{"description": "no name"}, "name is missing"},
 		{"PUT", "/v1/settings", map[string]any{}, "strict_types is missing"},
+		{"PUT", "/v1/event-types/" + paid, `{"schema":` + deepSchema(1000) + `}`, "nests objects and arrays 1001 deep; the limit is 64"},
+		{"PUT", "/v1/event-types/" + paid, `{"schema":` + deepSchema(6000) + `}`, "nests objects and arrays 6001 deep; the limit is 64"},
+		{"PUT", "/v1/event-types/" + paid, map[string]any{"schema": map[string]any{"properties": map[string]any{"child": map[string]any{"$ref": "#"}}}}, "the schema is recursive: /properties/child refers back to /"},
 	} {
 		code, out := call(t, c.method, c.path, shared.operator, c.body)
 		want(t, c.method+" "+c.path, code, http.StatusBadRequest, out)
@@ -124,4 +127,9 @@ func TestEventTypesAPI(t *testing.T) {
 	want(t, "send registered type", code, http.StatusAccepted, out)
 	code, out = call(t, "PUT", "/v1/settings", shared.operator, map[string]any{"strict_types": false})
 	want(t, "strict off", code, http.StatusOK, out)
+}
+
+// deepSchema is a JSON Schema n levels of "items" deep.
+func deepSchema(n int) string {
+	return strings.Repeat(`{"items":`, n) + `{"type":"string"}` + strings.Repeat(`}`, n)
 }

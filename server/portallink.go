@@ -30,6 +30,8 @@ import (
 const (
 	// MaxPortalLinkTTL is the longest a portal link stays valid (before it is opened).
 	MaxPortalLinkTTL = 24 * time.Hour
+	// MinPortalLinkTTL is the shortest: time for the link to reach its reader.
+	MinPortalLinkTTL = time.Minute
 	// DefaultPortalLinkTTL is how long a portal link stays valid unless told otherwise.
 	DefaultPortalLinkTTL = time.Hour
 	// PortalPath is the dashboard path a portal link opens.
@@ -70,11 +72,11 @@ var (
 	errLinkUsed    = errors.New("this portal link was used already: a link opens once. Ask for a new one (open the portal again from the product that sent you here)")
 )
 
-// ValidatePortalLinkTTL checks a portal link's lifetime: positive, at most MaxPortalLinkTTL.
+// ValidatePortalLinkTTL checks a portal link's lifetime: MinPortalLinkTTL to MaxPortalLinkTTL.
 func ValidatePortalLinkTTL(ttl time.Duration) error {
 	switch {
-	case ttl <= 0:
-		return fmt.Errorf("ttl %s: give a positive duration such as 15m or 1h", duration.Duration(ttl))
+	case ttl < MinPortalLinkTTL:
+		return fmt.Errorf("ttl %s is shorter than a portal link needs to reach its reader (%s): give a duration such as 15m or 1h", duration.Duration(ttl), duration.Duration(MinPortalLinkTTL))
 	case ttl > MaxPortalLinkTTL:
 		return fmt.Errorf("ttl %s is longer than a portal link may live (%s): give %s or less; mint links when they are needed rather than in advance", duration.Duration(ttl), duration.Duration(MaxPortalLinkTTL), duration.Duration(MaxPortalLinkTTL))
 	}

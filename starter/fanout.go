@@ -46,8 +46,12 @@ type FanoutDelivery struct {
 // receives the event.
 //
 // Publish is idempotent and safe to repeat after an error or a crash: sending the same
-// event id again starts nothing twice and adds any delivery a cut-short send left out. The
-// same id with another type or data fails with ErrConflict. No matching endpoint is not an
+// event id again starts nothing twice and adds any delivery a cut-short send left out.
+// Event ids are shared with the tenant's sends to one endpoint (Send): the id is held
+// (herald.FanoutEventWorkflow) before any delivery starts, and the same id with another
+// type or data, by either way of sending, fails with ErrConflict before anything starts;
+// an id a send to one endpoint holds with the same type and data is that delivery, and
+// nothing more is started. No matching endpoint is not an
 // error: the event is recorded as having no destination (PublishResult.NoDestination). The
 // event is checked against the catalog of event types first, as by Send.
 func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishResult, error) {
@@ -67,6 +71,17 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 	if err := s.requireWorkerKey(ctx); err != nil {
 		return PublishResult{}, err
 	}
+	// The id first: a send to one endpoint or another event may hold it already.
+	first, direct, err := s.holdForTenant(ctx, tenant, ev)
+	if err != nil {
+		return PublishResult{}, err
+	}
+	res := PublishResult{EventID: ev.ID, Tenant: tenant, Type: ev.Type}
+	if direct != nil {
+		res.Deliveries = []FanoutDelivery{*direct}
+		return res, nil
+	}
+	ev.CreatedAt = first.CreatedAt // the deliveries a resend adds carry the event as first sent
 	dir, err := s.Directory(ctx, tenant)
 	if err == nil && dir.Large {
 		dir, err = s.subscribers(ctx, tenant, ev.Type)
@@ -74,7 +89,6 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("send event %s to tenant %s: %w", ev.ID, tenant, err)
 	}
-	res := PublishResult{EventID: ev.ID, Tenant: tenant, Type: ev.Type}
 	matches := dir.Matching(ev.Type)
 	if len(matches) == 0 {
 		if err := s.recordNoDestination(ctx, tenant, ev); err != nil {
@@ -84,19 +98,9 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		return res, nil
 	}
 	res.Deliveries = make([]FanoutDelivery, len(matches))
-	// The first delivery alone: when it exists, the event was sent before, and a conflicting
-	// resend is refused before anything starts.
-	first, sent, err := s.startFanout(ctx, tenant, matches[0], ev)
-	if err != nil {
-		return PublishResult{}, err
-	}
-	res.Deliveries[0] = first
-	if first.Existed {
-		ev.CreatedAt = sent.CreatedAt // the deliveries a resend adds carry the event as first sent
-	}
 	errs := make([]error, len(matches))
-	eachAtOnce(len(matches)-1, s.opts.FanoutParallelism, func(i int) {
-		res.Deliveries[i+1], _, errs[i+1] = s.startFanout(ctx, tenant, matches[i+1], ev)
+	eachAtOnce(len(matches), s.opts.FanoutParallelism, func(i int) {
+		res.Deliveries[i], errs[i] = s.startFanout(ctx, tenant, matches[i], ev)
 	})
 	var failed []string
 	for i, err := range errs {
@@ -116,13 +120,13 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 }
 
 // startFanout starts endpoint's delivery of ev, or finds the one an earlier send started
-// and checks that it carries the same event, which it returns.
-func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event) (FanoutDelivery, Event, error) {
+// and checks that it carries the same event.
+func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event) (FanoutDelivery, error) {
 	select {
 	case s.fanout <- struct{}{}:
 		defer func() { <-s.fanout }()
 	case <-ctx.Done():
-		return FanoutDelivery{EndpointID: endpoint}, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, ctx.Err())
+		return FanoutDelivery{EndpointID: endpoint}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, ctx.Err())
 	}
 	if h := s.opts.BeforeFanoutStart; h != nil {
 		h(endpoint)
@@ -135,13 +139,13 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID),
 		herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
-		return d, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
+		return d, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
 	}
 	if !d.Existed {
-		return d, Event{}, nil
+		return d, nil
 	}
-	was, err := s.sentBefore(ctx, wfID, ev)
-	return d, was, err
+	_, err = s.sentBefore(ctx, wfID, ev)
+	return d, err
 }
 
 // recordNoDestination records that ev was sent to tenant while no endpoint subscribed to

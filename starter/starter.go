@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -185,10 +184,12 @@ func validateEvent(ev *Event, now time.Time, toEndpoint bool) error {
 	return nil
 }
 
-// Send starts the delivery of ev. Event ids are scoped to the tenant of ev's endpoint. It
-// is idempotent: sending an event id that was sent before with the same endpoint, type and
-// data starts nothing and returns the existing delivery; with another endpoint, type or
-// data it fails with ErrConflict, saying which differs. The event's type is checked
+// Send starts the delivery of ev. Event ids are scoped to the tenant of ev's endpoint, and
+// shared with the tenant's sends to every subscribed endpoint (Publish). It is idempotent:
+// sending an event id that was sent before with the same endpoint, type and data starts
+// nothing and returns the existing delivery (for an id sent to the tenant, the delivery to
+// ev's endpoint); with another endpoint, type or data it fails with ErrConflict, saying
+// which differs. The event's type is checked
 // against the catalog of event types first (see PutEventType): with strict types on, an
 // unregistered type is refused; data that does not match its type's schema is refused
 // with the path and rule that failed. Both refusals wrap ErrInvalid and start nothing.
@@ -213,8 +214,15 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
 	}
 	if existed {
-		if err := s.sameEvent(ctx, wfID, ev); err != nil {
-			return SendResult{}, err
+		was, fanout, err := s.sentEvent(ctx, wfID)
+		if err != nil {
+			return SendResult{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+		}
+		if fanout {
+			return s.resentToEndpoint(ctx, tenant, ev, was)
+		}
+		if diff := difference(was, ev); diff != "" {
+			return SendResult{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
 		}
 	}
 	return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: runID}, nil
@@ -259,69 +267,6 @@ func eachAtOnce(n, limit int, f func(i int)) {
 		}()
 	}
 	wg.Wait()
-}
-
-// sameEvent checks that ev is the event the delivery wfID carries (its latest run's input):
-// the same endpoint, type and data (compared compacted). Otherwise it says which differs.
-func (s *Client) sameEvent(ctx context.Context, wfID string, ev Event) error {
-	_, err := s.sentBefore(ctx, wfID, ev)
-	return err
-}
-
-// sentBefore is sameEvent, returning the event sent before.
-func (s *Client) sentBefore(ctx context.Context, wfID string, ev Event) (Event, error) {
-	in, err := s.startInput(ctx, wfID)
-	if err != nil {
-		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
-	}
-	var was workflows.DeliveryInput
-	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
-		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
-	}
-	if diff := difference(was.Event, ev); diff != "" {
-		return Event{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
-	}
-	return was.Event, nil
-}
-
-// difference says in which field (endpoint, type, data) the event sent before (was) and
-// ev differ, the first only, or returns "" for the same event.
-func difference(was, ev Event) string {
-	switch {
-	case was.EndpointID != ev.EndpointID:
-		return fmt.Sprintf("to endpoint %s, not %s", was.EndpointID, ev.EndpointID)
-	case was.Type != ev.Type:
-		return fmt.Sprintf("with type %q, not %q", was.Type, ev.Type)
-	case !sameJSON(was.Data, ev.Data):
-		return "with different data"
-	}
-	return ""
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return bytes.Equal(a, b)
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
-}
-
-// startInput returns the input of the latest run of workflow wfID, from its first history
-// event: no worker is asked, so it works while no worker can run the workflow.
-func (s *Client) startInput(ctx context.Context, wfID string) (*commonpb.Payloads, error) {
-	it := s.c.GetWorkflowHistory(ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return nil, fmt.Errorf("workflow %s has no history", wfID)
-	}
-	first, err := it.Next()
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", wfID, err)
-	}
-	attrs := first.GetWorkflowExecutionStartedEventAttributes()
-	if attrs == nil {
-		return nil, fmt.Errorf("history of %s does not start with the workflow's start", wfID)
-	}
-	return attrs.GetInput(), nil
 }
 
 // requireEndpoint checks that the endpoint is registered and returns its tenant,
@@ -430,8 +375,18 @@ func (s *Client) Status(ctx context.Context, eventID string) (herald.Status, err
 
 // StatusOf returns the delivery status of a tenant's event. A delivery no worker could
 // start because it lacks the payload's key is reported as StateWaitingKey.
+// An event sent to the tenant (Publish) has a delivery per endpoint: ErrNotFound says
+// where to look.
 func (s *Client) StatusOf(ctx context.Context, tenant, eventID string) (herald.Status, error) {
-	return s.deliveryStatus(ctx, herald.DeliveryID(tenant, eventID), tenant, eventID)
+	wfID := herald.DeliveryID(tenant, eventID)
+	st, err := s.deliveryStatus(ctx, wfID, tenant, eventID)
+	if err != nil && !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+		if _, fanout, ferr := s.sentEvent(ctx, wfID); ferr == nil && fanout {
+			return st, fmt.Errorf("%w: event %s%s was sent to the tenant, not to one endpoint: its deliveries are listed by tenant (herald status %s --tenant %s)",
+				ErrNotFound, eventID, ofTenant(tenant), eventID, herald.TenantOrDefault(tenant))
+		}
+	}
+	return st, err
 }
 
 // statusPatience is how long a status query is waited for before the status is read from

@@ -128,6 +128,7 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(dw.Run, workflow.RegisterOptions{Name: herald.DeliveryWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.BulkReplay, workflow.RegisterOptions{Name: herald.BulkReplayWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.NoDestination, workflow.RegisterOptions{Name: herald.NoDestinationWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.FanoutEvent, workflow.RegisterOptions{Name: herald.FanoutEventWorkflow})
 }
 
 // RegisterEndpoints registers the endpoint workflow, the stats shards, the catalog of

@@ -132,11 +132,11 @@ every type. The put returns once sends to the tenant use the new list.
 	f := cmd.Flags()
 	f.StringVar(&url, "url", "", "where to POST events (http or https); required when registering")
 	f.StringVar(&secret, "secret", "", "signing secret (whsec_ + base64 of 24-64 bytes); generated for a new endpoint when omitted")
-	f.StringVar(&schedule, "schedule", "", "this endpoint's retry ladder, e.g. 30s,2m,10m")
-	f.IntVar(&attempts, "attempts", 0, "this endpoint's number of attempts, the first included")
-	f.Float64Var(&jitter, "jitter", 0, "this endpoint's jitter fraction (0.2 = ±20%)")
-	f.DurationVar(&timeout, "timeout", 0, "this endpoint's attempt timeout (at most 2m)")
-	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
+	f.StringVar(&schedule, "schedule", "", "this endpoint's retry ladder, e.g. 30s,2m,10m (at most 99 waits, each 1s..720h)")
+	f.IntVar(&attempts, "attempts", 0, "this endpoint's number of attempts, the first included (1..100)")
+	f.Float64Var(&jitter, "jitter", 0, "this endpoint's jitter fraction, 0 to under 1 (0.2 = ±20%)")
+	f.DurationVar(&timeout, "timeout", 0, "this endpoint's attempt timeout (1s..2m)")
+	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay (1h..8760h)")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default; herald-ops is reserved)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
 	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
@@ -362,7 +362,7 @@ switch to the new secret at its own pace; after it, only the new secret signs.`,
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret keeps signing")
+	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret keeps signing (0..720h)")
 	cmd.Flags().StringVar(&secret, "secret", "", "the new secret (whsec_...); generated when omitted")
 	return cmd
 }
@@ -376,13 +376,13 @@ type breakerFlags struct {
 
 func (b *breakerFlags) bind(f *pflag.FlagSet) {
 	d := policy.DefaultBreakerConfig()
-	f.IntVar(&b.consecutive, "breaker-consecutive", d.ConsecutiveFailures, "open the circuit after this many consecutive failures within --breaker-window")
-	f.DurationVar(&b.window, "breaker-window", d.ConsecutiveWindow.Std(), "the window of --breaker-consecutive")
-	f.IntVar(&b.volume, "breaker-volume", d.VolumeFailures, "or after this many failures within --breaker-volume-window")
-	f.DurationVar(&b.volumeWindow, "breaker-volume-window", d.VolumeWindow.Std(), "the window of --breaker-volume")
-	f.DurationVar(&b.probe, "probe-delay", d.ProbeDelay.Std(), "wait before the first probe of an open circuit (doubles after each failed probe)")
-	f.DurationVar(&b.maxProbe, "max-probe-delay", d.MaxProbeDelay.Std(), "longest wait between probes")
-	f.IntVar(&b.halfOpen, "half-open-attempts", d.HalfOpenSuccesses, "successes in a row, one at a time, that close a half-open circuit")
+	f.IntVar(&b.consecutive, "breaker-consecutive", d.ConsecutiveFailures, "open the circuit after this many consecutive failures within --breaker-window (1..10000)")
+	f.DurationVar(&b.window, "breaker-window", d.ConsecutiveWindow.Std(), "the window of --breaker-consecutive (at most 24h)")
+	f.IntVar(&b.volume, "breaker-volume", d.VolumeFailures, "or after this many failures within --breaker-volume-window (1..10000)")
+	f.DurationVar(&b.volumeWindow, "breaker-volume-window", d.VolumeWindow.Std(), "the window of --breaker-volume (at most 24h)")
+	f.DurationVar(&b.probe, "probe-delay", d.ProbeDelay.Std(), "wait before the first probe of an open circuit, doubling after each failed probe (1s..168h)")
+	f.DurationVar(&b.maxProbe, "max-probe-delay", d.MaxProbeDelay.Std(), "longest wait between probes (at most 168h)")
+	f.IntVar(&b.halfOpen, "half-open-attempts", d.HalfOpenSuccesses, "successes in a row, one at a time, that close a half-open circuit (0..10000)")
 }
 
 // change is the breaker settings the flags given change; nil if none was given. The

@@ -45,10 +45,13 @@ func newEventTypePutCmd(g *globals) *cobra.Command {
 with only --description keeps the schema.
 
 --schema takes a JSON Schema (draft 2020-12 unless its $schema names draft 4, 6, 7 or
-2019-09) from a file, or - for standard input; at most 64 KiB. It is checked when put: a
-schema that is not valid is refused with the reason. A schema may refer only inside itself
-("$ref": "#/$defs/..."); nothing is fetched. "format" is checked ("email", "date-time",
-...). --clear-schema removes the schema: any data is accepted again.
+2019-09) from a file, or - for standard input; at most 64 KiB, objects and arrays nested
+at most 64 deep, and at most 20000 subschemas once every $ref is replaced by what it refers
+to. It is checked when put: a schema that is not valid or over a bound is refused with the
+reason. A schema may refer only inside itself ("$ref": "#/$defs/..."), and never back to a
+schema that contains the reference (recursive schemas are refused); nothing is fetched.
+"format" is checked ("email", "date-time", ...). --clear-schema removes the schema: any
+data is accepted again.
 
 The whole catalog (names, descriptions, schemas) holds at most 1 MiB.`,
 		Example: `  herald event-type put order.paid --description "An order was paid in full"

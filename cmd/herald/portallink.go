@@ -26,7 +26,7 @@ behind an "Open webhooks portal" button of your product (mint it when they click
 get Herald's portal without a long-lived token.
 
 The link opens once: a second open, even on another herald serve sharing the tokens file,
-is refused, and so is an open after --ttl (at most 24h). Opening it starts a dashboard
+is refused, and so is an open after --ttl (1m to 24h). Opening it starts a dashboard
 session that lasts as long as any dashboard session (12h by default). Link previews in chat
 or mail apps may open links, so hand it over at the moment it is needed.
 
@@ -77,7 +77,7 @@ POST /v1/portal-links with an operator token.`,
 	f := cmd.Flags()
 	f.StringVar(&tenant, "tenant", "", "the tenant whose portal the link opens (required; herald-ops is reserved)")
 	f.StringVar(&endpoint, "endpoint", "", "limit the portal to this endpoint of the tenant")
-	f.DurationVar(&ttl, "ttl", server.DefaultPortalLinkTTL, "how long the link can be opened, at most 24h")
+	f.DurationVar(&ttl, "ttl", server.DefaultPortalLinkTTL, "how long the link can be opened, 1m to 24h")
 	f.StringVar(&publicURL, "url", envOr("HERALD_PUBLIC_URL", "http://127.0.0.1:8080"), "the dashboard's address as your customers open it (env HERALD_PUBLIC_URL)")
 	f.StringVar(&tokensFile, "tokens-file", envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile), "tokens file shared with herald serve (env HERALD_TOKENS_FILE)")
 	return cmd

@@ -8,6 +8,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// maxProbeWait is the longest herald probe waits for an answer.
+const maxProbeWait = 2 * time.Minute
+
 func newProbeCmd() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -21,6 +24,9 @@ worker's metrics endpoint.`,
 		Args:        exactArgs(1, "give the URL to probe, e.g. herald probe http://127.0.0.1:8080/v1/openapi.json"),
 		Annotations: map[string]string{annotationNoKeys: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 || timeout > maxProbeWait {
+				return fmt.Errorf("%w: --timeout %s: give a duration from 1ms to %s, e.g. 5s", errUsage, timeout, maxProbeWait)
+			}
 			c := &http.Client{Timeout: timeout}
 			resp, err := c.Get(args[0])
 			if err != nil {
@@ -33,6 +39,6 @@ worker's metrics endpoint.`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer (at most 2m)")
 	return cmd
 }

@@ -30,7 +30,10 @@ With --endpoint, the event goes to that one endpoint, whatever its subscriptions
 
 Herald starts deliveries at once and retries on the ladder until receivers answer 2xx.
 Sending the same --id again is safe: it starts nothing twice, and for a tenant it adds any
-delivery a cut-short send left out. The same id with another type or data is refused.
+delivery a cut-short send left out. The same id with another type or data is refused. An
+id is one per tenant whether the event goes to one endpoint (--endpoint) or to the tenant
+(--tenant): sent one way and then the other with the same type and data, it is the same
+event (nothing more is sent); with other type or data, it is refused.
 
 --data takes JSON inline, @FILE to read a file, or - to read standard input (256 KiB at
 most once compacted). The receiver gets the data exactly as given, compacted, never re-escaped.

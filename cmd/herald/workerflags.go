@@ -37,11 +37,11 @@ func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 	}
 	fs.StringSliceVar(&f.allowCIDRs, "allow-cidr", allow, "address ranges attempts may dial although they are private, loopback or link-local (repeatable; env HERALD_ALLOW_CIDRS)")
 	fs.BoolVar(&f.requireHTTPS, "require-https", false, "refuse endpoints and attempts that are not https")
-	fs.StringVar(&f.schedule, "schedule", policy.FormatDelays(d.Ladder.Delays), "default retry ladder: waits before attempt 2, 3, ... (comma-separated durations)")
-	fs.IntVar(&f.attempts, "attempts", d.Ladder.Attempts, "default number of attempts, the first included")
-	fs.Float64Var(&f.jitter, "jitter", d.Ladder.Jitter, "default jitter of each wait, as a fraction (0.2 = ±20%)")
-	fs.DurationVar(&f.retention, "retention", d.Retention.Std(), "how long a dead letter waits for a replay before it expires")
-	fs.DurationVar(&f.timeout, "timeout", d.Timeout.Std(), "default timeout of one attempt")
+	fs.StringVar(&f.schedule, "schedule", policy.FormatDelays(d.Ladder.Delays), "default retry ladder: waits before attempt 2, 3, ... (comma-separated durations, at most 99, each 1s..720h)")
+	fs.IntVar(&f.attempts, "attempts", d.Ladder.Attempts, "default number of attempts, the first included (1..100)")
+	fs.Float64Var(&f.jitter, "jitter", d.Ladder.Jitter, "default jitter of each wait, as a fraction, 0 to under 1 (0.2 = ±20%)")
+	fs.DurationVar(&f.retention, "retention", d.Retention.Std(), "how long a dead letter waits for a replay before it expires (1h..8760h)")
+	fs.DurationVar(&f.timeout, "timeout", d.Timeout.Std(), "default timeout of one attempt (1s..2m)")
 	fs.BoolVar(&f.plaintext, "plaintext", false, "store payloads and secrets unencrypted in Temporal (development only)")
 }
 
