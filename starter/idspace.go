@@ -77,7 +77,7 @@ func (s *Client) resentToEndpoint(ctx context.Context, tenant string, ev, was Ev
 func (s *Client) holdForTenant(ctx context.Context, tenant string, ev Event) (first Event, direct *FanoutDelivery, err error) {
 	wfID := herald.DeliveryID(tenant, ev.ID)
 	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s for tenant %s", ev.Type, tenant), herald.FanoutEventWorkflow, ev,
-		herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID))
+		herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
 		return Event{}, nil, fmt.Errorf("send event %s to tenant %s: %w", ev.ID, tenant, err)
 	}
