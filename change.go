@@ -74,9 +74,6 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 	if c.Attempts != nil && *c.Attempts < 1 {
 		return nil, fmt.Errorf("attempts %d: give 1 to %d, or leave attempts out to keep it", *c.Attempts, policy.MaxAttempts)
 	}
-	if c.MaxInFlight != nil && *c.MaxInFlight == 0 {
-		return nil, fmt.Errorf("max_in_flight 0 is outside %d..%d", policy.MinMaxInFlight, policy.MaxMaxInFlight)
-	}
 	if c.Schedule != nil || c.Attempts != nil || c.Jitter != nil {
 		lo := policy.LadderOverride{Jitter: c.Jitter}
 		if c.Attempts != nil {

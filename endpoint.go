@@ -196,9 +196,7 @@ func (o Overrides) ValidateChange() error {
 		}
 	}
 	if o.MaxInFlight != 0 {
-		c := policy.DefaultCapacityConfig()
-		c.MaxInFlight = o.MaxInFlight
-		if err := c.Validate(); err != nil {
+		if err := policy.ValidateMaxInFlight(o.MaxInFlight); err != nil {
 			return err
 		}
 	}

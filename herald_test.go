@@ -153,7 +153,7 @@ func TestEndpointChange(t *testing.T) {
 	}{
 		{"nothing", EndpointChange{}, ""},
 		{"cap", EndpointChange{MaxInFlight: i(7)}, ""},
-		{"cap 0", EndpointChange{MaxInFlight: i(0)}, "max_in_flight 0 is outside 1..500"},
+		{"cap 0", EndpointChange{MaxInFlight: i(0)}, "max_in_flight 0: give a count"},
 		{"cap 900", EndpointChange{MaxInFlight: i(900)}, "1..500"},
 		{"attempts 0", EndpointChange{Attempts: i(0)}, "attempts 0"},
 		{"timeout 0", EndpointChange{Timeout: d(0)}, "timeout 0s"},

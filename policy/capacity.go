@@ -59,11 +59,8 @@ func DefaultCapacityConfig() CapacityConfig {
 // Validate reports every field of c that is out of range, or nil.
 func (c CapacityConfig) Validate() error {
 	var errs []error
-	switch {
-	case c.MaxInFlight > MaxMaxInFlight:
-		errs = append(errs, fmt.Errorf("max in-flight %d is above %d; ask for at most %d concurrent attempts per endpoint (%d..%d)", c.MaxInFlight, MaxMaxInFlight, MaxMaxInFlight, MinMaxInFlight, MaxMaxInFlight))
-	case c.MaxInFlight < MinMaxInFlight:
-		errs = append(errs, fmt.Errorf("max in-flight %d is below %d; every endpoint needs at least %d concurrent attempt (%d..%d)", c.MaxInFlight, MinMaxInFlight, MinMaxInFlight, MinMaxInFlight, MaxMaxInFlight))
+	if err := ValidateMaxInFlight(c.MaxInFlight); err != nil {
+		errs = append(errs, err)
 	}
 	if c.SlowP99 <= 0 {
 		errs = append(errs, fmt.Errorf("slow p99 %s is not positive; use a latency such as 3s", c.SlowP99))
@@ -84,6 +81,19 @@ func (c CapacityConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("min samples %d is out of range; use 1 to the window samples (%d)", c.MinSamples, c.WindowSamples))
 	}
 	return errors.Join(errs...)
+}
+
+// ValidateMaxInFlight checks an endpoint's configured concurrency cap (max_in_flight on
+// the wire): MinMaxInFlight to MaxMaxInFlight. It is the one check of that number, for a
+// put's change and for a whole limiter configuration alike.
+func ValidateMaxInFlight(n int) error {
+	switch {
+	case n > MaxMaxInFlight:
+		return fmt.Errorf("max_in_flight %d is above %d: ask for %d..%d concurrent attempts per endpoint", n, MaxMaxInFlight, MinMaxInFlight, MaxMaxInFlight)
+	case n < MinMaxInFlight:
+		return fmt.Errorf("max_in_flight %d is below %d: every endpoint needs %d..%d concurrent attempts", n, MinMaxInFlight, MinMaxInFlight, MaxMaxInFlight)
+	}
+	return nil
 }
 
 // LatencySample is one finished attempt's latency.

@@ -122,9 +122,9 @@ func TestCapacityPercentile(t *testing.T) {
 
 func TestCapacityConfigValidate(t *testing.T) {
 	testConfigValidate(t, DefaultCapacityConfig, []configCase[CapacityConfig]{
-		{"above 500", func(c *CapacityConfig) { c.MaxInFlight = 600 }, "max in-flight 600 is above 500; ask for at most 500"},
-		{"zero", func(c *CapacityConfig) { c.MaxInFlight = 0 }, "max in-flight 0 is below 1"},
-		{"negative", func(c *CapacityConfig) { c.MaxInFlight = -4 }, "max in-flight -4 is below 1"},
+		{"above 500", func(c *CapacityConfig) { c.MaxInFlight = 600 }, "max_in_flight 600 is above 500: ask for 1..500"},
+		{"zero", func(c *CapacityConfig) { c.MaxInFlight = 0 }, "max_in_flight 0 is below 1: every endpoint needs 1..500"},
+		{"negative", func(c *CapacityConfig) { c.MaxInFlight = -4 }, "max_in_flight -4 is below 1"},
 		{"zero slow", func(c *CapacityConfig) { c.SlowP99 = 0 }, "slow p99 0s is not positive"},
 		{"recover not below slow", func(c *CapacityConfig) { c.RecoverP99 = duration.Duration(3 * time.Second) }, "recover p99 3s must be positive and below the slow p99 3s"},
 		{"no samples", func(c *CapacityConfig) { c.WindowSamples = 0 }, "window samples 0 is out of range"},

@@ -672,7 +672,7 @@ func TestLimiterConfigValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, want := range []string{"lease TTL", "max queue", "max in-flight"} {
+	for _, want := range []string{"lease TTL", "max queue", "max_in_flight"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

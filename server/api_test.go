@@ -189,7 +189,7 @@ func TestErrors(t *testing.T) {
 		{"bulk unknown field", "POST", "/v1/endpoints/" + ep + "/replay", shared.operator, map[string]any{"from": "x"}, 400, "unknown field"},
 		{"reset unknown endpoint", "POST", "/v1/endpoints/nobody-" + ep + "/reset", shared.operator, nil, 404, "does not exist"},
 		{"dead letters of unknown endpoint", "GET", "/v1/dead-letters?endpoint=nobody-" + ep, shared.operator, nil, 404, "does not exist"},
-		{"max_in_flight 0", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"max_in_flight": 0}, 400, "max_in_flight 0 is outside 1..500"},
+		{"max_in_flight 0", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"max_in_flight": 0}, 400, "max_in_flight 0: give a count"},
 		{"attempts 0", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"attempts": 0}, 400, "attempts 0"},
 		{"timeout 0s", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"timeout": "0s"}, 400, "timeout 0s"},
 		{"retention 0s", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"retention": "0s"}, 400, "retention 0s"},

@@ -138,7 +138,7 @@ every type. The put returns once sends to the tenant use the new list.
 	f.DurationVar(&timeout, "timeout", 0, "this endpoint's attempt timeout (1s..2m)")
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay (1h..8760h)")
 	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default; herald-ops is reserved)")
-	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
+	f.IntVar(&maxInFlight, "max-in-flight", 0, fmt.Sprintf("most concurrent requests to this endpoint, %d..%d (default %d)", policy.MinMaxInFlight, policy.MaxMaxInFlight, policy.DefaultMaxInFlight))
 	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
 	f.StringSliceVar(&types, "types", nil, "event types this endpoint receives from sends to its tenant: names, prefixes like order.* or * (default: every type)")
 	brk.bind(f)
