@@ -1,7 +1,7 @@
-// Package activities holds Herald's activities: the HTTP attempt (wire format, signing,
-// SSRF-safe dialing, timeouts, capped body read, classification of the outcome) and the
-// worker-side view of endpoints. Activities make no retry decisions: the delivery workflow
-// asks package policy what follows an attempt.
+// Package activities holds Herald's activities: the attempt (admission at the worker's
+// gate, wire format, signing, SSRF-safe dialing, timeouts, capped body read,
+// classification of the outcome), bulk replay and the operational events. Activities make
+// no retry decisions: the delivery workflow asks package policy what follows an attempt.
 package activities
 
 import (
@@ -29,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
+	"github.com/heraldhq/herald/worker/gate"
 )
 
 // Wire limits of one attempt.
@@ -58,7 +59,7 @@ type AttemptInput struct {
 // Activities are Herald's activities. One value is shared by all attempts of a worker.
 type Activities struct {
 	// Gate admits attempts per endpoint and knows each endpoint's configuration.
-	Gate *Gate
+	Gate *gate.Gate
 	// HTTP sends the attempts; it must not follow redirects (see NewHTTPClient).
 	HTTP *http.Client
 	// Defaults are the settings an endpoint uses unless it overrides them.
