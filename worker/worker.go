@@ -93,10 +93,10 @@ func New(c client.Client, o Options) (*Worker, error) {
 	}, o.Logger)
 	Register(w)
 	w.RegisterActivity(&activities.Activities{
-		Gate:     g,
-		HTTP:     activities.NewHTTPClient(o.Net),
-		Defaults: o.Defaults,
-		Metrics:  o.Metrics,
+		Gate:        g,
+		Destination: activities.NewHTTP(o.Net),
+		Defaults:    o.Defaults,
+		Metrics:     o.Metrics,
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
 	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}

@@ -85,14 +85,14 @@ func withRetention(d time.Duration) herald.Settings {
 func failedAttempt(now time.Time, p herald.Settings) herald.Result {
 	return herald.Result{
 		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: herald.Duration(120 * time.Millisecond),
-		Outcome: herald.OutcomeHTTPStatus, StatusCode: http.StatusServiceUnavailable, Policy: p,
+		Outcome: herald.OutcomeHTTPStatus, Policy: p, HTTPExchange: herald.HTTPExchange{StatusCode: http.StatusServiceUnavailable},
 	}
 }
 
 func deliveredAttempt(now time.Time, p herald.Settings) herald.Result {
 	return herald.Result{
 		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: herald.Duration(90 * time.Millisecond),
-		Outcome: herald.OutcomeDelivered, StatusCode: http.StatusOK, Policy: p,
+		Outcome: herald.OutcomeDelivered, Policy: p, HTTPExchange: herald.HTTPExchange{StatusCode: http.StatusOK},
 	}
 }
 

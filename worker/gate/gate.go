@@ -299,7 +299,7 @@ func (g *Gate) snapshot(ctx context.Context, id string) (herald.AdmissionView, e
 // failures that come together retry evenly spread.
 func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spread float64, failed bool) {
 	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket,
-		Gone: res.Outcome == herald.OutcomeHTTPStatus && res.StatusCode == policy.GoneStatus}
+		Gone: res.Gone()}
 	e := a.entry
 	defer g.unref(e)
 	own := a.Waiter != ""
