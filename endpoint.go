@@ -299,7 +299,7 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 		return err
 	}
 	if req.Tenant != "" {
-		if err := ValidateTenant(req.Tenant); err != nil {
+		if err := validateEndpointTenant(req.ID, req.Tenant); err != nil {
 			return err
 		}
 	}

@@ -174,8 +174,7 @@ type EventTypeSettingsChange struct {
 	StrictTypes *bool `json:"strict_types,omitempty"`
 }
 
-// ValidateEventTypeName checks an event type's name: 1 to 255 letters, digits, '-', '_'
-// and '.', e.g. order.paid (one line, and no '*': subscriptions use it as a wildcard).
-func ValidateEventTypeName(name string) error {
-	return validateNameUpTo("event type name", "order.paid", name, MaxEventTypeName)
-}
+// ValidateEventTypeName checks an event type's name against the grammar of types
+// (policy.ValidateEventType): 1 to 255 ASCII letters, digits, '-', '_' and '.', e.g.
+// order.paid. Sends, catalog entries and search filters all use it.
+func ValidateEventTypeName(name string) error { return policy.ValidateEventType(name) }

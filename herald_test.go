@@ -45,7 +45,7 @@ func TestQueries(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{DeadLetterFilter{}.Query(), "WorkflowType = 'Delivery' AND ExecutionStatus = 'Running' AND HeraldStatus = 'dead_letter'"},
 		{DeadLetterFilter{EndpointID: "o'k", Since: since, Until: since}.Query(),
-			"WorkflowType = 'Delivery' AND ExecutionStatus = 'Running' AND HeraldStatus = 'dead_letter' AND HeraldEndpoint = 'o''k'" +
+			"WorkflowType = 'Delivery' AND ExecutionStatus = 'Running' AND HeraldStatus = 'dead_letter' AND HeraldEndpoint = 'o\\'k'" +
 				" AND StartTime >= '2026-01-02T03:04:05Z' AND StartTime <= '2026-01-02T03:04:05Z'"},
 		{Workflows(EndpointWorkflow).Running().Has(AttrCircuit).Is(AttrCircuit, "open").String(),
 			"WorkflowType = 'Endpoint' AND ExecutionStatus = 'Running' AND HeraldCircuit IS NOT NULL AND HeraldCircuit = 'open'"},

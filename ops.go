@@ -74,3 +74,32 @@ func OpsEvent(typ, key string, d OpsData) (Event, error) {
 func IsOps(tenant, endpointID string) bool {
 	return tenant == OpsTenant || endpointID == OpsEndpointID
 }
+
+// ValidateGrantedTenant checks a tenant that something from outside names to be given,
+// joined or acted for: a tenant token, a portal link, an endpoint's tenant, a fan-out
+// send. It is ValidateTenant, and the name must not be reserved: OpsTenant belongs to
+// Herald's operational events alone (its endpoint is put with herald ops-endpoint put).
+func ValidateGrantedTenant(t string) error {
+	if err := ValidateTenant(t); err != nil {
+		return err
+	}
+	if ReservedTenant(t) {
+		return fmt.Errorf("tenant %s is reserved for Herald's operational events: choose another tenant name", t)
+	}
+	return nil
+}
+
+// ReservedTenant reports whether t is a tenant name Herald keeps for itself (OpsTenant).
+func ReservedTenant(t string) bool { return t == OpsTenant }
+
+// validateEndpointTenant checks the tenant of a put of endpoint id: any tenant
+// ValidateGrantedTenant allows, and for the operational endpoint only its own, OpsTenant.
+func validateEndpointTenant(id, tenant string) error {
+	if id == OpsEndpointID {
+		if tenant != OpsTenant {
+			return fmt.Errorf("endpoint %s is Herald's operational endpoint and belongs to tenant %s: leave tenant out, or put it with herald ops-endpoint put", id, OpsTenant)
+		}
+		return nil
+	}
+	return ValidateGrantedTenant(tenant)
+}

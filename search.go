@@ -32,10 +32,15 @@ var (
 	// and of the record of such an event with no destination: it lists one event's
 	// deliveries. Deliveries sent to one endpoint by id do not set it.
 	AttrEventID = temporal.NewSearchAttributeKeyKeyword("HeraldEventId")
+	// AttrTenant is the tenant that sent a delivery (DefaultTenant for an endpoint
+	// registered without one), set by the starter when the delivery starts and kept by
+	// its replays: a tenant's event search selects by it, so an endpoint that moves to
+	// another tenant leaves its past deliveries with the tenant that sent them.
+	AttrTenant = temporal.NewSearchAttributeKeyKeyword("HeraldTenant")
 )
 
 // SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
-var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName(), AttrEventID.GetName()}
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName(), AttrEventID.GetName(), AttrTenant.GetName()}
 
 // SearchAttributeTypes maps Herald's search attributes to their type (all Keyword), as a
 // namespace must register them.
@@ -139,8 +144,31 @@ func (q Query) and(c string) Query {
 	return Query{conds: append(q.conds[:len(q.conds):len(q.conds)], c)}
 }
 
-// quote is s as a quoted string literal of the visibility query language.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+// quote is s as a quoted string literal of the visibility query language, escaped as
+// Temporal's query parser reads it (a MySQL-style lexer: a backslash escapes the
+// character after it, so "\\'" is a quote, not the end of the string): every
+// backslash, quote and control character the lexer decodes is written as its escape, so
+// the literal ends exactly where quote ends it and reads back as s.
+func quote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('\'')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if e, ok := sqlEscapes[c]; ok {
+			b.WriteByte('\\')
+			b.WriteByte(e)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// sqlEscapes maps each byte the query lexer reads after a backslash to the letter that
+// stands for it there.
+var sqlEscapes = map[byte]byte{0: '0', '\'': '\'', '"': '"', '\b': 'b', '\n': 'n', '\r': 'r', '\t': 't', 26: 'Z', '\\': '\\'}
 
 func quoteAll(vs []string) string {
 	q := make([]string, len(vs))
@@ -197,6 +225,9 @@ type EventFilter struct {
 	// HeraldEventId; one sent to an endpoint by id is found by its workflow id in each of
 	// Tenants.
 	EventID string `json:"event_id,omitempty"`
+	// Tenant keeps the deliveries a tenant sent (HeraldTenant): the condition of a
+	// tenant's search, always a top-level AND of the query.
+	Tenant string `json:"tenant,omitempty"`
 	// Tenants are the tenants whose workflow ids EventID is looked up in.
 	Tenants []string `json:"tenants,omitempty"`
 	// Endpoints keeps the deliveries to any of these endpoints.
@@ -207,9 +238,13 @@ type EventFilter struct {
 }
 
 // Query is the visibility query for the deliveries f selects. Runs that continued as new
-// are left out: their successor carries the delivery on.
+// are left out: their successor carries the delivery on. Check f with Validate first:
+// the query quotes every value, but only a valid one selects what it says.
 func (f EventFilter) Query() string {
 	q := Workflows(DeliveryWorkflow).NotStatus("ContinuedAsNew")
+	if f.Tenant != "" {
+		q = q.Is(AttrTenant, f.Tenant)
+	}
 	switch prefix, ok := strings.CutSuffix(f.Type, "*"); {
 	case ok && prefix != "":
 		q = q.StartsWith(AttrEventType, prefix)

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of an endpoint's subscription (its list of event type patterns).
@@ -33,9 +35,36 @@ func MatchesType(patterns []string, eventType string) bool {
 	return false
 }
 
+// ValidateEventType checks an event type against the grammar of types: 1 to
+// MaxEventTypeLen characters, each an ASCII letter or digit, '-', '_' or '.'
+// (order.paid, invoice.line_item.created). Nothing else: no spaces, quotes, '*'
+// (subscriptions use it as a wildcard) or non-ASCII letters.
+func ValidateEventType(name string) error {
+	switch {
+	case name == "":
+		return errors.New("event type is empty: give one like order.paid")
+	case len(name) > MaxEventTypeLen:
+		return fmt.Errorf("event type %.20q... is %d characters long: use at most %d", name, len(name), MaxEventTypeLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("event type %q is not valid UTF-8: use only letters, digits, '-', '_' and '.'", name)
+	}
+	for _, r := range name {
+		if !IsTypeChar(r) {
+			return fmt.Errorf("event type %q contains %q: use only letters, digits, '-', '_' and '.'", name, r)
+		}
+	}
+	return nil
+}
+
+// IsTypeChar reports whether r may appear in an event type: an ASCII letter or digit,
+// '-', '_' or '.'.
+func IsTypeChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+}
+
 // ValidateTypePatterns checks an endpoint's subscription: at most MaxSubscriptionTypes
-// patterns, each an exact type, a prefix ending in ".*" or "*" alone; no blanks, no
-// duplicates, no whitespace, and '*' nowhere but at the end.
+// patterns, each "*" alone, an event type (ValidateEventType) or an event type followed
+// by ".*" (order.*); no duplicates.
 func ValidateTypePatterns(patterns []string) error {
 	if len(patterns) > MaxSubscriptionTypes {
 		return fmt.Errorf("%d event types: subscribe to at most %d (use a wildcard such as order.*)", len(patterns), MaxSubscriptionTypes)
@@ -66,9 +95,17 @@ func validateTypePattern(p string) error {
 		if i != len(p)-1 {
 			return fmt.Errorf("event type %q has '*' in the middle: a wildcard may only end a prefix, as in order.*", p)
 		}
-		if p != "*" && !strings.HasSuffix(p, ".*") {
+		if p == "*" {
+			return nil
+		}
+		name, ok := strings.CutSuffix(p, ".*")
+		if !ok {
 			return fmt.Errorf("event type %q: a wildcard follows a dot (order.*) or stands alone (*)", p)
 		}
+		if name == "" {
+			return fmt.Errorf("event type %q: a wildcard follows a type name and a dot, as in order.*, or stands alone (*)", p)
+		}
+		p = name
 	}
-	return nil
+	return ValidateEventType(p)
 }

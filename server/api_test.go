@@ -149,8 +149,8 @@ func TestErrors(t *testing.T) {
 	ep := uniq("errors")
 	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
 	ok := map[string]any{"endpoint_id": ep, "type": "t", "data": map[string]any{}}
-	big := fmt.Sprintf(`{"endpoint_id":%q,"data":"%s"}`, ep, strings.Repeat("x", 300<<10))
-	justOver := fmt.Sprintf(`{"endpoint_id":%q,"data":"%s"}`, ep, strings.Repeat("x", 256<<10))
+	big := fmt.Sprintf(`{"endpoint_id":%q,"type":"test.event","data":"%s"}`, ep, strings.Repeat("x", 300<<10))
+	justOver := fmt.Sprintf(`{"endpoint_id":%q,"type":"test.event","data":"%s"}`, ep, strings.Repeat("x", 256<<10))
 	cases := []struct {
 		name, method, path, token string
 		body                      any
@@ -160,13 +160,20 @@ func TestErrors(t *testing.T) {
 		{"no token", "POST", "/v1/events", "", ok, 401, "missing token"},
 		{"unknown token", "GET", "/v1/endpoints", "hrld_nope", nil, 401, "unknown or revoked"},
 		{"not bearer", "GET", "/v1/endpoints", "", nil, 401, "missing token"},
-		{"unknown field", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep, "data": 1, "payload": 2}, 400, `unknown field "payload"`},
+		{"unknown field", "POST", "/v1/events", shared.operator, map[string]any{"type": "test.event", "endpoint_id": ep, "data": 1, "payload": 2}, 400, `unknown field "payload"`},
 		{"not JSON", "POST", "/v1/events", shared.operator, "{", 400, "not the JSON expected"},
 		{"empty body", "POST", "/v1/events", shared.operator, "", 400, "empty"},
-		{"no endpoint", "POST", "/v1/events", shared.operator, map[string]any{"data": 1}, 400, "endpoint_id is missing"},
-		{"no data", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep}, 400, "has no data"},
-		{"bad event id", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep, "id": "a b", "data": 1}, 400, "event id"},
-		{"unregistered endpoint", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": "nobody-" + ep, "data": 1}, 404, "not registered"},
+		{"no endpoint", "POST", "/v1/events", shared.operator, map[string]any{"type": "test.event", "data": 1}, 400, "endpoint_id is missing"},
+		{"no data", "POST", "/v1/events", shared.operator, map[string]any{"type": "test.event", "endpoint_id": ep}, 400, "has no data"},
+		{"no type", "POST", "/v1/events", shared.operator, map[string]any{"endpoint_id": ep, "data": 1}, 400, "event type is empty"},
+		{"quote in type", "POST", "/v1/events", shared.operator, map[string]any{"type": `a' b\`, "endpoint_id": ep, "data": 1}, 400, `contains '\''`},
+		{"invalid UTF-8 type", "POST", "/v1/events", shared.operator, "{\"endpoint_id\":\"" + ep + "\",\"type\":\"a\xffb\",\"data\":1}", 400, "event type"},
+		{"non-ASCII type", "POST", "/v1/events", shared.operator, map[string]any{"type": "ordér.paid", "endpoint_id": ep, "data": 1}, 400, "contains 'é'"},
+		{"pattern .*", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"types": []string{".*"}}, 400, "follows a type name"},
+		{"pattern with é", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"types": []string{"ordér.paid"}}, 400, "contains 'é'"},
+		{"pattern with ;", "PUT", "/v1/endpoints/" + ep, shared.operator, map[string]any{"types": []string{"a;b"}}, 400, "contains ';'"},
+		{"bad event id", "POST", "/v1/events", shared.operator, map[string]any{"type": "test.event", "endpoint_id": ep, "id": "a b", "data": 1}, 400, "event id"},
+		{"unregistered endpoint", "POST", "/v1/events", shared.operator, map[string]any{"type": "test.event", "endpoint_id": "nobody-" + ep, "data": 1}, 404, "not registered"},
 		{"too large", "POST", "/v1/events", shared.operator, big, 413, "256 KiB"},
 		{"data just over 256 KiB", "POST", "/v1/events", shared.operator, justOver, 413, "256 KiB"},
 		{"unknown event", "GET", "/v1/events/evt_nothing_here", shared.operator, nil, 404, "evt_nothing_here"},
@@ -291,7 +298,7 @@ func TestTenantIsolation(t *testing.T) {
 			t.Fatalf("%s %s tells another tenant's resource from a missing one:\n  %q\n  %q", c.method, c.path, got, missing)
 		}
 	}
-	code, out := call(t, "POST", "/v1/events", shared.globex, map[string]any{"endpoint_id": ep, "data": 1})
+	code, out := call(t, "POST", "/v1/events", shared.globex, map[string]any{"type": "test.event", "endpoint_id": ep, "data": 1})
 	want(t, "globex sends to acme's endpoint", code, http.StatusNotFound, out)
 
 	_, list := call(t, "GET", "/v1/endpoints", shared.globex, nil)
@@ -341,7 +348,9 @@ func TestSendDataLimitIsOnCompactedBytes(t *testing.T) {
 	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
 	max := herald.MaxDataBytes
 	lt := func(n int) string { return `"` + strings.Repeat("<", n-2) + `"` } // n bytes of JSON
-	body := func(data string) string { return fmt.Sprintf(`{"endpoint_id":%q,"data":%s}`, ep, data) }
+	body := func(data string) string {
+		return fmt.Sprintf(`{"endpoint_id":%q,"type":"test.event","data":%s}`, ep, data)
+	}
 	cases := []struct {
 		name, body string
 		code       int
@@ -368,7 +377,7 @@ func TestContentType(t *testing.T) {
 	rcv := newReceiver(t, http.StatusOK)
 	ep := uniq("ctype")
 	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	body := fmt.Sprintf(`{"endpoint_id":%q,"data":{}}`, ep)
+	body := fmt.Sprintf(`{"endpoint_id":%q,"type":"test.event","data":{}}`, ep)
 	for _, c := range []struct {
 		ct   string
 		code int

@@ -26,6 +26,9 @@ type principal struct {
 	endpoint string
 	// portal is set for a session opened with a portal link.
 	portal bool
+	// nonce and expires identify a dashboard session, to end it at sign-out.
+	nonce   string
+	expires time.Time
 }
 
 func (p principal) operator() bool { return p.token.Operator }
@@ -149,9 +152,10 @@ func (s *Server) visibleEndpoints(ctx context.Context, p principal) ([]herald.En
 	return out, nil
 }
 
-// Session cookies. A session is signed, not stored: the cookie holds the token id and an
-// expiry, with an HMAC under the tokens file's session key, so every server sharing the file
-// accepts it, and revoking the token ends the session.
+// Session cookies. A session is signed, not stored: the cookie holds the token id, an
+// expiry and a random nonce, with an HMAC under the tokens file's session key, so every
+// server sharing the file accepts it. Revoking the token ends the session; so does signing
+// out, which records the nonce in the tokens file until the session's expiry (signout.go).
 const (
 	sessionCookie = "herald_session"
 	signinCookie  = "herald_signin" // the sign-in form's CSRF token (double submit)
@@ -220,17 +224,24 @@ func (s *Server) session(r *http.Request) (principal, bool) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	var d sessionData
-	if err != nil || json.Unmarshal(b, &d) != nil || s.opts.Now().Unix() > d.Expires {
+	if err != nil || json.Unmarshal(b, &d) != nil || s.opts.Now().Unix() > d.Expires || d.Nonce == "" ||
+		s.opts.Tokens.signedOut(d.Nonce) {
 		return principal{}, false
 	}
+	var p principal
 	if d.Link != "" {
-		return s.portalSession(d, c.Value)
+		if p, ok = s.portalSession(d, c.Value); !ok {
+			return principal{}, false
+		}
+	} else {
+		t, ok := s.opts.Tokens.ByID(d.TokenID)
+		if !ok {
+			return principal{}, false
+		}
+		p = principal{token: t, session: c.Value}
 	}
-	t, ok := s.opts.Tokens.ByID(d.TokenID)
-	if !ok {
-		return principal{}, false
-	}
-	return principal{token: t, session: c.Value}, true
+	p.nonce, p.expires = d.Nonce, time.Unix(d.Expires, 0)
+	return p, true
 }
 
 // csrfToken is the per-session token every dashboard form carries in a hidden field.
@@ -241,7 +252,7 @@ func (s *Server) csrfToken(p principal) string {
 // checkCSRF reports whether a posted form carries the session's CSRF token.
 func (s *Server) checkCSRF(r *http.Request, p principal) bool {
 	got, err := base64.RawURLEncoding.DecodeString(r.PostFormValue("csrf"))
-	if err != nil || p.session == "" {
+	if err != nil || p.session == "" || len(got) != sha256.Size {
 		return false
 	}
 	return hmac.Equal(got, mac(s.opts.Tokens.sessionKey(), "csrf", p.session))

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -139,61 +138,8 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, p principal, 
 	s.render(w, r, code, "error.html", v)
 }
 
-// safeNext returns a local path to go to after a form, or def.
-func safeNext(next, def string) string {
-	if strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") && !strings.ContainsAny(next, "\r\n") {
-		return next
-	}
-	return def
-}
-
 func (s *Server) home(_ context.Context, w http.ResponseWriter, r *http.Request, _ principal) error {
 	http.Redirect(w, r, "/endpoints", http.StatusSeeOther)
-	return nil
-}
-
-func (s *Server) signinForm(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.session(r); ok {
-		http.Redirect(w, r, safeNext(r.URL.Query().Get("next"), "/endpoints"), http.StatusSeeOther)
-		return
-	}
-	s.showSignin(w, r, http.StatusOK, "")
-}
-
-func (s *Server) showSignin(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	tok := randomString(24)
-	s.setCookie(w, r, signinCookie, tok, 3600)
-	v := s.newView(principal{}, "Sign in")
-	v.CSRF, v.Error, v.Refresh = tok, msg, 0
-	v.Next = safeNext(r.FormValue("next"), "/endpoints")
-	s.render(w, r, code, "signin.html", v)
-}
-
-func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	c, err := r.Cookie(signinCookie)
-	if err != nil || !hmac.Equal([]byte(c.Value), []byte(r.PostFormValue("csrf"))) {
-		s.showSignin(w, r, http.StatusForbidden, "This sign-in form expired or did not come from this page (CSRF check failed): try again.")
-		return
-	}
-	t, ok := s.opts.Tokens.Lookup(r.PostFormValue("token"))
-	if !ok {
-		s.showSignin(w, r, http.StatusUnauthorized, "That token is unknown or revoked. Paste the token `herald token create` printed (it starts with hrld_).")
-		return
-	}
-	sess, err := s.newSession(t)
-	if err != nil {
-		s.showSignin(w, r, http.StatusInternalServerError, "Cannot sign in: "+err.Error())
-		return
-	}
-	s.setCookie(w, r, sessionCookie, sess, s.sessionMaxAge())
-	s.setCookie(w, r, signinCookie, "", -1)
-	http.Redirect(w, r, safeNext(r.PostFormValue("next"), "/endpoints"), http.StatusSeeOther)
-}
-
-func (s *Server) signout(_ context.Context, w http.ResponseWriter, r *http.Request, _ principal) error {
-	s.setCookie(w, r, sessionCookie, "", -1)
-	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	return nil
 }
 

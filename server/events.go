@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -109,7 +110,10 @@ func (es eventSearch) query() url.Values {
 }
 
 // filter turns the search into the filter of the deliveries p may see. none is set when p
-// may see no delivery at all (a tenant without endpoints): then nothing is listed.
+// may see no delivery at all (an endpoint filter naming another tenant's endpoint). Every
+// value from the request is checked against its grammar first (herald.EventFilter.Validate):
+// a value that breaks it is a 400 naming the filter. A tenant's search (a tenant token, or
+// an operator's tenant filter) selects by HeraldTenant, the tenant that sent the delivery.
 func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f herald.EventFilter, none bool, err error) {
 	if f.Since, err = s.parseTime("since", es.Since); err != nil {
 		return f, false, err
@@ -122,16 +126,22 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 	}
 	f.Type, f.State, f.EventID = es.Type, herald.State(es.State), es.EventID
 	tenant := es.Tenant
+	if tenant != "" {
+		f.Tenant = tenant
+	}
+	if es.Endpoint != "" {
+		f.Endpoints = []string{es.Endpoint}
+	}
+	if err := f.Validate(); err != nil {
+		return f, false, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
+	}
 	if !p.operator() {
 		if tenant != "" && tenant != p.token.Tenant {
 			return f, false, fmt.Errorf("%w: your token sees only tenant %s: leave tenant out", errForbidden, p.token.Tenant)
 		}
 		tenant = p.token.Tenant
-	} else if tenant != "" {
-		if err := herald.ValidateTenant(tenant); err != nil {
-			return f, false, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
-		}
 	}
+	f.Tenant, f.Endpoints = tenant, nil
 	if p.endpoint != "" && es.Endpoint == "" {
 		es.Endpoint = p.endpoint // a session scoped to one endpoint (a portal link) sees its deliveries only
 	}
@@ -140,40 +150,30 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 		if err != nil {
 			return f, false, err
 		}
-		if tenant != "" && e.Tenant != tenant {
+		if tenant != "" && herald.TenantOrDefault(e.Tenant) != tenant {
 			return f, true, nil // the endpoint is another tenant's: nothing matches both
 		}
 		f.Endpoints = []string{es.Endpoint}
-		f.Tenants = []string{e.Tenant}
-		return f, false, nil
+		f.Tenants = []string{herald.TenantOrDefault(e.Tenant)}
+		return f, false, f.Validate()
 	}
-	if tenant == "" && f.EventID == "" {
+	if tenant != "" {
+		f.Tenants = []string{tenant}
+		return f, false, f.Validate()
+	}
+	if f.EventID == "" {
 		return f, false, nil // an operator, every tenant
 	}
-	if tenant == "" {
-		// An operator, every tenant: event ids are looked up in each tenant that has endpoints.
-		eps, err := s.opts.Starter.ListEndpoints(ctx, "")
-		if err != nil {
-			return f, false, err
-		}
-		f.Tenants = tenantsOf(eps)
-		if !slices.Contains(f.Tenants, herald.DefaultTenant) {
-			f.Tenants = append(f.Tenants, herald.DefaultTenant)
-		}
-		return f, false, nil
-	}
-	// One tenant: its deliveries are those to its endpoints.
+	// An operator, every tenant: event ids are looked up in each tenant that has endpoints.
 	eps, err := s.opts.Starter.ListEndpoints(ctx, "")
 	if err != nil {
 		return f, false, err
 	}
-	for _, e := range eps {
-		if herald.TenantOrDefault(e.Tenant) == tenant && p.canSeeEndpoint(e.Tenant, e.ID) {
-			f.Endpoints = append(f.Endpoints, e.ID)
-		}
+	f.Tenants = tenantsOf(eps)
+	if !slices.Contains(f.Tenants, herald.DefaultTenant) {
+		f.Tenants = append(f.Tenants, herald.DefaultTenant)
 	}
-	f.Tenants = []string{tenant}
-	return f, len(f.Endpoints) == 0, nil
+	return f, false, f.Validate()
 }
 
 func tenantsOf(eps []herald.EndpointState) []string {
@@ -189,19 +189,84 @@ func tenantsOf(eps []herald.EndpointState) []string {
 
 // searchEvents runs the search for p: one page and the cursor of the next ("" on the last).
 func (s *Server) searchEvents(ctx context.Context, p principal, es eventSearch) ([]starter.ListedEvent, string, error) {
+	var cursor []byte
+	if es.cursor != nil {
+		var err error
+		if cursor, err = s.openCursor(p, es.cursor); err != nil {
+			return nil, "", err
+		}
+	}
 	f, none, err := s.filter(ctx, p, es)
 	if err != nil || none {
 		return nil, "", err
 	}
-	page, err := s.opts.Starter.ListEvents(ctx, f, es.cursor, es.Limit)
+	page, err := s.opts.Starter.ListEvents(ctx, f, cursor, es.Limit)
 	if err != nil {
 		return nil, "", err
 	}
 	next := ""
 	if len(page.Next) > 0 {
-		next = base64.RawURLEncoding.EncodeToString(page.Next)
+		sealed, err := s.sealCursor(p, page.Next)
+		if err != nil {
+			return nil, "", err
+		}
+		next = base64.RawURLEncoding.EncodeToString(sealed)
 	}
 	return page.Events, next, nil
+}
+
+// Event search cursors are bound to the scope they were issued for. The cursor a client
+// sees is a MAC and the visibility store's page token: the MAC (HMAC-SHA256 with the
+// tokens file's session key, cut to cursorMACLen bytes) covers the token and the
+// principal's scope (operator; or tenant, and the one endpoint of a portal session). A
+// cursor is honoured only for the same scope: an operator's is refused from a tenant
+// token, one tenant's from another, and one made up is refused before the store sees it.
+const cursorMACLen = 16
+
+// cursorScope is what a cursor issued to p is bound to.
+func cursorScope(p principal) string {
+	if p.operator() {
+		return "operator"
+	}
+	return "tenant:" + p.token.Tenant + "/endpoint:" + p.endpoint
+}
+
+// cursorKey is the key cursors are sealed with: the tokens file's session key, written
+// on first use.
+func (s *Server) cursorKey() ([]byte, error) {
+	key := s.opts.Tokens.sessionKey()
+	if len(key) == 0 {
+		if err := s.opts.Tokens.update(func(*tokensFile) error { return nil }); err != nil {
+			return nil, fmt.Errorf("event search cursor: %w", err)
+		}
+		key = s.opts.Tokens.sessionKey()
+	}
+	return key, nil
+}
+
+// sealCursor binds the visibility page token to p's scope.
+func (s *Server) sealCursor(p principal, token []byte) ([]byte, error) {
+	key, err := s.cursorKey()
+	if err != nil {
+		return nil, err
+	}
+	return append(mac(key, "event-cursor", cursorScope(p), string(token))[:cursorMACLen:cursorMACLen], token...), nil
+}
+
+// openCursor returns the page token of a cursor sealed for p's scope, or an error (400)
+// for any other cursor.
+func (s *Server) openCursor(p principal, cursor []byte) ([]byte, error) {
+	key, err := s.cursorKey()
+	if err != nil {
+		return nil, err
+	}
+	if len(cursor) > cursorMACLen {
+		sum, token := cursor[:cursorMACLen], cursor[cursorMACLen:]
+		if hmac.Equal(sum, mac(key, "event-cursor", cursorScope(p), string(token))[:cursorMACLen]) {
+			return token, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: cursor is not one this server gave you for this search: start from the first page (leave cursor out)", starter.ErrInvalid)
 }
 
 // eventList is the body of GET /v1/events.

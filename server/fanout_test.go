@@ -81,9 +81,9 @@ func TestFanoutThroughTheAPI(t *testing.T) {
 		t.Fatalf("the delivery's page: status %d\n%s", code, page)
 	}
 
-	code, out = call(t, "POST", "/v1/events", shared.operator, map[string]any{"tenant": tenant, "endpoint_id": e1, "data": 1})
+	code, out = call(t, "POST", "/v1/events", shared.operator, map[string]any{"type": "test.event", "tenant": tenant, "endpoint_id": e1, "data": 1})
 	want(t, "tenant and endpoint_id both", code, http.StatusBadRequest, out)
-	code, out = call(t, "POST", "/v1/events", shared.acme, map[string]any{"tenant": tenant, "data": 1})
+	code, out = call(t, "POST", "/v1/events", shared.acme, map[string]any{"type": "test.event", "tenant": tenant, "data": 1})
 	want(t, "a tenant token sending to another tenant", code, http.StatusForbidden, out)
 	code, out = call(t, "PUT", "/v1/endpoints/"+e1, shared.operator, map[string]any{"types": []string{"order.*.x"}})
 	want(t, "a bad pattern", code, http.StatusBadRequest, out)

@@ -86,7 +86,7 @@ func ValidatePortalLinkTTL(ttl time.Duration) error {
 // valid for ttl from now. by names the operator token minting it (empty from the CLI). It
 // checks the names and the ttl, not that the endpoint exists or belongs to tenant.
 func (s *TokenStore) MintPortalLink(baseURL, tenant, endpoint string, ttl time.Duration, now time.Time, by string) (PortalLink, error) {
-	if err := herald.ValidateTenant(tenant); err != nil {
+	if err := herald.ValidateGrantedTenant(tenant); err != nil {
 		return PortalLink{}, err
 	}
 	if endpoint != "" {
@@ -132,7 +132,7 @@ func (s *TokenStore) openPortalLink(tok string, now time.Time) (linkClaims, erro
 		return c, errLinkInvalid
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" || herald.ValidateTenant(c.Tenant) != nil {
+	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" || herald.ValidateGrantedTenant(c.Tenant) != nil {
 		return c, errLinkInvalid
 	}
 	expires := time.Unix(c.Expires, 0)
@@ -157,7 +157,7 @@ func (s *TokenStore) openPortalLink(tok string, now time.Time) (linkClaims, erro
 
 // portalSession is the principal of a session a portal link opened (d.Link set).
 func (s *Server) portalSession(d sessionData, cookie string) (principal, bool) {
-	if herald.ValidateTenant(d.Tenant) != nil {
+	if herald.ValidateGrantedTenant(d.Tenant) != nil {
 		return principal{}, false
 	}
 	if d.TokenID != "" { // minted with a token: revoking it ends the session
@@ -251,6 +251,9 @@ func (s *Server) apiPortalLink(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	if req.Tenant == "" {
 		return 0, nil, fmt.Errorf("%w: tenant is missing: name the tenant whose portal the link opens", starter.ErrInvalid)
+	}
+	if err := herald.ValidateGrantedTenant(req.Tenant); err != nil {
+		return 0, nil, fmt.Errorf("%w: tenant: %v", starter.ErrInvalid, err)
 	}
 	ttl := DefaultPortalLinkTTL
 	if req.TTL != nil {

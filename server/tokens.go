@@ -57,6 +57,9 @@ type tokensFile struct {
 	// UsedLinks are the portal links opened already and not yet expired: a link opens
 	// once, on whichever server sharing the file (see portallink.go).
 	UsedLinks []usedLink `json:"used_portal_links,omitempty"`
+	// SignedOut are the dashboard sessions ended by signing out and not yet expired
+	// (signout.go).
+	SignedOut []signedOutSession `json:"signed_out_sessions,omitempty"`
 }
 
 // TokenStore holds the tokens of a tokens file. It rereads the file when it changes, so a
@@ -74,6 +77,10 @@ type TokenStore struct {
 	file   tokensFile
 	byHash map[string]Token
 	byID   map[string]Token
+	// ended holds the nonces of file.SignedOut.
+	ended map[string]bool
+	// maxSignedOut bounds file.SignedOut; 0 means MaxSignedOutSessions.
+	maxSignedOut int
 }
 
 // OpenTokenStore opens the tokens file at path. A missing file is an empty store: it will be
@@ -99,7 +106,7 @@ func (s *TokenStore) reload(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if errors.Is(err, os.ErrNotExist) {
-		s.file, s.byHash, s.byID, s.read = tokensFile{}, map[string]Token{}, map[string]Token{}, nil
+		s.file, s.byHash, s.byID, s.ended, s.read = tokensFile{}, map[string]Token{}, map[string]Token{}, map[string]bool{}, nil
 		return nil
 	}
 	if err != nil {
@@ -119,8 +126,15 @@ func (s *TokenStore) reload(force bool) error {
 	s.file, s.read = f, fi
 	s.byHash, s.byID = map[string]Token{}, map[string]Token{}
 	for _, t := range f.Tokens {
+		if herald.ReservedTenant(t.Tenant) {
+			continue // a token for a reserved tenant, written before the name was reserved, opens nothing
+		}
 		s.byHash[t.Hash] = t
 		s.byID[t.ID] = t
+	}
+	s.ended = make(map[string]bool, len(f.SignedOut))
+	for _, e := range f.SignedOut {
+		s.ended[e.Nonce] = true
 	}
 	return nil
 }
@@ -187,7 +201,7 @@ func (s *TokenStore) Create(operator bool, tenant, note string) (string, Token, 
 		return "", Token{}, errors.New("give either --operator or --tenant NAME, not both or neither")
 	}
 	if tenant != "" {
-		if err := herald.ValidateTenant(tenant); err != nil {
+		if err := herald.ValidateGrantedTenant(tenant); err != nil {
 			return "", Token{}, err
 		}
 	}
@@ -238,7 +252,8 @@ func (s *TokenStore) update(fn func(*tokensFile) error) error {
 		return err
 	}
 	s.mu.Lock()
-	f := tokensFile{SessionKey: s.file.SessionKey, Tokens: append([]Token(nil), s.file.Tokens...), UsedLinks: append([]usedLink(nil), s.file.UsedLinks...)}
+	f := tokensFile{SessionKey: s.file.SessionKey, Tokens: append([]Token(nil), s.file.Tokens...), UsedLinks: append([]usedLink(nil), s.file.UsedLinks...),
+		SignedOut: append([]signedOutSession(nil), s.file.SignedOut...)}
 	s.mu.Unlock()
 	if len(f.SessionKey) == 0 {
 		f.SessionKey = make([]byte, 32)

@@ -1,10 +1,10 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -55,12 +55,12 @@ func (s *Client) ListEvents(ctx context.Context, f herald.EventFilter, cursor []
 	if limit < 1 || limit > MaxEventPage {
 		return EventPage{}, fmt.Errorf("%w: limit %d is out of range: use 1 to %d", ErrInvalid, limit, MaxEventPage)
 	}
-	if f.State != "" && !slices.Contains(herald.EventStates, f.State) {
-		return EventPage{}, fmt.Errorf("%w: state %q is unknown: use one of %s", ErrInvalid, f.State, eventStateNames())
+	if err := f.Validate(); err != nil {
+		return EventPage{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	// Visibility stores' cursors are JSON. Refused here, another is no quick error: the
-	// SQL store fails it in a way the client retries until its deadline.
-	if cursor != nil && !json.Valid(cursor) {
+	// Visibility stores' cursors are JSON objects. Refused here, another is no quick
+	// error: the SQL store fails it in a way the client retries until its deadline.
+	if cursor != nil && !isJSONObject(cursor) {
 		return EventPage{}, fmt.Errorf("%w: the cursor is not one a page gave: start from the first page", ErrInvalid)
 	}
 	resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -97,6 +97,12 @@ func (s *Client) ListEvents(ctx context.Context, f herald.EventFilter, cursor []
 	return page, nil
 }
 
+// isJSONObject reports whether b is one JSON object.
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
+
 // executionStatus turns WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW into ContinuedAsNew.
 func executionStatus(enum string) string {
 	var b strings.Builder
@@ -106,14 +112,6 @@ func executionStatus(enum string) string {
 		}
 	}
 	return b.String()
-}
-
-func eventStateNames() string {
-	names := make([]string, len(herald.EventStates))
-	for i, s := range herald.EventStates {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
 }
 
 // DeliveryCounts counts an endpoint's finished deliveries in the visibility store (so

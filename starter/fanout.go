@@ -50,7 +50,7 @@ type FanoutDelivery struct {
 // event is checked against the catalog of event types first, as by Send.
 func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishResult, error) {
 	tenant = herald.TenantOrDefault(tenant)
-	if err := herald.ValidateTenant(tenant); err != nil {
+	if err := herald.ValidateGrantedTenant(tenant); err != nil {
 		return PublishResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if ev.EndpointID != "" {
@@ -130,7 +130,8 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	d := FanoutDelivery{EndpointID: endpoint, WorkflowID: wfID}
 	var err error
 	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)", ev.Type, endpoint, tenant), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
-		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID))
+		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID),
+		herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
 		return d, Event{}, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
 	}
@@ -146,7 +147,7 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 func (s *Client) recordNoDestination(ctx context.Context, tenant string, ev Event) error {
 	wfID := herald.NoDestinationID(tenant, ev.ID)
 	_, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s for tenant %s: no endpoint subscribed", ev.Type, tenant), herald.NoDestinationWorkflow, ev,
-		herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID))
+		herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
 		return fmt.Errorf("send event %s to tenant %s: record that no endpoint subscribed to %s: %w", ev.ID, tenant, ev.Type, err)
 	}
@@ -342,6 +343,9 @@ func (s *Client) EventStatus(ctx context.Context, tenant, eventID string) (heral
 	tenant = herald.TenantOrDefault(tenant)
 	view := herald.EventView{ID: eventID, Tenant: tenant, Deliveries: []herald.DeliveryView{}}
 	if err := herald.ValidateTenant(tenant); err != nil {
+		return view, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := herald.ValidateEventID(eventID); err != nil {
 		return view, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	dir, err := s.Directory(ctx, tenant)

@@ -27,7 +27,6 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/signature"
 )
 
 // Event is what a producer sends; see herald.Event.
@@ -151,19 +150,16 @@ func validateEvent(ev *Event, now time.Time, toEndpoint bool) error {
 	if ev.ID == "" {
 		ev.ID = NewEventID()
 	}
-	if err := signature.ValidateID(ev.ID); err != nil {
-		return fmt.Errorf("%w: event id: %v", ErrInvalid, err)
+	if err := herald.ValidateEventID(ev.ID); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if toEndpoint {
 		if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
-	if ev.Type == "" {
-		ev.Type = "event"
-	}
-	if len(ev.Type) > 255 || strings.ContainsAny(ev.Type, "\r\n\t") {
-		return fmt.Errorf("%w: event type %q must be one line of at most 255 characters", ErrInvalid, ev.Type)
+	if err := herald.ValidateEventTypeName(ev.Type); err != nil {
+		return fmt.Errorf("%w: %v (every event needs a type: ASCII letters, digits, '-', '_' and '.')", ErrInvalid, err)
 	}
 	if len(bytes.TrimSpace(ev.Data)) == 0 {
 		return fmt.Errorf("%w: event %s has no data: give a JSON value, e.g. {}", ErrInvalid, ev.ID)
@@ -210,7 +206,7 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
 	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
-		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type))
+		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
 	}
@@ -635,6 +631,9 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 		herald.AttrEndpoint.ValueSet(ev.EndpointID),
 		herald.AttrEventType.ValueSet(ev.Type),
 	}
+	if tenant, _, ok := herald.ParseDeliveryID(wfID); ok {
+		attrs = append(attrs, herald.AttrTenant.ValueSet(tenant)) // a replay stays with the tenant that sent it
+	}
 	if _, _, _, fanout := herald.ParseFanoutDeliveryID(wfID); fanout {
 		attrs = append(attrs, herald.AttrEventID.ValueSet(ev.ID)) // a fan-out delivery stays listed with its event
 	}
@@ -675,6 +674,11 @@ type DeadLetter struct {
 
 // ListDeadLetters lists the dead letters f selects, oldest first as the server returns them.
 func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter) ([]DeadLetter, error) {
+	if f.EndpointID != "" {
+		if err := herald.ValidateEndpointID(f.EndpointID); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
 	var out []DeadLetter
 	for ex, err := range herald.Executions(ctx, s.c, f.Query(), 500) {
 		if err != nil {

@@ -32,7 +32,7 @@ func TestValidateEventData(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := Event{EndpointID: "acme", Data: json.RawMessage(tc.data)}
+			ev := Event{EndpointID: "acme", Type: "order.paid", Data: json.RawMessage(tc.data)}
 			err := ValidateEvent(&ev, time.Now())
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) || !errors.Is(err, ErrInvalid) {
@@ -47,6 +47,27 @@ func TestValidateEventData(t *testing.T) {
 				t.Errorf("data = %.60q (%d bytes), want %.60q (%d bytes)", ev.Data, len(ev.Data), tc.want, len(tc.want))
 			}
 		})
+	}
+}
+
+// TestValidateEventType: every send needs a type in the grammar of types; none is made up.
+func TestValidateEventType(t *testing.T) {
+	for typ, says := range map[string]string{
+		"":            "event type is empty",
+		`a' b\`:       `contains '\''`,
+		"a\xffb":      "not valid UTF-8",
+		"ordér.paid":  "contains 'é'",
+		"order.*":     "contains '*'",
+		"order\npaid": `contains '\n'`,
+	} {
+		ev := Event{EndpointID: "acme", Type: typ, Data: json.RawMessage(`{}`)}
+		err := ValidateEvent(&ev, time.Now())
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), says) {
+			t.Errorf("type %q: err = %v, want ErrInvalid saying %q", typ, err, says)
+		}
+		if ev.Type != typ {
+			t.Errorf("type %q became %q", typ, ev.Type)
+		}
 	}
 }
 

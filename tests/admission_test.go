@@ -41,7 +41,7 @@ func sendTo(t *testing.T, s *starter.Client, targets []string, senders int) []st
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < len(targets); i = int(next.Add(1)) - 1 {
-				res, err := s.Send(context.Background(), starter.Event{EndpointID: targets[i], Data: json.RawMessage(`{}`)})
+				res, err := s.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: targets[i], Data: json.RawMessage(`{}`)})
 				if err != nil {
 					failed.Store(fmt.Errorf("send to %s: %w", targets[i], err))
 					return

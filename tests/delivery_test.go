@@ -68,7 +68,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 	rcv := newReceiver(t, firstThenOK(retryAfter(http.StatusServiceUnavailable, "2")))
 	// The ladder alone would wait 30 s; the receiver asks for 2 s.
 	putEndpoint(t, "retry-after", rcv.URL, fast(3, 30*time.Second))
-	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "retry-after", Data: json.RawMessage(`{}`)})
+	res, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: "retry-after", Data: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestDeadLetterThenReplay(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, status(http.StatusInternalServerError))
 	putEndpoint(t, "dlq", rcv.URL, fast(3, time.Second, time.Second))
-	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "dlq", Data: json.RawMessage(`{"n":1}`)})
+	res, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: "dlq", Data: json.RawMessage(`{"n":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestIdempotentSend(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, status(http.StatusOK))
 	putEndpoint(t, "idem", rcv.URL, fast(2, time.Second))
-	ev := starter.Event{ID: "evt_idempotent_1", EndpointID: "idem", Data: json.RawMessage(`{}`)}
+	ev := starter.Event{Type: "test.event", ID: "evt_idempotent_1", EndpointID: "idem", Data: json.RawMessage(`{}`)}
 	a, err := shared.starter.Send(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestURLChangeReachesPendingRetry(t *testing.T) {
 	old := newReceiver(t, status(http.StatusBadGateway))
 	fresh := newReceiver(t, status(http.StatusOK))
 	putEndpoint(t, "moving", old.URL, fast(3, 3*time.Second))
-	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "moving", Data: json.RawMessage(`{}`)})
+	res, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: "moving", Data: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestBulkReplay(t *testing.T) {
 	putEndpoint(t, "bulk", rcv.URL, fast(1))
 	var ids []string
 	for range 3 {
-		res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "bulk", Data: json.RawMessage(`{}`)})
+		res, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: "bulk", Data: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,13 +233,13 @@ func TestBadInputStartsNothing(t *testing.T) {
 		want error
 		text string
 	}{
-		{"too large", starter.Event{ID: "evt_big", EndpointID: "strict", Data: big}, starter.ErrInvalid, "256 KiB"},
-		{"not JSON", starter.Event{ID: "evt_notjson", EndpointID: "strict", Data: json.RawMessage(`{nope`)}, starter.ErrInvalid, "not valid JSON"},
-		{"dot in id", starter.Event{ID: "evt.bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
-		{"space in id", starter.Event{ID: "evt bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
-		{"no data", starter.Event{ID: "evt_nodata", EndpointID: "strict"}, starter.ErrInvalid, "no data"},
-		{"unknown endpoint", starter.Event{ID: "evt_orphan", EndpointID: "nobody-home", Data: json.RawMessage(`{}`)}, starter.ErrNotFound, "is not registered: register it first"},
-		{"bad endpoint id", starter.Event{ID: "evt_badep", EndpointID: "a/b", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "endpoint id"},
+		{"too large", starter.Event{Type: "test.event", ID: "evt_big", EndpointID: "strict", Data: big}, starter.ErrInvalid, "256 KiB"},
+		{"not JSON", starter.Event{Type: "test.event", ID: "evt_notjson", EndpointID: "strict", Data: json.RawMessage(`{nope`)}, starter.ErrInvalid, "not valid JSON"},
+		{"dot in id", starter.Event{Type: "test.event", ID: "evt.bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
+		{"space in id", starter.Event{Type: "test.event", ID: "evt bad", EndpointID: "strict", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "event id"},
+		{"no data", starter.Event{Type: "test.event", ID: "evt_nodata", EndpointID: "strict"}, starter.ErrInvalid, "no data"},
+		{"unknown endpoint", starter.Event{Type: "test.event", ID: "evt_orphan", EndpointID: "nobody-home", Data: json.RawMessage(`{}`)}, starter.ErrNotFound, "is not registered: register it first"},
+		{"bad endpoint id", starter.Event{Type: "test.event", ID: "evt_badep", EndpointID: "a/b", Data: json.RawMessage(`{}`)}, starter.ErrInvalid, "endpoint id"},
 	}
 	for _, tc := range cases {
 		_, err := shared.starter.Send(context.Background(), tc.ev)

@@ -49,7 +49,7 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 			mu.Lock()
 			n := changes
 			mu.Unlock()
-			res, err := lazy.Send(ctx, starter.Event{EndpointID: "ryw", Data: json.RawMessage(`{}`)})
+			res, err := lazy.Send(ctx, starter.Event{Type: "test.event", EndpointID: "ryw", Data: json.RawMessage(`{}`)})
 			if err != nil {
 				t.Error(err)
 				return

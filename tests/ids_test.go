@@ -61,7 +61,7 @@ func TestEventIDsPerTenant(t *testing.T) {
 		sent[tenant] = res
 	}
 	// The default tenant's "acme:evt_ids_shared" is not acme's evt_ids_shared.
-	defRes, err := shared.starter.Send(ctx, starter.Event{ID: "acme:" + id, EndpointID: "ids-default", Data: json.RawMessage(`1`)})
+	defRes, err := shared.starter.Send(ctx, starter.Event{Type: "test.event", ID: "acme:" + id, EndpointID: "ids-default", Data: json.RawMessage(`1`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestOverlappingBulkReplays(t *testing.T) {
 	const n = 12
 	var ids []string
 	for i := range n {
-		res, err := shared.starter.Send(ctx, starter.Event{ID: fmt.Sprintf("evt_%s_%d", ep, i), EndpointID: ep, Data: json.RawMessage(`{}`)})
+		res, err := shared.starter.Send(ctx, starter.Event{Type: "test.event", ID: fmt.Sprintf("evt_%s_%d", ep, i), EndpointID: ep, Data: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}

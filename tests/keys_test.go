@@ -209,7 +209,7 @@ func TestKeyRotationOrder(t *testing.T) {
 		}
 		return starter.New(pc, o)
 	}
-	ev := starter.Event{ID: "evt_rotation", EndpointID: "rotating", Data: json.RawMessage(`{"k":"new"}`)}
+	ev := starter.Event{Type: "test.event", ID: "evt_rotation", EndpointID: "rotating", Data: json.RawMessage(`{"k":"new"}`)}
 	_, err = producer(true).Send(ctx, ev)
 	if !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), newKey.ActiveKeyID()) {
 		t.Fatalf("send with a key no worker holds = %v; want it refused, naming the key", err)
@@ -292,7 +292,7 @@ func TestKeyRotationOrder(t *testing.T) {
 	// 3. Then producers: send with the new key is accepted now that a worker holds it.
 	var res starter.SendResult
 	eventually(t, "send with the new key to be accepted", func() bool {
-		res, err = producer(true).Send(ctx, starter.Event{ID: "evt_rotation_2", EndpointID: "rotating", Data: json.RawMessage(`2`)})
+		res, err = producer(true).Send(ctx, starter.Event{Type: "test.event", ID: "evt_rotation_2", EndpointID: "rotating", Data: json.RawMessage(`2`)})
 		return err == nil
 	})
 	waitFor(t, producer(true), res.EventID, herald.StateDelivered)

@@ -19,7 +19,7 @@ import (
 // sendOne sends an empty event to endpoint id and returns its event id.
 func sendOne(t *testing.T, id string) string {
 	t.Helper()
-	res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: id, Data: json.RawMessage(`{}`)})
+	res, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: id, Data: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

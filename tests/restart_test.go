@@ -34,7 +34,7 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 		first.Stop()
 		t.Fatal(err)
 	}
-	res, err := first.Starter.Send(ctx, starter.Event{EndpointID: "restart", Data: json.RawMessage(`{"n":1}`)})
+	res, err := first.Starter.Send(ctx, starter.Event{Type: "test.event", EndpointID: "restart", Data: json.RawMessage(`{"n":1}`)})
 	if err != nil {
 		first.Stop()
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Delays: duration.Of(time.Second), Attempts: 2, Jitter: &zero}}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Send(ctx, starter.Event{EndpointID: "sealed", Data: json.RawMessage(`{"card":"` + payloadMarker + `"}`)})
+	res, err := s.Send(ctx, starter.Event{Type: "test.event", EndpointID: "sealed", Data: json.RawMessage(`{"card":"` + payloadMarker + `"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestSSRFGuard(t *testing.T) {
 		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 1, Jitter: &zero}, Retention: herald.Duration(time.Hour)}}); err != nil {
 		t.Fatalf("put %s: %v", byName, err)
 	}
-	res, err := s.Send(ctx, starter.Event{EndpointID: "ssrf-name", Data: json.RawMessage(`{}`)})
+	res, err := s.Send(ctx, starter.Event{Type: "test.event", EndpointID: "ssrf-name", Data: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestSecretRotation(t *testing.T) {
 	}
 	send := func() request {
 		t.Helper()
-		res, err := shared.starter.Send(ctx, starter.Event{EndpointID: "rotating", Data: json.RawMessage(`{}`)})
+		res, err := shared.starter.Send(ctx, starter.Event{Type: "test.event", EndpointID: "rotating", Data: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}

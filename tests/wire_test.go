@@ -30,7 +30,7 @@ func TestBodyCarriesDataAsSent(t *testing.T) {
 		{"256 KiB of <", huge, huge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "wire", Data: json.RawMessage(tc.data)})
+			res, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: "wire", Data: json.RawMessage(tc.data)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestBodyCarriesDataAsSent(t *testing.T) {
 		})
 	}
 	over := `"` + strings.Repeat("<", herald.MaxDataBytes-1) + `"`
-	if _, err := shared.starter.Send(context.Background(), starter.Event{EndpointID: "wire", Data: json.RawMessage(over)}); err == nil {
+	if _, err := shared.starter.Send(context.Background(), starter.Event{Type: "test.event", EndpointID: "wire", Data: json.RawMessage(over)}); err == nil {
 		t.Error("data one byte over the limit was accepted")
 	}
 }

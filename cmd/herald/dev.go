@@ -20,6 +20,10 @@ import (
 	"github.com/heraldhq/herald/worker"
 )
 
+// devBeforeReady, when set (by tests), is called with the HTTP address once everything
+// but the dashboard and API is up, before they answer.
+var devBeforeReady func(httpURL string)
+
 func newDevCmd(g *globals) *cobra.Command {
 	var (
 		dbFile   string
@@ -39,7 +43,10 @@ downloaded and no Docker is needed. Stop it with Ctrl-C; start it again on the s
 every waiting delivery and parked dead letter carries on.
 
 The dev worker may dial loopback addresses (127.0.0.0/8, ::1), so receivers on this
-machine work; production workers refuse them unless allowed with --allow-cidr.`,
+machine work; production workers refuse them unless allowed with --allow-cidr.
+
+The HTTP port (--http-port) opens first: until the dashboard and API are ready, every
+request there answers 503 with a JSON error and Retry-After, so clients retry.`,
 	}, []string{"127.0.0.0/8", "::1/128"}, func(cmd *cobra.Command, opts worker.Options) error {
 		var err error
 		ctx, stop := untilInterrupt(cmd)
@@ -64,6 +71,12 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 			return fmt.Errorf("listen on %s: %w (choose another port with --http-port)", hostPort(ip, httpPort), err)
 		}
 		httpURL := "http://" + httpLn.Addr().String()
+		// Serve at once: until the dashboard and API are mounted, every request answers 503
+		// with Retry-After (clients retry), never a 404 (clients give up).
+		starting := &server.Starting{}
+		httpSrv := &http.Server{Handler: starting, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = httpSrv.Serve(httpLn) }()
+		defer httpSrv.Close()
 		codecEndpoint := ""
 		if g.keys != nil {
 			codecEndpoint = httpURL + "/codec"
@@ -75,14 +88,12 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		})
 		cancel()
 		if err != nil {
-			httpLn.Close()
 			return fmt.Errorf("start Temporal: %w", err)
 		}
 		defer srv.Stop()
 
 		rec, err := metrics.New()
 		if err != nil {
-			httpLn.Close()
 			return err
 		}
 		defer rec.Close()
@@ -91,10 +102,6 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		if g.keys != nil {
 			mux.Handle("/codec/", codec.Handler(g.keys, []string{srv.UIAddress()}))
 		}
-		httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = httpSrv.Serve(httpLn) }()
-		defer httpSrv.Close()
-
 		copts := g.clientOptions(srv.FrontendAddress(), rec)
 		copts.ConnectionOptions = srv.Connection()
 		c, err := client.DialContext(ctx, copts)
@@ -119,7 +126,11 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		if err != nil {
 			return err
 		}
+		if devBeforeReady != nil {
+			devBeforeReady(httpURL)
+		}
 		mux.Handle("/", dashboard)
+		starting.Ready(mux)
 
 		storage := db
 		if storage == "" {
@@ -144,6 +155,7 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		fmt.Fprintf(out, "Ctrl-C stops everything.\n")
 		<-ctx.Done()
 		fmt.Fprintln(out, "\nStopping Herald dev stack...")
+		httpSrv.Close() // first: no request reaches a stopping worker or Temporal
 		return nil
 	})
 	f := cmd.Flags()

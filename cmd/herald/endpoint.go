@@ -72,6 +72,11 @@ every type. The put returns once sends to the tenant use the new list.
 			if err := refuseZero(cmd.Flags()); err != nil {
 				return err
 			}
+			if tenant != "" {
+				if err := herald.ValidateGrantedTenant(tenant); err != nil {
+					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
+				}
+			}
 			req := herald.PutEndpointRequest{ID: args[0], URL: url, Tenant: tenant, ClearOverrides: clear}
 			if secret != "" {
 				s, err := signature.ParseSecret(secret)
@@ -132,7 +137,7 @@ every type. The put returns once sends to the tenant use the new list.
 	f.Float64Var(&jitter, "jitter", 0, "this endpoint's jitter fraction (0.2 = ±20%)")
 	f.DurationVar(&timeout, "timeout", 0, "this endpoint's attempt timeout (at most 2m)")
 	f.DurationVar(&retention, "retention", 0, "how long this endpoint's dead letters wait for a replay")
-	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default)")
+	f.StringVar(&tenant, "tenant", "", "the customer this endpoint belongs to (default: default; herald-ops is reserved)")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "most concurrent requests to this endpoint, 1..500 (default 100)")
 	f.IntVar(&rateLimit, "rate-limit", 0, fmt.Sprintf("most requests per second to this endpoint, across all workers, 1..%d; 0 removes the limit (default: none)", policy.MaxRateLimit))
 	f.StringSliceVar(&types, "types", nil, "event types this endpoint receives from sends to its tenant: names, prefixes like order.* or * (default: every type)")

@@ -20,8 +20,8 @@ func TestSendNeedsOneDestination(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"send", "--data", "{}"}, "give --tenant"},
-		{[]string{"send", "--tenant", "acme", "--endpoint", "acme-billing", "--data", "{}"}, "one of them"},
+		{[]string{"send", "--type", "order.paid", "--data", "{}"}, "give --tenant"},
+		{[]string{"send", "--tenant", "acme", "--endpoint", "acme-billing", "--type", "order.paid", "--data", "{}"}, "one of them"},
 		{[]string{"endpoint", "put", "acme", "--types", ""}, "--types is empty"},
 	} {
 		root := newRootCmd()

@@ -75,7 +75,7 @@ POST /v1/portal-links with an operator token.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tenant, "tenant", "", "the tenant whose portal the link opens (required)")
+	f.StringVar(&tenant, "tenant", "", "the tenant whose portal the link opens (required; herald-ops is reserved)")
 	f.StringVar(&endpoint, "endpoint", "", "limit the portal to this endpoint of the tenant")
 	f.DurationVar(&ttl, "ttl", server.DefaultPortalLinkTTL, "how long the link can be opened, at most 24h")
 	f.StringVar(&publicURL, "url", envOr("HERALD_PUBLIC_URL", "http://127.0.0.1:8080"), "the dashboard's address as your customers open it (env HERALD_PUBLIC_URL)")

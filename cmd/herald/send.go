@@ -46,6 +46,11 @@ which rule, and so is a type that is not registered when strict types are on.`,
 			if (endpoint == "") == (tenant == "") {
 				return fmt.Errorf("%w: give --tenant (every subscribed endpoint of the tenant) or --endpoint (one endpoint), one of them", errUsage)
 			}
+			if tenant != "" {
+				if err := herald.ValidateGrantedTenant(tenant); err != nil {
+					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
+				}
+			}
 			raw, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -71,12 +76,13 @@ which rule, and so is a type that is not registered when strict types are on.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tenant, "tenant", "", "send to every endpoint of this tenant subscribed to --type")
+	f.StringVar(&tenant, "tenant", "", "send to every endpoint of this tenant subscribed to --type (herald-ops is reserved)")
 	f.StringVar(&endpoint, "endpoint", "", "send to this one endpoint instead")
 	f.StringVar(&id, "id", "", "event id (default: a new evt_... id); receivers deduplicate on it")
-	f.StringVar(&typ, "type", "event", "event type, e.g. order.paid")
+	f.StringVar(&typ, "type", "", "event type (required): ASCII letters, digits, '-', '_' and '.', e.g. order.paid")
 	f.StringVar(&data, "data", "", "event payload: JSON, @FILE or - for stdin (required)")
 	_ = cmd.MarkFlagRequired("data")
+	_ = cmd.MarkFlagRequired("type")
 	return cmd
 }
 

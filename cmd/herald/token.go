@@ -54,7 +54,7 @@ printed once, when created. Every herald serve instance must read the same file.
 		},
 	}
 	create.Flags().BoolVar(&operator, "operator", false, "an operator token: every endpoint, event and dead letter")
-	create.Flags().StringVar(&tenant, "tenant", "", "a tenant token: only this tenant's endpoints, events and dead letters")
+	create.Flags().StringVar(&tenant, "tenant", "", "a tenant token: only this tenant's endpoints, events and dead letters (herald-ops is reserved)")
 	create.Flags().StringVar(&note, "note", "", "what the token is for (shown by list)")
 
 	list := &cobra.Command{

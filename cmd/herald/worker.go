@@ -23,7 +23,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		Long: `Run a Herald worker: it polls the task queue, runs the delivery and endpoint
 workflows and makes the HTTP attempts. Point it at a Temporal cluster with --address and
 --namespace (or TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE). The namespace needs Herald's search
-attributes (HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId, all Keyword); see the README.
+attributes (HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId, HeraldTenant, all Keyword); see the README.
 Run as many workers as you like on the same task queue.
 
 With --metrics-listen HOST:PORT the worker serves Prometheus metrics on /metrics there: the

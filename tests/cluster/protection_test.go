@@ -130,7 +130,7 @@ func TestWorkerKilledMidBurst(t *testing.T) {
 			var res struct {
 				ID string `json:"id"`
 			}
-			if _, err := c.call("POST", "/v1/events", map[string]any{"endpoint_id": "killed", "data": i}, &res); err != nil {
+			if _, err := c.call("POST", "/v1/events", map[string]any{"type": "test.event", "endpoint_id": "killed", "data": i}, &res); err != nil {
 				t.Error(err)
 				break
 			}

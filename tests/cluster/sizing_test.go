@@ -249,7 +249,7 @@ func (c *cluster) burst(b *testing.B, prefix string, n int) (res burstResult, er
 		go func() {
 			defer wg.Done()
 			for i := s; i < n; i += 8 {
-				body := map[string]any{"endpoint_id": fmt.Sprintf("%s-%d", prefix, i%10), "data": map[string]int{"order": i}}
+				body := map[string]any{"type": "test.event", "endpoint_id": fmt.Sprintf("%s-%d", prefix, i%10), "data": map[string]int{"order": i}}
 				if _, err := c.call("POST", "/v1/events", body, nil); err != nil {
 					errs <- err
 					return

@@ -47,9 +47,9 @@ fi
 
 # Adding an attribute that exists with the same type succeeds, so this is idempotent.
 # Retried because a namespace just created takes a moment to reach every service.
-for attr in HeraldStatus HeraldEndpoint HeraldEventType HeraldCircuit HeraldDisabled HeraldEventId; do
+for attr in HeraldStatus HeraldEndpoint HeraldEventType HeraldCircuit HeraldDisabled HeraldEventId HeraldTenant; do
 	retry "register search attribute $attr" \
 		temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" --namespace "$ns" \
 		--name "$attr" --type Keyword
 done
-echo "setup-namespace: search attributes HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId (Keyword) registered in $ns"
+echo "setup-namespace: search attributes HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId, HeraldTenant (Keyword) registered in $ns"

@@ -1,0 +1,118 @@
+package herald
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
+)
+
+// The grammar of the values Herald takes from outside (API, dashboard, CLI, Go client),
+// stated once here and checked on every way in:
+//
+//	tenant       1 to 128 ASCII letters, digits, '-', '_' and '.'     (ValidateTenant)
+//	endpoint id  1 to 128 ASCII letters, digits, '-', '_' and '.'     (ValidateEndpointID)
+//	event id     1 to 255 printable ASCII characters, no '.' or space (ValidateEventID)
+//	event type   1 to 255 ASCII letters, digits, '-', '_' and '.'     (ValidateEventTypeName)
+//	type filter  an event type, or a prefix of one followed by '*'    (ValidateTypeFilter)
+//	state        one of EventStates                                   (ValidateEventState)
+//
+// Visibility queries are built only from values that passed these checks, and each value
+// is still quoted by the query language's own rules (see quote): an event id may hold a
+// quote or a backslash, and neither ends the string it is in.
+
+// ValidateEventID checks an event id: 1 to 255 printable ASCII characters without '.'
+// or spaces (signature.ValidateID: the id is part of the signed content).
+func ValidateEventID(id string) error {
+	if err := signature.ValidateID(id); err != nil {
+		return fmt.Errorf("event id: %w", err)
+	}
+	return nil
+}
+
+// ValidateTypeFilter checks the type filter of an event search: an event type
+// (order.paid), or the start of one followed by '*' (order.* matches order.paid and
+// order.refund.created; * alone matches every type).
+func ValidateTypeFilter(f string) error {
+	prefix, wild := strings.CutSuffix(f, "*")
+	if !wild {
+		return ValidateEventTypeName(f)
+	}
+	if prefix == "" {
+		return nil
+	}
+	if err := policy.ValidateEventType(prefix); err != nil {
+		return fmt.Errorf("%w (a prefix ends with a single '*', as in order.*)", err)
+	}
+	return nil
+}
+
+// ValidateEventState checks a state filter: one of EventStates.
+func ValidateEventState(s State) error {
+	if !slices.Contains(EventStates, s) {
+		names := make([]string, len(EventStates))
+		for i, st := range EventStates {
+			names[i] = string(st)
+		}
+		return fmt.Errorf("state %q is unknown: use one of %s", s, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// FilterError is a filter of an event search whose value breaks its grammar.
+type FilterError struct {
+	// Filter is the name of the filter, as the API's query parameter (type, state, event,
+	// endpoint, tenant).
+	Filter string
+	// Err says which rule of the grammar the value breaks.
+	Err error
+}
+
+func (e *FilterError) Error() string { return fmt.Sprintf("filter %s: %v", e.Filter, e.Err) }
+
+// Unwrap returns the grammar error.
+func (e *FilterError) Unwrap() error { return e.Err }
+
+// Validate checks every value of f against its grammar; the error is a *FilterError
+// naming the first filter that breaks it. Query takes only a filter that passed.
+func (f EventFilter) Validate() error {
+	check := func(name string, err error) error {
+		if err != nil {
+			return &FilterError{Filter: name, Err: err}
+		}
+		return nil
+	}
+	if f.Type != "" {
+		if err := check("type", ValidateTypeFilter(f.Type)); err != nil {
+			return err
+		}
+	}
+	if f.State != "" {
+		if err := check("state", ValidateEventState(f.State)); err != nil {
+			return err
+		}
+	}
+	if f.EventID != "" {
+		if err := check("event", ValidateEventID(f.EventID)); err != nil {
+			return err
+		}
+	}
+	if f.Tenant != "" {
+		if err := check("tenant", ValidateTenant(f.Tenant)); err != nil {
+			return err
+		}
+	}
+	for _, t := range f.Tenants {
+		if err := check("tenant", ValidateTenant(t)); err != nil {
+			return err
+		}
+	}
+	for _, e := range f.Endpoints {
+		if err := check("endpoint", ValidateEndpointID(e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
