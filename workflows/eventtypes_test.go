@@ -42,7 +42,7 @@ func TestEventTypesWorkflow(t *testing.T) {
 		cat, queryErr = queryAs[herald.EventTypeCatalog](env, herald.QueryEventTypes)
 		env.SetContinueAsNewSuggested(true)
 	}, 3*time.Second)
-	env.ExecuteWorkflow(herald.EventTypesWorkflow, EventTypesInput{})
+	env.ExecuteWorkflow(herald.EventTypesWorkflow, herald.EventTypesInput{})
 
 	for what, o := range map[string]*updateOutcome[herald.EventType]{"bad name": badName, "bad schema": badSchema, "clear unknown": clearUnknown} {
 		if o == nil || o.accepted || o.rejected == nil {
@@ -66,7 +66,7 @@ func TestEventTypesWorkflow(t *testing.T) {
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow error = %v, want a continue-as-new", err)
 	}
-	var next EventTypesInput
+	var next herald.EventTypesInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}

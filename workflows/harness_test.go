@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald"
 )
 
 // Helpers shared by the tests of this package.
@@ -118,13 +120,13 @@ func (o *updateOutcome[T]) mustSucceed(t *testing.T, what string) {
 
 // continuedAsNew fails the test unless env's workflow continued as new, and returns how,
 // with the endpoint input it continues with.
-func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) (*workflow.ContinueAsNewError, EndpointInput) {
+func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) (*workflow.ContinueAsNewError, herald.EndpointInput) {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow error = %v, want a continue-as-new", err)
 	}
-	var next EndpointInput
+	var next herald.EndpointInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
