@@ -389,7 +389,7 @@ func (e *env) backlogAttempts(ctx context.Context, ids []string, res *BacklogRes
 	var mu sync.Mutex
 	drive(bctx, len(ids), statusReaders, 0, func(bctx context.Context, k int) error {
 		qctx, qcancel := context.WithTimeout(bctx, statusTimeout)
-		st, err := e.starter.Status(qctx, ids[order[k]])
+		st, err := e.starter.Status(qctx, starter.Ref{EventID: ids[order[k]]})
 		qcancel()
 		mu.Lock()
 		defer mu.Unlock()

@@ -208,20 +208,14 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (s *Server) apiEvent(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	tenant, st, err := s.pathEvent(ctx, r, p)
-	if errors.Is(err, starter.ErrNotFound) {
-		// Not sent to one endpoint: an event sent to the tenant, if any.
-		v, ferr := s.opts.Starter.EventStatus(ctx, tenant, r.PathValue("id"))
-		if ferr == nil {
-			return http.StatusOK, v, nil
-		}
-		if !errors.Is(ferr, starter.ErrNotFound) {
-			return 0, nil, ferr
-		}
-	}
+	_, rep, err := s.pathEvent(ctx, r, p)
 	if err != nil {
 		return 0, nil, err
 	}
+	if rep.Fanout != nil { // sent to the tenant: the event and its deliveries
+		return http.StatusOK, rep.Fanout, nil
+	}
+	st := rep.Status
 	if st.Attempts == nil {
 		st.Attempts = []herald.AttemptRecord{}
 	}
@@ -241,34 +235,16 @@ func (s *Server) apiReplay(ctx context.Context, _ http.ResponseWriter, r *http.R
 	only := r.URL.Query().Get("endpoint")
 	// With endpoint: that delivery of an event sent to the tenant; else the delivery of an
 	// event sent to one endpoint.
-	tenant, _, err := s.pathEvent(ctx, r, p)
-	switch {
-	case err == nil && only != "":
-		eps, err := s.opts.Starter.ReplayEvent(ctx, tenant, id, only)
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusAccepted, replayResponse{ID: id, Replayed: true, Endpoints: eps}, nil
-	case err == nil:
-		if err := s.opts.Starter.ReplayOf(ctx, tenant, id); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusAccepted, replayResponse{ID: id, Replayed: true}, nil
-	case !errors.Is(err, starter.ErrNotFound) || only != "":
-		return 0, nil, err
-	}
-	// An event sent to the tenant: every dead-lettered delivery of it.
-	if _, ferr := s.opts.Starter.EventStatus(ctx, tenant, id); ferr != nil {
-		if errors.Is(ferr, starter.ErrNotFound) {
-			return 0, nil, err
-		}
-		return 0, nil, ferr
-	}
-	eps, err := s.opts.Starter.ReplayEvent(ctx, tenant, id, "")
+	tenant, rep, err := s.pathEvent(ctx, r, p)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, replayResponse{ID: id, Replayed: len(eps) > 0, Endpoints: eps}, nil
+	// An event sent to the tenant, named without an endpoint: every dead-lettered delivery.
+	done, err := s.opts.Starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: only})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusAccepted, replayResponse{ID: id, Replayed: rep.Fanout == nil || len(done.Endpoints) > 0, Endpoints: done.Endpoints}, nil
 }
 
 // endpointList answers GET /v1/endpoints.

@@ -113,28 +113,29 @@ func eventTenant(p principal, r *http.Request) (string, error) {
 	return t, nil
 }
 
-// eventFor returns the status of tenant's event id if p may see it (its endpoint is p's),
-// else not found: its delivery to endpoint for an event sent to the tenant, or with
-// endpoint empty, the delivery of an event sent to one endpoint. Event ids are scoped to
-// the tenant: another tenant's events are never looked up.
-func (s *Server) eventFor(ctx context.Context, p principal, tenant, endpoint, id string) (herald.Status, error) {
-	st, err := s.opts.Starter.DeliveryStatus(ctx, tenant, endpoint, id)
+// eventFor returns the status of tenant's event id if p may see it, else not found: its
+// delivery to endpoint for an event sent to the tenant; with endpoint empty, the delivery
+// of an event sent to one endpoint (if it is p's) or an event sent to the tenant with its
+// deliveries (starter.Report.Fanout). Event ids are scoped to the tenant: another tenant's
+// events are never looked up.
+func (s *Server) eventFor(ctx context.Context, p principal, tenant, endpoint, id string) (starter.Report, error) {
+	rep, err := s.opts.Starter.Status(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: endpoint})
 	if err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
-			return st, notFoundFor("event", id)
+			return rep, notFoundFor("event", id)
 		}
-		return st, err
+		return rep, err
 	}
-	if p.operator() {
-		return st, nil
+	if p.operator() || rep.Fanout != nil {
+		return rep, nil
 	}
-	if _, err := s.endpointFor(ctx, p, st.Event.EndpointID); err != nil {
+	if _, err := s.endpointFor(ctx, p, rep.Status.Event.EndpointID); err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
-			return herald.Status{}, notFoundFor("event", id)
+			return starter.Report{}, notFoundFor("event", id)
 		}
-		return herald.Status{}, err
+		return starter.Report{}, err
 	}
-	return st, nil
+	return rep, nil
 }
 
 // visibleEndpoints lists the endpoints p may see.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
 )
 
 // endpointView is an endpoint as the dashboard shows it.
@@ -233,20 +234,16 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []heral
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 6)
 	for i, rw := range rows {
-		tenant, evID, _ := herald.ParseDeliveryID(rw.wf)
-		fanout := "" // the endpoint, for a delivery of an event sent to the tenant
-		if _, _, _, ok := herald.ParseFanoutDeliveryID(rw.wf); ok {
-			fanout = id
-		}
+		_, evID, _ := herald.ParseDeliveryID(rw.wf)
 		out[i] = deliveryView{EventID: evID, TenantQuery: deliveryQuery(rw.wf), State: rw.status, SentAt: s.clock(rw.started), Last: "–"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st, err := s.opts.Starter.DeliveryStatus(ctx, tenant, fanout, evID)
+			rep, err := s.opts.Starter.Status(ctx, starter.Ref{WorkflowID: rw.wf})
 			if err == nil {
-				sts[i], ok[i] = st, true
+				sts[i], ok[i] = rep.Status, true
 			}
 		}()
 	}

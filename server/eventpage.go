@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/starter"
 )
 
 // tenantQuery is the query that names a tenant's event in links: none for the default tenant.
@@ -143,21 +144,31 @@ func (s *Server) timeline(st herald.Status) []timelineItem {
 }
 
 // pathEvent returns the tenant and status of the event the request's path names, if p may
-// see it.
+// see it (eventFor).
 // The "endpoint" query parameter names the endpoint of a delivery of an event sent to the
 // tenant (fan-out).
-func (s *Server) pathEvent(ctx context.Context, r *http.Request, p principal) (string, herald.Status, error) {
+func (s *Server) pathEvent(ctx context.Context, r *http.Request, p principal) (string, starter.Report, error) {
 	tenant, err := eventTenant(p, r)
 	if err != nil {
-		return "", herald.Status{}, err
+		return "", starter.Report{}, err
 	}
-	st, err := s.eventFor(ctx, p, tenant, r.URL.Query().Get("endpoint"), r.PathValue("id"))
-	return tenant, st, err
+	rep, err := s.eventFor(ctx, p, tenant, r.URL.Query().Get("endpoint"), r.PathValue("id"))
+	return tenant, rep, err
+}
+
+// pathDelivery is pathEvent for the pages of one delivery: an event sent to the tenant,
+// named without an endpoint, is not found.
+func (s *Server) pathDelivery(ctx context.Context, r *http.Request, p principal) (string, herald.Status, error) {
+	tenant, rep, err := s.pathEvent(ctx, r, p)
+	if err == nil && rep.Fanout != nil {
+		err = notFoundFor("event", r.PathValue("id"))
+	}
+	return tenant, rep.Status, err
 }
 
 func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
-	tenant, st, err := s.pathEvent(ctx, r, p)
+	tenant, st, err := s.pathDelivery(ctx, r, p)
 	if err != nil {
 		return err
 	}
@@ -237,17 +248,12 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 
 func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id := r.PathValue("id")
-	tenant, _, err := s.pathEvent(ctx, r, p)
+	tenant, _, err := s.pathDelivery(ctx, r, p)
 	if err != nil {
 		return err
 	}
 	fanout := r.URL.Query().Get("endpoint")
-	if fanout != "" {
-		_, err = s.opts.Starter.ReplayEvent(ctx, tenant, id, fanout)
-	} else {
-		err = s.opts.Starter.ReplayOf(ctx, tenant, id)
-	}
-	if err != nil {
+	if _, err := s.opts.Starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: fanout}); err != nil {
 		return err
 	}
 	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id)+eventQuery(tenant, fanout))

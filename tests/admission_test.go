@@ -133,7 +133,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 
 	// Nobody waiting used an attempt; bq saw the one request that opened the circuit.
 	for _, id := range ids[:50] {
-		st, err := s.Starter.Status(ctx, id)
+		st, err := s.Starter.Status(ctx, starter.Ref{EventID: id})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,7 +120,7 @@ func TestDeadLetterThenReplay(t *testing.T) {
 	}
 
 	rcv.setAnswer(status(http.StatusNoContent))
-	if err := shared.starter.Replay(context.Background(), res.EventID); err != nil {
+	if _, err := shared.starter.Replay(context.Background(), starter.Ref{EventID: res.EventID}); err != nil {
 		t.Fatal(err)
 	}
 	st = waitState(t, res.EventID, herald.StateDelivered)
@@ -315,7 +315,7 @@ func TestStatusDuringLongAttempt(t *testing.T) {
 		t.Fatal("the attempt never reached the receiver")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	st, err := shared.starter.Status(ctx, res.EventID)
+	st, err := shared.starter.Status(ctx, starter.Ref{EventID: res.EventID})
 	cancel()
 	close(release)
 	if err != nil {

@@ -52,12 +52,25 @@ func webhookIDs(r *receiver) []string {
 
 // waitEventSettled waits until the want deliveries of a tenant's event are
 // in one of states; missing ones aside), and returns the event's view.
+// eventView is the status of a tenant's event sent to the tenant: the event and its
+// deliveries.
+func eventView(ctx context.Context, tenant, id string) (herald.EventView, error) {
+	rep, err := shared.starter.Status(ctx, starter.Ref{Tenant: tenant, EventID: id})
+	if err != nil {
+		return herald.EventView{}, err
+	}
+	if rep.Fanout == nil {
+		return herald.EventView{}, fmt.Errorf("event %s of tenant %s was sent to one endpoint, not to the tenant", id, tenant)
+	}
+	return *rep.Fanout, nil
+}
+
 func waitEventSettled(t *testing.T, tenant, id string, want int, states ...herald.State) herald.EventView {
 	t.Helper()
 	var v herald.EventView
 	var err error
 	eventually(t, fmt.Sprintf("the %d deliveries of event %s to settle", want, id), func() bool {
-		v, err = shared.starter.EventStatus(context.Background(), tenant, id)
+		v, err = eventView(context.Background(), tenant, id)
 		if err != nil {
 			return false
 		}
@@ -206,7 +219,7 @@ func TestFanoutNoDestination(t *testing.T) {
 			t.Fatalf("publish with no subscriber: %+v", res)
 		}
 	}
-	v, err := shared.starter.EventStatus(ctx, tenant, "fn-1")
+	v, err := eventView(ctx, tenant, "fn-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +230,7 @@ func TestFanoutNoDestination(t *testing.T) {
 	if _, err := shared.starter.Publish(ctx, tenant, ev); !errors.Is(err, starter.ErrConflict) {
 		t.Fatalf("conflicting resend of an event with no destination: %v", err)
 	}
-	if _, err := shared.starter.EventStatus(ctx, tenant, "fn-never"); !errors.Is(err, starter.ErrNotFound) {
+	if _, err := shared.starter.Status(ctx, starter.Ref{Tenant: tenant, EventID: "fn-never"}); !errors.Is(err, starter.ErrNotFound) {
 		t.Fatalf("status of an event never sent: %v", err)
 	}
 	if _, err := shared.starter.Publish(ctx, tenant, starter.Event{EndpointID: "fn-billing", Type: "x", Data: json.RawMessage(`{}`)}); !errors.Is(err, starter.ErrInvalid) {
@@ -259,7 +272,8 @@ func TestFanoutStatusAndReplay(t *testing.T) {
 	}
 	bad1.setAnswer(status(http.StatusOK))
 	bad2.setAnswer(status(http.StatusOK))
-	replayed, err := shared.starter.ReplayEvent(ctx, tenant, "fr-1", "")
+	done, err := shared.starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: "fr-1"})
+	replayed := done.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +285,7 @@ func TestFanoutStatusAndReplay(t *testing.T) {
 		t.Fatalf("requests: ok %d, bad1 %d, bad2 %d; want 1, 2, 2", len(ok.requests()), len(bad1.requests()), len(bad2.requests()))
 	}
 	// One delivery alone: the delivered one is delivered again, the others are untouched.
-	if _, err := shared.starter.ReplayEvent(ctx, tenant, "fr-1", "fr-ok"); err != nil {
+	if _, err := shared.starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: "fr-1", Endpoint: "fr-ok"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the second delivery to fr-ok", func() bool { return len(ok.requests()) == 2 })
@@ -359,7 +373,7 @@ func TestFanoutSurvivesSenderCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	v, err := shared.starter.EventStatus(ctx, tenant, event)
+	v, err := eventView(ctx, tenant, event)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestEventIDsPerTenant(t *testing.T) {
 			t.Errorf("%s's receiver got %d requests, want 1", tenant, n)
 		}
 	}
-	if _, err := shared.starter.Status(ctx, id); !errors.Is(err, starter.ErrNotFound) {
+	if _, err := shared.starter.Status(ctx, starter.Ref{EventID: id}); !errors.Is(err, starter.ErrNotFound) {
 		t.Errorf("the default tenant sees another tenant's %s: %v", id, err)
 	}
 
@@ -114,8 +114,9 @@ func TestEventIDsPerTenant(t *testing.T) {
 // tenantStarter reads a tenant's statuses (for waitFor).
 type tenantStarter struct{ tenant string }
 
-func (s tenantStarter) Status(ctx context.Context, id string) (herald.Status, error) {
-	return shared.starter.StatusOf(ctx, s.tenant, id)
+func (s tenantStarter) Status(ctx context.Context, ref starter.Ref) (starter.Report, error) {
+	ref.Tenant = s.tenant
+	return shared.starter.Status(ctx, ref)
 }
 
 // TestOverlappingBulkReplays: two bulk replays over the same range, asked for together,
@@ -167,7 +168,7 @@ func TestOverlappingBulkReplays(t *testing.T) {
 	}
 	for _, id := range ids {
 		eventually(t, id+" to park again after one replay", func() bool {
-			st, err := shared.starter.Status(ctx, id)
+			st, err := shared.starter.Status(ctx, starter.Ref{EventID: id})
 			return err == nil && st.State == herald.StateDeadLetter && st.Round >= 1
 		})
 	}
@@ -177,7 +178,7 @@ func TestOverlappingBulkReplays(t *testing.T) {
 		perEvent[r.Header.Get("webhook-id")]++
 	}
 	for _, id := range ids {
-		st, err := shared.starter.Status(ctx, id)
+		st, err := shared.starter.Status(ctx, starter.Ref{EventID: id})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -220,9 +220,9 @@ func TestKeyRotationOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := codec.WaitingForKey(newKey.ActiveKeyID())
-	var st herald.Status
+	var st starter.Report
 	eventually(t, "status to say the event waits for the key", func() bool {
-		st, err = producer(false).Status(ctx, ev.ID)
+		st, err = producer(false).Status(ctx, starter.Ref{EventID: ev.ID})
 		return err == nil && st.State == herald.StateWaitingKey && st.Waiting != nil && st.Waiting.Reason == want
 	})
 	if st.Event.EndpointID != "rotating" {
@@ -249,7 +249,7 @@ func TestKeyRotationOrder(t *testing.T) {
 	if err := json.Unmarshal(rw.Body.Bytes(), &got); rw.Code != http.StatusOK || err != nil || got.State != herald.StateWaitingKey || got.Waiting == nil || got.Waiting.Reason != want {
 		t.Errorf("GET /v1/events/%s = %d %s; want 200 with state waiting_key and %q", ev.ID, rw.Code, rw.Body, want)
 	}
-	if err := producer(false).Replay(ctx, ev.ID); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), want) {
+	if _, err := producer(false).Replay(ctx, starter.Ref{EventID: ev.ID}); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), want) {
 		t.Errorf("replay of a waiting event = %v; want a refusal that says it waits for the key", err)
 	}
 	eventually(t, "a log line and a metric", func() bool {

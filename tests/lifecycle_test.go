@@ -77,7 +77,7 @@ func TestEndpointDisableEnable(t *testing.T) {
 	if st, err := shared.starter.EnableEndpoint(ctx, "lifecycle"); err != nil || st.Disabled != nil {
 		t.Fatalf("enable: %+v, %v", st.Disabled, err)
 	}
-	if err := shared.starter.ReplayOf(ctx, herald.DefaultTenant, pending); err != nil {
+	if _, err := shared.starter.Replay(ctx, starter.Ref{Tenant: herald.DefaultTenant, EventID: pending}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, pending, herald.StateDelivered)

@@ -103,7 +103,7 @@ func TestOpsEvents(t *testing.T) {
 	})
 	cust.setAnswer(status(http.StatusOK))
 	for _, e := range []string{e1, e2} {
-		if err := shared.starter.ReplayOf(ctx, herald.DefaultTenant, e); err != nil {
+		if _, err := shared.starter.Replay(ctx, starter.Ref{Tenant: herald.DefaultTenant, EventID: e}); err != nil {
 			t.Fatal(err)
 		}
 		waitState(t, e, herald.StateDelivered)
@@ -133,7 +133,7 @@ func TestOpsEvents(t *testing.T) {
 	opsID := opsEventID(t, herald.OpsDeadLettered, herald.DefaultTenant, e3, 0)
 	waitFor(t, tenantStatus{herald.OpsTenant}, opsID, herald.StateDeadLetter)
 	opsRcv.setAnswer(status(http.StatusOK))
-	if err := shared.starter.ReplayOf(ctx, herald.OpsTenant, opsID); err != nil {
+	if _, err := shared.starter.Replay(ctx, starter.Ref{Tenant: herald.OpsTenant, EventID: opsID}); err != nil {
 		t.Fatal(err)
 	}
 	if err := shared.client.GetWorkflow(ctx, herald.DeliveryID(herald.OpsTenant, opsID), "").Get(ctx, nil); err != nil {
@@ -163,7 +163,8 @@ func TestOpsEvents(t *testing.T) {
 // tenantStatus reads statuses of one tenant's deliveries.
 type tenantStatus struct{ tenant string }
 
-// Status is the status of the tenant's event id.
-func (s tenantStatus) Status(ctx context.Context, id string) (herald.Status, error) {
-	return shared.starter.StatusOf(ctx, s.tenant, id)
+// Status is the status of the tenant's event ref names.
+func (s tenantStatus) Status(ctx context.Context, ref starter.Ref) (starter.Report, error) {
+	ref.Tenant = s.tenant
+	return shared.starter.Status(ctx, ref)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/starter"
 )
 
 // TestRecordLifecycleHistories records the histories of an endpoint's lifecycle (disabled
@@ -34,7 +35,7 @@ func TestRecordLifecycleHistories(t *testing.T) {
 	if _, err := shared.starter.EnableEndpoint(ctx, "rec-lifecycle"); err != nil {
 		t.Fatal(err)
 	}
-	if err := shared.starter.ReplayOf(ctx, herald.DefaultTenant, pending); err != nil {
+	if _, err := shared.starter.Replay(ctx, starter.Ref{Tenant: herald.DefaultTenant, EventID: pending}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, pending, herald.StateDelivered)

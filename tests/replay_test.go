@@ -91,7 +91,7 @@ func TestRecordHistories(t *testing.T) {
 	waitState(t, "evt_rec_dead_replayed", herald.StateDeadLetter)
 	waitState(t, "evt_rec_held_by_breaker", herald.StateDelivered)
 	down.setAnswer(status(http.StatusOK))
-	if err := shared.starter.Replay(ctx, "evt_rec_dead_replayed"); err != nil {
+	if _, err := shared.starter.Replay(ctx, starter.Ref{EventID: "evt_rec_dead_replayed"}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, "evt_rec_dead_replayed", herald.StateDelivered)

@@ -56,16 +56,16 @@ func TestWaitingDeliverySurvivesRestart(t *testing.T) {
 
 // waitFor polls s's status query until the delivery reaches state.
 func waitFor(t *testing.T, s interface {
-	Status(context.Context, string) (herald.Status, error)
+	Status(context.Context, starter.Ref) (starter.Report, error)
 }, eventID string, state herald.State) herald.Status {
 	t.Helper()
-	var st herald.Status
+	var st starter.Report
 	var err error
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if st, err = s.Status(context.Background(), eventID); err == nil && st.State == state {
-			return st
+		if st, err = s.Status(context.Background(), starter.Ref{EventID: eventID}); err == nil && st.State == state {
+			return st.Status
 		}
 	}
 	t.Fatalf("event %s never reached %s (last: %s, %v)", eventID, state, st.State, err)
-	return st
+	return st.Status
 }

@@ -66,7 +66,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st, err := s.Status(ctx, res.EventID)
+		st, err := s.Status(ctx, starter.Ref{EventID: res.EventID})
 		if err == nil && st.State == herald.StateDelivered {
 			break
 		}
@@ -115,7 +115,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 		}
 	}
 	// The raw client cannot read the status either: it needs the key.
-	if _, err := starter.New(raw, starter.Options{}).Status(ctx, res.EventID); err == nil || !strings.Contains(err.Error(), codec.Encoding) {
+	if _, err := starter.New(raw, starter.Options{}).Status(ctx, starter.Ref{EventID: res.EventID}); err == nil || !strings.Contains(err.Error(), codec.Encoding) {
 		t.Errorf("status without the key: err = %v, want an encrypted-payload error", err)
 	}
 	// The client with the key (the dashboard's) reads the payload in plain text, and the
@@ -124,7 +124,7 @@ func TestNothingReadableInHistory(t *testing.T) {
 	if err != nil || !bytes.Contains(ev.Data, []byte(payloadMarker)) {
 		t.Errorf("the event query through the codec = %s, %v; want the plaintext payload", ev.Data, err)
 	}
-	st, err := s.Status(ctx, res.EventID)
+	st, err := s.Status(ctx, starter.Ref{EventID: res.EventID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +205,9 @@ func TestSSRFGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	var st herald.Status
+	var st starter.Report
 	for time.Now().Before(deadline) {
-		if st, err = s.Status(ctx, res.EventID); err == nil && st.State == herald.StateDeadLetter {
+		if st, err = s.Status(ctx, starter.Ref{EventID: res.EventID}); err == nil && st.State == herald.StateDeadLetter {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -202,7 +202,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitMemo(t, id, herald.MemoReplay, "round 1: ignored: attempt 1 waits for its endpoint")
-		if err := shared.starter.Replay(ctx, id); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "does not override the endpoint's protection") {
+		if _, err := shared.starter.Replay(ctx, starter.Ref{EventID: id}); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "does not override the endpoint's protection") {
 			t.Errorf("herald replay of a held delivery: %v, want it refused, saying the endpoint's protection wins", err)
 		}
 		if st := waitState(t, id, herald.StateWaitingEndpoint); len(st.Attempts) != 0 || len(rcv.requests()) != 1 {
@@ -284,7 +284,7 @@ func TestReplaySignalInEveryState(t *testing.T) {
 		if err := signalLikeCLI(id); !errors.As(err, &nf) {
 			t.Fatalf("signal to a closed delivery: %v, want NotFound (workflow execution already completed)", err)
 		}
-		if err := shared.starter.Replay(ctx, id); err != nil {
+		if _, err := shared.starter.Replay(ctx, starter.Ref{EventID: id}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the event delivered again", func() bool { return len(rcv.requests()) == 2 })

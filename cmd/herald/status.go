@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -36,27 +35,18 @@ its delivery's status, and an event sent to a tenant its event view (with "deliv
 			}
 			return g.withStarter(cmd, func(ctx context.Context, s *starter.Client) error {
 				w := cmd.OutOrStdout()
-				st, err := s.StatusOf(ctx, tenant, args[0])
-				if err == nil {
-					if g.output == "json" {
-						return printJSON(w, st)
-					}
-					return g.printStatus(w, st, tenant)
-				}
-				if !errors.Is(err, starter.ErrNotFound) {
+				rep, err := s.Status(ctx, starter.Ref{Tenant: tenant, EventID: args[0]})
+				switch {
+				case err != nil:
 					return err
+				case rep.Fanout != nil && g.output == "json":
+					return printJSON(w, rep.Fanout)
+				case rep.Fanout != nil:
+					return printEventView(w, *rep.Fanout)
+				case g.output == "json":
+					return printJSON(w, rep.Status)
 				}
-				v, ferr := s.EventStatus(ctx, tenant, args[0])
-				if errors.Is(ferr, starter.ErrNotFound) {
-					return err // neither: say so as before
-				}
-				if ferr != nil {
-					return ferr
-				}
-				if g.output == "json" {
-					return printJSON(w, v)
-				}
-				return printEventView(w, v)
+				return g.printStatus(w, rep.Status, tenant)
 			})
 		},
 	}
@@ -186,25 +176,16 @@ result (replayed, skipped, skipped_why) once it has run.`,
 // event sent to a tenant, its dead-lettered deliveries, or only's delivery. It returns
 // the line to print, and whether anything is replayed.
 func (g *globals) replayEvent(ctx context.Context, s *starter.Client, tenant, id, only string) (msg string, replayed bool, err error) {
-	if only == "" {
-		r, err := s.ReplayDelivery(ctx, tenant, id)
-		if err == nil && r.State == herald.StateWaitingRetry {
-			return fmt.Sprintf("Retrying %s now: retry %d was due at %s", id, r.Retry, r.DueAt.Format(time.RFC3339)), true, nil
-		}
-		if err == nil {
-			return "Replaying " + id, true, nil
-		}
-		if !errors.Is(err, starter.ErrNotFound) {
-			return "", false, err
-		}
-		if _, ferr := s.EventStatus(ctx, tenant, id); ferr != nil {
-			return "", false, err // no such event at all: say so as before
-		}
-	}
-	eps, err := s.ReplayEvent(ctx, tenant, id, only)
-	if err != nil {
+	r, err := s.Replay(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: only})
+	switch {
+	case err != nil:
 		return "", false, err
+	case r.State == herald.StateWaitingRetry && only == "":
+		return fmt.Sprintf("Retrying %s now: retry %d was due at %s", id, r.Retry, r.DueAt.Format(time.RFC3339)), true, nil
+	case r.State != "" && only == "":
+		return "Replaying " + id, true, nil
 	}
+	eps := r.Endpoints
 	if len(eps) == 0 {
 		return fmt.Sprintf("Event %s has no dead-lettered delivery: nothing to replay (%s)", id, g.herald(statusArgs(id, tenant)...)), false, nil
 	}
