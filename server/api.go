@@ -374,8 +374,8 @@ func (s *Server) apiReset(ctx context.Context, _ http.ResponseWriter, r *http.Re
 // see (the operator, or the tenant that owns it), and answers with its state.
 func (s *Server) endpointAction(ctx context.Context, r *http.Request, p principal,
 	act func(ctx context.Context, id string) (herald.EndpointState, error)) (int, any, error) {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return 0, nil, err
 	}
 	st, err := act(ctx, id)
@@ -430,8 +430,8 @@ func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *ht
 			return 0, nil, err
 		}
 	}
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return 0, nil, err
 	}
 	wf, err := s.opts.Starter.BulkReplay(ctx, herald.BulkReplayInput{

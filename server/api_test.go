@@ -545,3 +545,62 @@ func TestOpsEndpointPut(t *testing.T) {
 		t.Errorf("operational endpoint registered as %v of tenant %v, want %s of %s", out["id"], out["tenant"], herald.OpsEndpointID, herald.OpsTenant)
 	}
 }
+
+// TestEndpointRateLimitAPI: PUT sets an endpoint's rate limit, GET shows it, 0 removes it,
+// and a value out of range is refused with what to give.
+func TestEndpointRateLimitAPI(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("rated")
+	code, out := call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"url": rcv.URL, "tenant": "acme", "rate_limit": 5})
+	want(t, "put", code, http.StatusCreated, out)
+	code, got := call(t, "GET", "/v1/endpoints/"+ep, shared.acme, nil)
+	want(t, "get endpoint", code, http.StatusOK, got)
+	if got["rate_limit"] != float64(5) {
+		t.Fatalf("endpoint state shows rate_limit %v, want 5: %v", got["rate_limit"], got)
+	}
+	c := browserClient(t)
+	signIn(t, c, shared.acme)
+	if _, page := get(t, c, "/endpoints/"+ep); !strings.Contains(page, `<b id="rate-limit">5/s</b>`) {
+		t.Errorf("the dashboard's endpoint page does not show the rate limit:\n%s", page)
+	}
+	for _, bad := range []any{1001, -1, "5/s"} {
+		code, out = call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"rate_limit": bad})
+		if code != http.StatusBadRequest {
+			t.Errorf("rate_limit %v: status %d, want 400: %v", bad, code, out)
+		}
+	}
+	code, out = call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"rate_limit": 0})
+	want(t, "put rate_limit 0", code, http.StatusOK, out)
+	code, got = call(t, "GET", "/v1/endpoints/"+ep, shared.acme, nil)
+	want(t, "get endpoint", code, http.StatusOK, got)
+	if v, ok := got["rate_limit"]; ok {
+		t.Fatalf("rate_limit %v after removing it, want none", v)
+	}
+}
+
+// TestDurationsNeedUnits: a duration given as a bare number is refused, naming the field
+// and the form to use; over its bound, it is refused with the limit.
+func TestDurationsNeedUnits(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("units")
+	for _, c := range []struct {
+		body map[string]any
+		says string
+	}{
+		{map[string]any{"retention": 3600}, `"retention": 3600 is a bare number: give a duration as a string with a unit, like "retention": "15m"`},
+		{map[string]any{"timeout": 5}, `"timeout": 5 is a bare number`},
+		{map[string]any{"schedule": []any{"1s", 60}}, `"schedule[1]": 60 is a bare number`},
+		{map[string]any{"breaker": map[string]any{"probe_timeout": 120}}, `"breaker.probe_timeout": 120 is a bare number`},
+		{map[string]any{"retention": "9000h"}, "retention 9000h is over the limit of 8760h"},
+		{map[string]any{"breaker": map[string]any{"probe_timeout": "2h"}}, "probe_timeout 2h is over the limit of 1h"},
+	} {
+		body := map[string]any{"url": rcv.URL, "tenant": "acme"}
+		for k, v := range c.body {
+			body[k] = v
+		}
+		code, out := call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, body)
+		if msg, _ := out["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, c.says) {
+			t.Errorf("PUT %v: status %d %q, want 400 saying %q", c.body, code, msg, c.says)
+		}
+	}
+}

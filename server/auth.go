@@ -113,6 +113,14 @@ func eventTenant(p principal, r *http.Request) (string, error) {
 	return t, nil
 }
 
+// pathEndpoint returns the id the request's path names ({id}) and that endpoint's state,
+// if p may see it (endpointFor).
+func (s *Server) pathEndpoint(ctx context.Context, r *http.Request, p principal) (string, herald.EndpointState, error) {
+	id := r.PathValue("id")
+	e, err := s.endpointFor(ctx, p, id)
+	return id, e, err
+}
+
 // eventFor returns the status of tenant's event id if p may see it, else not found: its
 // delivery to endpoint for an event sent to the tenant; with endpoint empty, the delivery
 // of an event sent to one endpoint (if it is p's) or an event sent to the tenant with its

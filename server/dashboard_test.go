@@ -387,11 +387,7 @@ func poster(t *testing.T, c *http.Client) func(path string, v url.Values) int {
 // TestDashboardDisableEnable: the tenant disables its endpoint from the dashboard with a
 // reason; the page shows the banner and an Enable button, which enables it again.
 func TestDashboardDisableEnable(t *testing.T) {
-	rcv := newReceiver(t, http.StatusOK)
-	ep := uniq("dash-disable")
-	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	c := browserClient(t)
-	signIn(t, c, shared.acme)
+	ep, _, c := endpointSession(t, "dash-disable", "acme", shared.acme)
 	_, page := get(t, c, "/endpoints/"+ep)
 	m := csrfField.FindStringSubmatch(page)
 	if m == nil || !strings.Contains(page, `id="disable"`) {

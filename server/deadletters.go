@@ -35,8 +35,8 @@ func (s *Server) deadLetterRows(ctx context.Context, id string) ([]deadLetterVie
 var sinceChoices = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "all": 0}
 
 func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return err
 	}
 	d, ok := sinceChoices[r.PostFormValue("since")]

@@ -264,8 +264,7 @@ func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []heral
 }
 
 func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	e, err := s.endpointFor(ctx, p, id)
+	id, e, err := s.pathEndpoint(ctx, r, p)
 	if err != nil {
 		return err
 	}
@@ -310,8 +309,8 @@ func (s *Server) enableForm(ctx context.Context, w http.ResponseWriter, r *http.
 // and goes back to the endpoint's page, flashing done (see flash).
 func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal, done string,
 	act func(ctx context.Context, id string) (herald.EndpointState, error)) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return err
 	}
 	if _, err := act(ctx, id); err != nil {
@@ -324,8 +323,8 @@ func (s *Server) endpointForm(ctx context.Context, w http.ResponseWriter, r *htt
 // typesForm changes the event types an endpoint subscribes to. Tenants may change their
 // own endpoints' subscriptions, and nothing else of them.
 func (s *Server) typesForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return err
 	}
 	types := splitTypes(r.PostFormValue("types"))

@@ -156,23 +156,23 @@ func (s *Server) pathEvent(ctx context.Context, r *http.Request, p principal) (s
 	return tenant, rep, err
 }
 
-// pathDelivery is pathEvent for the pages of one delivery: an event sent to the tenant,
-// named without an endpoint, is not found.
-func (s *Server) pathDelivery(ctx context.Context, r *http.Request, p principal) (string, herald.Status, error) {
+// pathDelivery is pathEvent for the pages of one delivery, which it names: an event sent
+// to the tenant, named without an endpoint, is not found.
+func (s *Server) pathDelivery(ctx context.Context, r *http.Request, p principal) (starter.Ref, herald.Status, error) {
 	tenant, rep, err := s.pathEvent(ctx, r, p)
+	ref := starter.Ref{Tenant: tenant, EventID: r.PathValue("id"), Endpoint: r.URL.Query().Get("endpoint")}
 	if err == nil && rep.Fanout != nil {
-		err = notFoundFor("event", r.PathValue("id"))
+		err = notFoundFor("event", ref.EventID)
 	}
-	return tenant, rep.Status, err
+	return ref, rep.Status, err
 }
 
 func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	tenant, st, err := s.pathDelivery(ctx, r, p)
+	ref, st, err := s.pathDelivery(ctx, r, p)
 	if err != nil {
 		return err
 	}
-	fanout := r.URL.Query().Get("endpoint")
+	tenant, id, fanout := ref.Tenant, ref.EventID, ref.Endpoint
 	wfID := herald.DeliveryID(tenant, id)
 	if fanout != "" {
 		wfID = herald.FanoutDeliveryID(tenant, fanout, id)
@@ -247,15 +247,14 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	tenant, _, err := s.pathDelivery(ctx, r, p)
+	ref, _, err := s.pathDelivery(ctx, r, p)
 	if err != nil {
 		return err
 	}
-	fanout := r.URL.Query().Get("endpoint")
-	if _, err := s.opts.Starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: fanout}); err != nil {
+	if _, err := s.opts.Starter.Replay(ctx, ref); err != nil {
 		return err
 	}
+	tenant, id, fanout := ref.Tenant, ref.EventID, ref.Endpoint
 	back := safeNext(r.PostFormValue("back"), "/events/"+url.PathEscape(id)+eventQuery(tenant, fanout))
 	q := url.Values{"done": {"replayed"}, "event": {id}}
 	if tenantQuery(tenant) != "" || fanout != "" {

@@ -59,22 +59,16 @@ func (s *Server) apiGetEventType(ctx context.Context, _ http.ResponseWriter, r *
 }
 
 func (s *Server) apiPutEventType(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	if err := operatorOnly(p, "registering or changing event types"); err != nil {
-		return 0, nil, err
-	}
 	var body eventTypeBody
-	if err := decode(w, r, maxEventTypeBody, &body); err != nil {
+	if err := operatorBody(w, r, p, "registering or changing event types", maxEventTypeBody, &body); err != nil {
 		return 0, nil, err
 	}
 	return s.putEventType(ctx, r.PathValue("name"), body)
 }
 
 func (s *Server) apiPostEventType(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	if err := operatorOnly(p, "registering or changing event types"); err != nil {
-		return 0, nil, err
-	}
 	var body newEventTypeBody
-	if err := decode(w, r, maxEventTypeBody, &body); err != nil {
+	if err := operatorBody(w, r, p, "registering or changing event types", maxEventTypeBody, &body); err != nil {
 		return 0, nil, err
 	}
 	if body.Name == "" {
@@ -109,11 +103,8 @@ func (s *Server) apiGetSettings(ctx context.Context, _ http.ResponseWriter, _ *h
 }
 
 func (s *Server) apiPutSettings(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	if err := operatorOnly(p, "changing the installation's settings"); err != nil {
-		return 0, nil, err
-	}
 	var body settingsBody
-	if err := decode(w, r, maxBody, &body); err != nil {
+	if err := operatorBody(w, r, p, "changing the installation's settings", maxBody, &body); err != nil {
 		return 0, nil, err
 	}
 	if body.StrictTypes == nil {
@@ -124,6 +115,15 @@ func (s *Server) apiPutSettings(ctx context.Context, w http.ResponseWriter, r *h
 		return 0, nil, err
 	}
 	return http.StatusOK, st, nil
+}
+
+// operatorBody decodes the JSON body of a request only operator tokens may make (what
+// says what it does, for the refusal) into body, at most limit bytes.
+func operatorBody(w http.ResponseWriter, r *http.Request, p principal, what string, limit int64, body any) error {
+	if err := operatorOnly(p, what); err != nil {
+		return err
+	}
+	return decode(w, r, limit, body)
 }
 
 // operatorOnly refuses what only operator tokens may do.

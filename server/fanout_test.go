@@ -95,11 +95,7 @@ func TestFanoutThroughTheAPI(t *testing.T) {
 // TestDashboardEditsSubscriptions: a tenant sees an endpoint's subscribed types on its page
 // and changes them with the form.
 func TestDashboardEditsSubscriptions(t *testing.T) {
-	rcv := newReceiver(t, http.StatusOK)
-	ep := uniq("fan-dash")
-	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
-	c := browserClient(t)
-	signIn(t, c, shared.acme)
+	ep, _, c := endpointSession(t, "fan-dash", "acme", shared.acme)
 	_, page := get(t, c, "/endpoints/"+ep)
 	if !strings.Contains(page, `<span id="subscribed-types">*</span>`) {
 		t.Fatalf("the endpoint page does not show that it receives every type:\n%s", page)

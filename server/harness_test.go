@@ -339,6 +339,19 @@ func waitListed(t *testing.T, path, ev string) {
 	})
 }
 
+// endpointSession registers an endpoint of tenant, named from prefix, whose receiver
+// answers 200, and signs a browser in with token: the endpoint's id, its receiver, and the
+// browser.
+func endpointSession(t *testing.T, prefix, tenant, token string) (string, *receiver, *http.Client) {
+	t.Helper()
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq(prefix)
+	putEndpoint(t, ep, tenant, rcv.URL, 1, nil)
+	c := browserClient(t)
+	signIn(t, c, token)
+	return ep, rcv, c
+}
+
 // browserClient is an HTTP client with a cookie jar that does not follow redirects.
 func browserClient(t *testing.T) *http.Client {
 	t.Helper()

@@ -160,8 +160,7 @@ func splitTypes(in string) []string {
 }
 
 func (s *Server) settingsPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	e, err := s.endpointFor(ctx, p, id)
+	id, e, err := s.pathEndpoint(ctx, r, p)
 	if err != nil {
 		return err
 	}
@@ -192,8 +191,8 @@ func (s *Server) settingsPage(ctx context.Context, w http.ResponseWriter, r *htt
 // rotateForm makes a new signing secret current and shows it once; the old one keeps
 // signing for the grace period chosen (as herald endpoint rotate-secret --grace).
 func (s *Server) rotateForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return err
 	}
 	grace, ok := time.Duration(0), false
@@ -255,8 +254,8 @@ type testData struct {
 // testEventForm sends a test event to one endpoint only (never to the tenant's other
 // endpoints) and goes back to its settings, which link to the event's page.
 func (s *Server) testEventForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id := r.PathValue("id")
-	if _, err := s.endpointFor(ctx, p, id); err != nil {
+	id, _, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
 		return err
 	}
 	typ := strings.TrimSpace(r.PostFormValue("type"))

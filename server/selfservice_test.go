@@ -32,11 +32,7 @@ func postForm(t *testing.T, c *http.Client, from, path string, form url.Values) 
 }
 
 func TestRegisterFormNeverTakesAnEndpointOver(t *testing.T) {
-	rcv := newReceiver(t, http.StatusOK)
-	theirs := uniq("taken")
-	putEndpoint(t, theirs, "globex", rcv.URL, 1, nil)
-	c := browserClient(t)
-	signIn(t, c, shared.acme)
+	theirs, rcv, c := endpointSession(t, "taken", "globex", shared.acme)
 
 	code, page := postForm(t, c, "/register", "/register", url.Values{"id": {theirs}, "url": {"http://127.0.0.1:9/x"}})
 	if code != http.StatusConflict || !strings.Contains(page, "is taken: choose another id") {
@@ -115,11 +111,7 @@ func TestOperatorRegistersForATenant(t *testing.T) {
 }
 
 func TestRotateAndTestEventScope(t *testing.T) {
-	rcv := newReceiver(t, http.StatusOK)
-	theirs := uniq("rot-globex")
-	putEndpoint(t, theirs, "globex", rcv.URL, 1, nil)
-	c := browserClient(t)
-	signIn(t, c, shared.acme)
+	theirs, rcv, c := endpointSession(t, "rot-globex", "globex", shared.acme)
 	for _, path := range []string{"/endpoints/" + theirs + "/secret", "/endpoints/" + theirs + "/test"} {
 		if code, _ := postForm(t, c, "/endpoints", path, url.Values{"grace": {"24h"}}); code != http.StatusNotFound {
 			t.Errorf("acme posts %s: status %d, want 404", path, code)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -101,22 +100,10 @@ The whole catalog (names, descriptions, schemas) holds at most 1 MiB.`,
 // readSchema reads --schema: a file, or - for stdin, at most four times the limit (the
 // limit counts the schema compacted; PutEventTypeRequest.Validate checks it).
 func readSchema(arg string, stdin io.Reader) ([]byte, error) {
-	r := stdin
-	if arg != "-" {
-		f, err := os.Open(arg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --schema %s: %v (give a file, or - for stdin)", starter.ErrInvalid, arg, err)
-		}
-		defer f.Close()
-		r = f
-	}
-	const most = 4 * herald.MaxSchemaBytes
-	b, err := io.ReadAll(io.LimitReader(r, most+1))
+	b, err := readBounded("schema", arg, arg, stdin, 4*herald.MaxSchemaBytes, starter.ErrInvalid,
+		"a schema may be at most 64 KiB compacted")
 	if err != nil {
-		return nil, fmt.Errorf("--schema %s: %w", arg, err)
-	}
-	if len(b) > most {
-		return nil, fmt.Errorf("%w: --schema %s is over %d bytes: a schema may be at most 64 KiB compacted", starter.ErrInvalid, arg, most)
+		return nil, err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%w: --schema %s is empty: give a JSON Schema, e.g. {\"type\":\"object\"}", starter.ErrInvalid, arg)

@@ -14,9 +14,7 @@ import (
 // TestEventTypeRefusesBeforeDialing: bad input to event-type put and strict is refused with
 // what to fix, before anything is dialed (the address goes nowhere).
 func TestEventTypeRefusesBeforeDialing(t *testing.T) {
-	t.Setenv("HERALD_CODEC_KEY_FILE", "")
-	t.Setenv("HERALD_CODEC_KEYS", "")
-	t.Chdir(t.TempDir())
+	offline(t)
 	empty := filepath.Join(t.TempDir(), "empty.json")
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -37,10 +35,7 @@ func TestEventTypeRefusesBeforeDialing(t *testing.T) {
 		{[]string{"event-type", "put", "order paid"}, starter.ErrInvalid, "contains ' '"},
 		{[]string{"event-type", "put", "order.paid", "--schema", bad}, starter.ErrInvalid, "not a valid JSON Schema: at /type"},
 	} {
-		root := newRootCmd()
-		root.SetArgs(append(c.args, "--address=127.0.0.1:1"))
-		root.SetOut(new(strings.Builder))
-		err := root.Execute()
+		_, err := runHerald(append(c.args, nowhere)...)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.say) {
 			t.Errorf("herald %s: %v, want %v saying %q", strings.Join(c.args, " "), err, c.is, c.say)
 		}

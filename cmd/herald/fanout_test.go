@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
@@ -24,13 +21,7 @@ func TestSendNeedsOneDestination(t *testing.T) {
 		{[]string{"send", "--tenant", "acme", "--endpoint", "acme-billing", "--type", "order.paid", "--data", "{}"}, "one of them"},
 		{[]string{"endpoint", "put", "acme", "--types", ""}, "--types is empty"},
 	} {
-		root := newRootCmd()
-		root.SetArgs(append(c.args, "--address=127.0.0.1:1"))
-		root.SetOut(io.Discard)
-		root.SetErr(io.Discard)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := root.ExecuteContext(ctx)
-		cancel()
+		_, err := runHerald(append(c.args, nowhere)...)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("herald %s: error %v, want a usage error saying %q", strings.Join(c.args, " "), err, c.want)
 		}

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/heraldhq/herald/starter"
 )
@@ -14,9 +11,7 @@ import (
 // TestHeaderFlagsRefusedBeforeDialing: endpoint put and ops-endpoint put refuse a header
 // that is malformed or one of Herald's own, naming it, before anything is dialed.
 func TestHeaderFlagsRefusedBeforeDialing(t *testing.T) {
-	t.Setenv("HERALD_CODEC_KEY_FILE", "")
-	t.Setenv("HERALD_CODEC_KEYS", "")
-	t.Chdir(t.TempDir())
+	offline(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -28,13 +23,7 @@ func TestHeaderFlagsRefusedBeforeDialing(t *testing.T) {
 		{[]string{"endpoint", "put", "acme", "--header", "X-A: 1", "--clear-headers"}, "not both"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			root := newRootCmd()
-			root.SetArgs(append(tc.args, "--address=127.0.0.1:1"))
-			root.SetOut(io.Discard)
-			root.SetErr(io.Discard)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			err := root.ExecuteContext(ctx)
+			_, err := runHerald(append(tc.args, nowhere)...)
 			if err == nil || !(errors.Is(err, starter.ErrInvalid) || errors.Is(err, errUsage)) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want an input error saying %q", err, tc.want)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -14,13 +13,7 @@ import (
 func TestPortalLinkCommand(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	run := func(args ...string) (string, error) {
-		root := newRootCmd()
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetErr(&out)
-		root.SetArgs(append([]string{"portal-link", "--tokens-file", tokens}, args...))
-		err := root.Execute()
-		return out.String(), err
+		return runHerald(append([]string{"portal-link", "--tokens-file", tokens}, args...)...)
 	}
 	out, err := run("--tenant", "acme", "--ttl", "30m", "--url", "https://herald.example.com/", "-o", "json")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,31 +110,13 @@ func (g *globals) printPublished(w io.Writer, res starter.PublishResult) error {
 
 // readData resolves --data: inline JSON, @file or - (stdin), refusing more than the limit.
 func readData(arg string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader
-	switch {
-	case arg == "-":
-		r = stdin
-	case strings.HasPrefix(arg, "@"):
-		f, err := os.Open(arg[1:])
-		if err != nil {
-			return nil, fmt.Errorf("%w: --data %s: %v", starter.ErrInvalid, arg, err)
-		}
-		defer f.Close()
-		r = f
-	default:
+	path, ok := strings.CutPrefix(arg, "@")
+	if !ok && arg != "-" {
 		return []byte(arg), nil
 	}
-	// The limit counts the data compacted (starter.ValidateEvent checks it); this only
-	// bounds what is read, leaving room for whitespace.
-	const most = 4 * herald.MaxDataBytes
-	b, err := io.ReadAll(io.LimitReader(r, most+1))
-	if err != nil {
-		return nil, fmt.Errorf("--data %s: %w", arg, err)
-	}
-	if len(b) > most {
-		return nil, fmt.Errorf("%w: --data %s is over %d bytes: event data may be at most 256 KiB compacted", starter.ErrTooLarge, arg, most)
-	}
-	return b, nil
+	// The limit counts the data compacted (starter.ValidateEvent checks it).
+	return readBounded("data", arg, path, stdin, 4*herald.MaxDataBytes, starter.ErrTooLarge,
+		"event data may be at most 256 KiB compacted")
 }
 
 // statusArgs are the arguments of herald status for an event of tenant.

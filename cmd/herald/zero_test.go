@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -15,9 +12,7 @@ import (
 // and dev the value 0: each is refused with a usage error naming the flag, before anything
 // is dialed or started, except the flags whose range starts at 0.
 func TestZeroIsRefusedEverywhere(t *testing.T) {
-	t.Setenv("HERALD_CODEC_KEY_FILE", "")
-	t.Setenv("HERALD_CODEC_KEYS", "")
-	t.Chdir(t.TempDir()) // no .herald/codec.key here; dev would write its files here
+	offline(t) // no .herald/codec.key here; dev would write its files here
 	for _, path := range [][]string{{"endpoint", "put"}, {"worker"}, {"dev"}} {
 		cmd, _, err := newRootCmd().Find(path)
 		if err != nil {
@@ -27,7 +22,7 @@ func TestZeroIsRefusedEverywhere(t *testing.T) {
 			if !isZeroString(f.Value.Type(), "0") {
 				return // not a number or a duration
 			}
-			args := append(append([]string{}, path...), "--"+f.Name+"=0", "--address=127.0.0.1:1", "--plaintext")
+			args := append(append([]string{}, path...), "--"+f.Name+"=0", nowhere, "--plaintext")
 			if path[0] == "endpoint" {
 				args = append(args[:len(args)-1], "acme") // put takes an id and has no --plaintext
 			}
@@ -44,13 +39,7 @@ func TestZeroIsRefusedEverywhere(t *testing.T) {
 					}
 					return
 				}
-				root := newRootCmd()
-				root.SetArgs(args)
-				root.SetOut(io.Discard)
-				root.SetErr(io.Discard)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				err := root.ExecuteContext(ctx)
+				_, err := runHerald(args...)
 				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--"+f.Name+" 0") {
 					t.Fatalf("error %v, want a usage error naming --%s 0", err, f.Name)
 				}
