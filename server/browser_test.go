@@ -143,12 +143,7 @@ func TestBrowserCircuitOpenBanner(t *testing.T) {
 
 	// Open the page while the circuit is closed: the banner must appear without a reload.
 	browserSignIn(t, ctx, shared.acme)
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(shared.http.URL+"/endpoints/"+ep),
-		chromedp.WaitVisible(chromedp.CSS("#circuit")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	visit(t, ctx, "/endpoints/"+ep, "#circuit")
 	banners, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.banner').length`))
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +195,14 @@ func TestBrowserCircuitOpenBanner(t *testing.T) {
 	}
 
 	screenshot(t, ctx, "endpoint-circuit-open.png")
+}
+
+// visit opens path on the test server and waits until sel is visible.
+func visit(t *testing.T, ctx context.Context, path, sel string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(shared.http.URL+path), chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		t.Fatalf("open %s and wait for %s: %v", path, sel, err)
+	}
 }
 
 // screenshot saves the page as name (e.g. portal-events.png) in the directory
@@ -288,24 +291,14 @@ func TestBrowserPortal(t *testing.T) {
 	})
 
 	browserSignIn(t, ctx, shared.acme)
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(shared.http.URL+"/endpoints"),
-		chromedp.WaitVisible(chromedp.CSS(`#endpoints tr[data-endpoint="`+ep+`"]`)),
-	); err != nil {
-		t.Fatal(err)
-	}
+	visit(t, ctx, "/endpoints", `#endpoints tr[data-endpoint="`+ep+`"]`)
 	if rate := texts(t, ctx, `#endpoints tr[data-endpoint="`+ep+`"] .success-rate`); rate[0] != "100.0%" {
 		t.Fatalf("the list's success rate of an endpoint whose 12 deliveries all arrived: %q", rate[0])
 	}
 	screenshot(t, ctx, "portal-endpoints.png")
 
 	// Pagination: 12 deliveries in pages of 5, Next until the last page.
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(shared.http.URL+"/events?limit=5&endpoint="+ep),
-		chromedp.WaitVisible(chromedp.CSS("#events")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	visit(t, ctx, "/events?limit=5&endpoint="+ep, "#events")
 	screenshot(t, ctx, "portal-events.png")
 	var seen []string
 	var pages [][]string
@@ -357,12 +350,7 @@ func TestBrowserPortal(t *testing.T) {
 		t.Fatalf("type filter shows %v, want %v", got, refunds)
 	}
 	// The state filter keeps the dead letters.
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(shared.http.URL+"/events?state=dead_letter&endpoint="+failing),
-		chromedp.WaitVisible(chromedp.CSS("#events")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	visit(t, ctx, "/events?state=dead_letter&endpoint="+failing, "#events")
 	if got := texts(t, ctx, "#events tbody tr td:first-child a"); !sameSet(got, dead) {
 		t.Fatalf("state filter shows %v, want %v", got, dead)
 	}
@@ -407,12 +395,7 @@ func TestBrowserPortal(t *testing.T) {
 
 	// The endpoint page: the chart of attempts by outcome, its text alternative, and the
 	// success rate by delivery.
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(shared.http.URL+"/endpoints/"+failing),
-		chromedp.WaitVisible(chromedp.CSS("svg.chart rect.http")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	visit(t, ctx, "/endpoints/"+failing, "svg.chart rect.http")
 	if title := texts(t, ctx, "svg.chart > title"); len(title) != 1 || !strings.HasPrefix(title[0], "Attempts per minute by outcome") {
 		t.Fatalf("chart title %v", title)
 	}
@@ -423,12 +406,7 @@ func TestBrowserPortal(t *testing.T) {
 		t.Fatalf("success rate of an endpoint with 3 deliveries delivered (after a retry) and 3 dead letters: %q, want 50.0%%", rate[0])
 	}
 	screenshot(t, ctx, "portal-endpoint.png")
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(shared.http.URL+"/endpoints/"+ep),
-		chromedp.WaitVisible(chromedp.CSS("#success-rate")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	visit(t, ctx, "/endpoints/"+ep, "#success-rate")
 	if rate, counts := texts(t, ctx, "#success-rate"), texts(t, ctx, "#success-counts"); rate[0] != "100.0%" || !strings.HasPrefix(counts[0], "12 of 12") {
 		t.Fatalf("success rate of an endpoint whose 12 deliveries all arrived: %q (%q)", rate[0], counts[0])
 	}

@@ -246,6 +246,8 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	return nil
 }
 
+// replayForm replays the delivery the path names, and goes back to the page the form was
+// on (its "back" field) with the replay flashed.
 func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	ref, _, err := s.pathDelivery(ctx, r, p)
 	if err != nil {
