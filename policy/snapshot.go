@@ -115,6 +115,13 @@ func (g *Limiter) Snapshot(now time.Time) Snapshot {
 	return s
 }
 
+// UnlimitedSnapshot is what an endpoint admits before it has a limiter (the moment
+// between its first put and the limiter's creation): circuit closed, every permit free up
+// to the highest cap an endpoint may have.
+func UnlimitedSnapshot() Snapshot {
+	return Snapshot{Circuit: CircuitClosed, Cap: MaxMaxInFlight, Free: MaxMaxInFlight}
+}
+
 // Coarse is s with the numbers that change with every lease and every waiter rounded to
 // what a gate decides by: Free at most one more than the spare permits (room for spares,
 // and more), Queue 0 or 1 (nobody, or somebody waits). A workflow can publish it, and

@@ -77,7 +77,7 @@ func (e *endpointRun) admission(now time.Time) (herald.AdmissionView, error) {
 	if g := e.in.Limiter; g != nil {
 		v.Snapshot = g.Snapshot(now)
 	} else {
-		v.Snapshot = policy.Snapshot{Circuit: policy.CircuitClosed, Cap: policy.MaxMaxInFlight, Free: policy.MaxMaxInFlight}
+		v.Snapshot = policy.UnlimitedSnapshot()
 	}
 	return v, nil
 }
