@@ -100,17 +100,10 @@ func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
 		}}); err != nil {
 		return err
 	}
-	if err := workflow.Await(ctx, func() bool {
-		info := workflow.GetInfo(ctx)
-		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > subscriptionsContinueAsNewEvents
-	}); err != nil {
-		return err
-	}
 	// The memo goes with the run that continues (the SDK carries it over).
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	return workflow.NewContinueAsNewError(ctx, herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: d})
+	return continueWhenLong(ctx, subscriptionsContinueAsNewEvents, herald.SubscriptionsWorkflow, func() SubscriptionsInput {
+		return SubscriptionsInput{Directory: d}
+	})
 }
 
 // ErrBackfilled refuses a backfill of a directory that has had one (herald.UpdateBackfill).
