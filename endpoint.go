@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/duration"
+	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 )
@@ -364,4 +365,18 @@ type PutEndpointResult struct {
 	Created bool `json:"created"`
 	// SecretGenerated is true when DefaultSecret became the signing secret.
 	SecretGenerated bool `json:"secret_generated"`
+}
+
+// ValidatePut checks a put request: its structure (PutEndpointRequest.Validate), then its
+// URL against the address policy net. registered says whether the endpoint exists already.
+func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) error {
+	if err := req.Validate(registered); err != nil {
+		return err
+	}
+	if req.URL != "" {
+		if _, err := net.CheckURL(req.URL); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	return nil
 }

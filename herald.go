@@ -4,10 +4,14 @@
 // queues, the search attributes and a builder for visibility queries, and the messages that
 // cross between a worker's gate, the delivery workflows and the endpoint workflows.
 //
+// It also holds the workflows' inputs, the check of an endpoint put (ValidatePut) and the
+// read of an endpoint's admission view (ReadAdmission): what the producer side needs,
+// so that it imports this package and never a worker package.
+//
 // Everything here is on the wire or in recorded histories: names, JSON field names and id
-// formats must never change. The package imports only the pure leaves policy and
-// signature, so that workflows, activities, the starter, the server and the CLI can all
-// import it.
+// formats must never change. Of Herald's packages it imports only the pure leaves policy,
+// signature, netguard and duration, so that workflows, activities, the starter, the
+// server and the CLI can all import it.
 package herald
 
 import (

@@ -5,19 +5,28 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald"
 )
 
-func TestSentHeadersRedactSecrets(t *testing.T) {
-	h := http.Header{}
-	h.Set("Webhook-Signature", "v1,c2VjcmV0")
-	h.Set("Webhook-Id", "evt_1")
-	h.Set("Authorization", "Bearer token")
-	got := sentHeaders(h, []herald.Header{{Name: "authorization", Value: "Bearer token"}})
-	want := []herald.Header{{Name: "Authorization", Value: herald.RedactedValue}, {Name: "Webhook-Id", Value: "evt_1"}, {Name: "Webhook-Signature", Value: herald.RedactedValue}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("sentHeaders = %v, want %v", got, want)
+func TestRecordedHeadersRedactSecrets(t *testing.T) {
+	ep := herald.Endpoint{ID: "ep", URL: "https://example.test/hook", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		Headers: []herald.Header{{Name: "authorization", Value: "Bearer token"}}}
+	req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: []byte(`{}`)}, ep, time.Unix(1700000000, 0), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, h := range req.Recorded() {
+		got[h.Name] = h.Value
+	}
+	if got["Authorization"] != herald.RedactedValue || got["Webhook-Signature"] != herald.RedactedValue || got["Webhook-Id"] != "evt_1" ||
+		got["Content-Type"] != "application/json" || got["User-Agent"] != UserAgent {
+		t.Fatalf("recorded headers %v: want the custom header and the signature redacted, the others as sent", got)
+	}
+	if req.Header.Get("Authorization") != "Bearer token" {
+		t.Fatal("the custom header is not sent")
 	}
 }
 

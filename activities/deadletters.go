@@ -3,8 +3,10 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
@@ -61,4 +63,9 @@ func (o *Operator) ReplayDeadLetters(ctx context.Context, f herald.DeadLetterFil
 		activity.RecordHeartbeat(ctx, n)
 	}
 	return n, nil
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
 }

@@ -22,17 +22,11 @@ type Ops struct {
 	TaskQueue string
 }
 
-// deliveryStart is the input of a delivery workflow (workflows.DeliveryInput, which this
-// package cannot import) as it goes on the wire.
-type deliveryStart struct {
-	Event herald.Event `json:"event"`
-}
-
 // EmitOps starts the delivery of the operational event ev, if an operational endpoint is
 // registered and enabled, and reports whether the delivery exists. Its id comes from the event's, so
 // emitting the same event again starts nothing more.
 func (o *Ops) EmitOps(ctx context.Context, ev herald.Event) (bool, error) {
-	v, err := ReadAdmission(ctx, o.Client, herald.OpsEndpointID)
+	v, err := herald.ReadAdmission(ctx, o.Client, herald.OpsEndpointID)
 	switch {
 	case errors.Is(err, herald.ErrNoEndpoint):
 		return false, nil // nobody listens: nothing to send
@@ -51,7 +45,7 @@ func (o *Ops) EmitOps(ctx context.Context, ev herald.Event) (bool, error) {
 			herald.AttrEventType.ValueSet(ev.Type),
 		),
 		StaticSummary: fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID),
-	}, herald.DeliveryWorkflow, deliveryStart{Event: ev})
+	}, herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return false, fmt.Errorf("operational event %s: %w", ev.ID, err)

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/worker/gate"
 )
 
 // CostResult is the history cost of a first-try delivery.
@@ -172,7 +172,7 @@ func (e *env) measureCost(ctx context.Context, eps, extra []string, send func(ct
 	}
 	side = append(side, extra...)
 	// Let earlier scenarios' counts settle first.
-	time.Sleep(activities.StatsInterval + time.Second)
+	time.Sleep(gate.StatsInterval + time.Second)
 	before, err := e.footprint(ctx, side, nil)
 	if err != nil {
 		return measuredCost{}, err
@@ -206,7 +206,7 @@ func (e *env) measureCost(ctx context.Context, eps, extra []string, send func(ct
 		res.DeliveryEventsMax = max(res.DeliveryEventsMax, k)
 	}
 	// Let the workers' last outcome reports and counts reach the endpoint and stats workflows.
-	time.Sleep(activities.StatsInterval + 2*time.Second)
+	time.Sleep(gate.StatsInterval + 2*time.Second)
 	after, err := e.footprint(ctx, side, before)
 	if err != nil {
 		return measuredCost{}, err

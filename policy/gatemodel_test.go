@@ -12,7 +12,7 @@ import (
 )
 
 // The gates-and-limiter model: several workers' gates (LocalLease, driven the way
-// activities.Gate drives it) and one endpoint's Limiter (driven the way the endpoint
+// gate.Gate drives it) and one endpoint's Limiter (driven the way the endpoint
 // workflow drives it), talking through messages that take time to arrive, some longer
 // than a gate waits for an answer, some overtaking others. It checks the promise the two
 // make together: the attempts running at any moment never exceed the endpoint's cap, plus
@@ -20,8 +20,8 @@ import (
 
 const (
 	gmTimeout = 10 * time.Second // the endpoint's attempt timeout
-	gmMargin  = 10 * time.Second // activities.leaseMargin
-	gmTell    = 10 * time.Second // activities.tellTimeout: a gate gives up on an answer after it
+	gmMargin  = 10 * time.Second // gate.leaseMargin
+	gmTell    = 10 * time.Second // gate.tellTimeout: a gate gives up on an answer after it
 	gmEvery   = time.Second      // the gate's renewal interval
 )
 
@@ -175,7 +175,7 @@ func (m *gateModel) deliverToGates() {
 				continue
 			}
 			// The delivery runs its attempt on the permit if it outlasts the attempt timeout,
-			// or else asks again (activities.Gate.Acquire with a permit).
+			// or else asks again (gate.Gate.Acquire with a permit).
 			if msg.grant.Until.Sub(msg.at) > gmTimeout {
 				m.used[msg.waiter] = true
 				m.logf("grant %s runs", msg.waiter)

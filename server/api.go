@@ -17,7 +17,6 @@ import (
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // Request body limits.
@@ -442,10 +441,10 @@ type bulkReplayRequest struct {
 
 // bulkReplayResponse answers a bulk replay: with its result once it has run.
 type bulkReplayResponse struct {
-	EndpointID string                      `json:"endpoint_id"`
-	WorkflowID string                      `json:"workflow_id"`
-	At         time.Time                   `json:"at,omitzero"`
-	Result     *workflows.BulkReplayResult `json:"result,omitempty"`
+	EndpointID string                   `json:"endpoint_id"`
+	WorkflowID string                   `json:"workflow_id"`
+	At         time.Time                `json:"at,omitzero"`
+	Result     *herald.BulkReplayResult `json:"result,omitempty"`
 }
 
 func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -459,7 +458,7 @@ func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *ht
 	if _, err := s.endpointFor(ctx, p, id); err != nil {
 		return 0, nil, err
 	}
-	wf, err := s.opts.Starter.BulkReplay(ctx, workflows.BulkReplayInput{
+	wf, err := s.opts.Starter.BulkReplay(ctx, herald.BulkReplayInput{
 		Filter: herald.DeadLetterFilter{EndpointID: id, Since: body.Since, Until: body.Until},
 		At:     body.At,
 	})

@@ -18,7 +18,6 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // pages are the dashboard's templates, each parsed with the layout.
@@ -802,7 +801,7 @@ func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *h
 	if d > 0 {
 		f.Since = s.opts.Now().Add(-d)
 	}
-	wf, err := s.opts.Starter.BulkReplay(ctx, workflows.BulkReplayInput{Filter: f})
+	wf, err := s.opts.Starter.BulkReplay(ctx, herald.BulkReplayInput{Filter: f})
 	if err != nil {
 		return err
 	}

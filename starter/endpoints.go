@@ -17,7 +17,6 @@ import (
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // PutEndpoint registers an endpoint or changes it, in one round trip that starts the
@@ -45,7 +44,7 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 	var res herald.PutEndpointResult
 	// Structural checks here, so that bad input starts nothing; the worker's validator
 	// checks again with its own address policy (allowing every address here).
-	if err := workflows.ValidatePut(req, true, anyAddress); err != nil {
+	if err := herald.ValidatePut(req, true, anyAddress); err != nil {
 		return res, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if req.Secret == "" && req.RotateTo == "" {
@@ -62,7 +61,7 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 	}
 	start, err := s.updateWithStart(ctx, startUpdate{
 		ID: herald.EndpointWorkflowID(req.ID), Type: herald.EndpointWorkflow, Summary: "endpoint " + req.ID,
-		Input: workflows.EndpointInput{ID: req.ID}, Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
+		Input: herald.EndpointInput{ID: req.ID}, Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
 		Name: herald.UpdatePutEndpoint, Arg: req,
 	}, &res)
 	if err != nil {

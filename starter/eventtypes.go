@@ -11,7 +11,6 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // DefaultEventTypeCacheTTL is how long Send uses the catalog of event types it read
@@ -71,7 +70,7 @@ func (s *Client) SetStrictTypes(ctx context.Context, strict bool) (herald.EventT
 func (s *Client) updateCatalog(ctx context.Context, name string, arg, result any) error {
 	_, err := s.updateWithStart(ctx, startUpdate{
 		ID: herald.EventTypesID, Type: herald.EventTypesWorkflow, Summary: "the catalog of event types",
-		Input: workflows.EventTypesInput{}, Name: name, Arg: arg,
+		Input: herald.EventTypesInput{}, Name: name, Arg: arg,
 	}, result)
 	s.types.mu.Lock()
 	s.types.read = time.Time{}

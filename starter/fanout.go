@@ -11,9 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // PublishResult says where Publish sent an event: one delivery per endpoint of the tenant
@@ -135,7 +133,7 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	wfID := herald.FanoutDeliveryID(tenant, endpoint, ev.ID)
 	d := FanoutDelivery{EndpointID: endpoint, WorkflowID: wfID}
 	var err error
-	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)", ev.Type, endpoint, tenant), herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev},
+	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)", ev.Type, endpoint, tenant), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
 		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID),
 		herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
@@ -255,7 +253,7 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 	subs := make([]*herald.Subscription, len(ids))
 	errs := make([]error, len(ids))
 	eachAtOnce(len(ids), 8, func(i int) {
-		v, err := activities.ReadAdmission(ctx, s.c, ids[i])
+		v, err := herald.ReadAdmission(ctx, s.c, ids[i])
 		if errors.Is(err, herald.ErrNoEndpoint) {
 			return // started, never registered
 		}
@@ -278,7 +276,7 @@ func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory,
 	}
 	var dir herald.Directory
 	err := s.updateDirectory(ctx, tenant, herald.UpdateBackfill, found, &dir)
-	if err != nil && strings.Contains(err.Error(), workflows.ErrBackfilled.Error()) {
+	if err != nil && strings.Contains(err.Error(), herald.ErrBackfilled.Error()) {
 		// Another sender backfilled it meanwhile: read what it holds.
 		var v converter.EncodedValue
 		if v, err = s.c.QueryWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "", herald.QuerySubscriptions); err == nil {
@@ -297,7 +295,7 @@ func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, 
 	wfID := herald.SubscriptionsWorkflowID(tenant)
 	_, err := s.updateWithStart(ctx, startUpdate{
 		ID: wfID, Type: herald.SubscriptionsWorkflow, Summary: "subscriptions of tenant " + tenant,
-		Input: workflows.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}},
+		Input: herald.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}},
 		Name:  name, Arg: arg,
 	}, out)
 	return err
@@ -322,7 +320,7 @@ func (s *Client) subscribe(ctx context.Context, ep herald.Endpoint) error {
 // a put that fails after it leaves the endpoint out of its old tenant's sends, and running
 // the put again moves it and adds it to the new tenant's directory.
 func (s *Client) leaveTenant(ctx context.Context, id, newTenant string) error {
-	v, err := activities.ReadAdmission(ctx, s.c, id)
+	v, err := herald.ReadAdmission(ctx, s.c, id)
 	if errors.Is(err, herald.ErrNoEndpoint) || isNotFound(err) {
 		return nil
 	}

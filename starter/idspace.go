@@ -11,7 +11,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // One event id names one event per tenant, whether it was sent to one endpoint (Send) or
@@ -37,7 +36,7 @@ func (s *Client) sentEvent(ctx context.Context, wfID string) (ev Event, fanout b
 		err = s.opts.DataConverter.FromPayloads(in, &ev)
 		return ev, true, err
 	}
-	var d workflows.DeliveryInput
+	var d herald.DeliveryInput
 	err = s.opts.DataConverter.FromPayloads(in, &d)
 	return d.Event, false, err
 }
@@ -109,7 +108,7 @@ func (s *Client) sentBefore(ctx context.Context, wfID string, ev Event) (Event, 
 	if err != nil {
 		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
-	var was workflows.DeliveryInput
+	var was herald.DeliveryInput
 	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
 		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}

@@ -24,10 +24,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // Event is what a producer sends; see herald.Event.
@@ -208,7 +206,7 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		return SendResult{}, err
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
-	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev},
+	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
 		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
@@ -291,9 +289,9 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) (string, error)
 }
 
 // endpointTenant reads a registered endpoint's tenant from what its workflow publishes
-// (activities.ReadAdmission: no worker is asked, however busy the endpoint workflow is).
+// (herald.ReadAdmission: no worker is asked, however busy the endpoint workflow is).
 func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) {
-	v, err := activities.ReadAdmission(ctx, s.c, id)
+	v, err := herald.ReadAdmission(ctx, s.c, id)
 	if errors.Is(err, herald.ErrNoEndpoint) {
 		return "", ErrNotFound
 	}
@@ -601,7 +599,7 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		StaticSummary:            fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
-	}, herald.DeliveryWorkflow, workflows.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
+	}, herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -613,8 +611,8 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 }
 
 func keepLast(a []herald.AttemptRecord) []herald.AttemptRecord {
-	if len(a) > workflows.MaxKeptAttempts {
-		return a[len(a)-workflows.MaxKeptAttempts:]
+	if len(a) > herald.MaxKeptAttempts {
+		return a[len(a)-herald.MaxKeptAttempts:]
 	}
 	return a
 }
@@ -662,7 +660,7 @@ func keyword(raw []byte) string {
 
 // BulkReplay starts a bulk replay of the dead letters in.Filter selects, at in.At (or now),
 // and returns the workflow id that carries it out (visible in the Temporal UI).
-func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (string, error) {
+func (s *Client) BulkReplay(ctx context.Context, in herald.BulkReplayInput) (string, error) {
 	if f := in.Filter; !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
 		return "", fmt.Errorf("%w: until (%s) is before since (%s)", ErrInvalid, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
@@ -692,8 +690,8 @@ func (s *Client) BulkReplay(ctx context.Context, in workflows.BulkReplayInput) (
 
 // WaitBulkReplay waits for the bulk replay workflowID to finish, at most until ctx ends,
 // and returns how many dead letters it replayed and skipped.
-func (s *Client) WaitBulkReplay(ctx context.Context, workflowID string) (workflows.BulkReplayResult, error) {
-	var res workflows.BulkReplayResult
+func (s *Client) WaitBulkReplay(ctx context.Context, workflowID string) (herald.BulkReplayResult, error) {
+	var res herald.BulkReplayResult
 	if err := s.c.GetWorkflow(ctx, workflowID, "").Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()

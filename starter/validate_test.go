@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func TestValidateEventData(t *testing.T) {
@@ -76,11 +75,11 @@ func TestValidateEventType(t *testing.T) {
 // byte for byte, and that histories written with raw data still read.
 func TestEventDataSurvivesJSON(t *testing.T) {
 	for _, data := range []string{`{"x":"<&>"}`, "\"\u2028\"", `{"x":"\u003c"}`, `[1,2]`, `"plain"`} {
-		b, err := json.Marshal(workflows.DeliveryInput{Event: Event{ID: "evt_1", Data: json.RawMessage(data)}})
+		b, err := json.Marshal(herald.DeliveryInput{Event: Event{ID: "evt_1", Data: json.RawMessage(data)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var in workflows.DeliveryInput
+		var in herald.DeliveryInput
 		if err := json.Unmarshal(b, &in); err != nil {
 			t.Fatal(err)
 		}
@@ -102,11 +101,11 @@ func TestBulkReplayBounds(t *testing.T) {
 	s := New(nil, Options{Now: func() time.Time { return now }}) // refused before any call to Temporal
 	tests := []struct {
 		name string
-		in   workflows.BulkReplayInput
+		in   herald.BulkReplayInput
 		want string
 	}{
-		{"in 31 days", workflows.BulkReplayInput{At: now.Add(31 * 24 * time.Hour)}, "at most 30 days"},
-		{"until before since", workflows.BulkReplayInput{Filter: herald.DeadLetterFilter{Since: now, Until: now.Add(-time.Hour)}}, "until (2026-11-30T11:00:00Z) is before since"},
+		{"in 31 days", herald.BulkReplayInput{At: now.Add(31 * 24 * time.Hour)}, "at most 30 days"},
+		{"until before since", herald.BulkReplayInput{Filter: herald.DeadLetterFilter{Since: now, Until: now.Add(-time.Hour)}}, "until (2026-11-30T11:00:00Z) is before since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 func TestDeliveredFirstTry(t *testing.T) {
@@ -200,14 +199,14 @@ func TestBulkReplay(t *testing.T) {
 		return err == nil && len(dls) == 3
 	})
 	rcv.setAnswer(status(http.StatusOK))
-	wfID, err := shared.starter.BulkReplay(context.Background(), workflows.BulkReplayInput{
+	wfID, err := shared.starter.BulkReplay(context.Background(), herald.BulkReplayInput{
 		Filter: herald.DeadLetterFilter{EndpointID: "bulk", Since: time.Now().Add(-time.Hour)},
 		At:     time.Now().Add(500 * time.Millisecond),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out workflows.BulkReplayResult
+	var out herald.BulkReplayResult
 	if err := shared.client.GetWorkflow(context.Background(), wfID, "").Get(context.Background(), &out); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // putReq is a put that registers endpoint id at url with a generated secret.
@@ -153,7 +152,7 @@ func TestOverlappingBulkReplays(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, err := shared.starter.BulkReplay(ctx, workflows.BulkReplayInput{Filter: f})
+			id, err := shared.starter.BulkReplay(ctx, herald.BulkReplayInput{Filter: f})
 			if err != nil {
 				t.Error(err)
 			}

@@ -20,7 +20,6 @@ import (
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 	heraldworker "github.com/heraldhq/herald/worker"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // record re-records the histories the replay test checks, with the tests that record them
@@ -102,7 +101,7 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wfID, err := shared.starter.BulkReplay(ctx, workflows.BulkReplayInput{
+	wfID, err := shared.starter.BulkReplay(ctx, herald.BulkReplayInput{
 		Filter: herald.DeadLetterFilter{EndpointID: "rec-none"}, At: time.Now().Add(200 * time.Millisecond),
 	})
 	if err != nil {

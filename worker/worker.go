@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/worker/gate"
 	"github.com/heraldhq/herald/workflows"
 )
 
@@ -65,7 +66,7 @@ func (o *Options) setDefaults() {
 type Worker struct {
 	w      sdkworker.Worker
 	ew     sdkworker.Worker
-	gate   *activities.Gate
+	gate   *gate.Gate
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -87,21 +88,21 @@ func New(c client.Client, o Options) (*Worker, error) {
 	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{})
 	RegisterEndpoints(ew, o.Net)
 	defaults := o.Defaults
-	gate := activities.NewGate(c, o.RenewInterval, func(ep herald.Endpoint) time.Duration {
+	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue)), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
-	}, herald.EndpointTaskQueue(o.TaskQueue), o.Logger)
+	}, o.Logger)
 	Register(w)
 	w.RegisterActivity(&activities.Activities{
-		Gate:     gate,
-		HTTP:     activities.NewHTTPClient(o.Net),
-		Defaults: o.Defaults,
-		Metrics:  o.Metrics,
+		Gate:        g,
+		Destination: activities.NewHTTP(o.Net),
+		Defaults:    o.Defaults,
+		Metrics:     o.Metrics,
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
 	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}
 	w.RegisterActivity(ops)
 	ew.RegisterActivity(ops)
-	return &Worker{w: w, ew: ew, gate: gate}, nil
+	return &Worker{w: w, ew: ew, gate: g}, nil
 }
 
 // Identity is the Temporal client identity of a Herald process, which the Web UI shows for

@@ -14,21 +14,8 @@ import (
 	"github.com/heraldhq/herald/policy"
 )
 
-// DeliveryInput starts a delivery workflow. A replay that continues as new carries Round
-// and Attempts forward, and starts the ladder at once.
-type DeliveryInput struct {
-	Event herald.Event `json:"event"`
-	// Round counts replays: 0 for the first run of the ladder.
-	Round int `json:"round,omitempty"`
-	// Attempts are the records carried over from earlier runs (the newest MaxKeptAttempts).
-	Attempts []herald.AttemptRecord `json:"attempts,omitempty"`
-	Dropped  int                    `json:"dropped,omitempty"`
-}
-
 // Limits that keep a delivery's history bounded however often it is replayed.
 const (
-	// MaxKeptAttempts is how many attempt records survive a continue-as-new.
-	MaxKeptAttempts = 50
 	// continueAsNewEvents: past this many history events, a replay continues as new.
 	continueAsNewEvents = 2000
 	// attemptTimeout bounds the local activity of one attempt; the attempt's own HTTP
@@ -42,7 +29,7 @@ const (
 type DeliveryWorkflow struct{}
 
 // Run is the delivery workflow's function.
-func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (herald.Status, error) {
+func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (herald.Status, error) {
 	d := &delivery{in: in, status: herald.Status{
 		Event:    in.Event.Summary(),
 		State:    herald.StateScheduled,
@@ -62,7 +49,7 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in DeliveryInput) (herald.S
 }
 
 type delivery struct {
-	in      DeliveryInput
+	in      herald.DeliveryInput
 	status  herald.Status
 	replays workflow.ReceiveChannel
 	permits workflow.ReceiveChannel
@@ -345,11 +332,11 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 
 func (d *delivery) continueAsNew(ctx workflow.Context) error {
 	kept, dropped := d.status.Attempts, d.status.Dropped
-	if len(kept) > MaxKeptAttempts {
-		dropped += len(kept) - MaxKeptAttempts
-		kept = kept[len(kept)-MaxKeptAttempts:]
+	if len(kept) > herald.MaxKeptAttempts {
+		dropped += len(kept) - herald.MaxKeptAttempts
+		kept = kept[len(kept)-herald.MaxKeptAttempts:]
 	}
-	return workflow.NewContinueAsNewError(ctx, herald.DeliveryWorkflow, DeliveryInput{
+	return workflow.NewContinueAsNewError(ctx, herald.DeliveryWorkflow, herald.DeliveryInput{
 		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped,
 	})
 }

@@ -85,14 +85,14 @@ func withRetention(d time.Duration) herald.Settings {
 func failedAttempt(now time.Time, p herald.Settings) herald.Result {
 	return herald.Result{
 		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: herald.Duration(120 * time.Millisecond),
-		Outcome: herald.OutcomeHTTPStatus, StatusCode: http.StatusServiceUnavailable, Policy: p,
+		Outcome: herald.OutcomeHTTPStatus, Policy: p, HTTPExchange: herald.HTTPExchange{StatusCode: http.StatusServiceUnavailable},
 	}
 }
 
 func deliveredAttempt(now time.Time, p herald.Settings) herald.Result {
 	return herald.Result{
 		URL: "https://hooks.acme.test/herald", StartedAt: now, Duration: herald.Duration(90 * time.Millisecond),
-		Outcome: herald.OutcomeDelivered, StatusCode: http.StatusOK, Policy: p,
+		Outcome: herald.OutcomeDelivered, Policy: p, HTTPExchange: herald.HTTPExchange{StatusCode: http.StatusOK},
 	}
 }
 
@@ -191,7 +191,7 @@ func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.St
 // runDelivery runs the delivery workflow on testEvent to its end and returns its status.
 func runDelivery(t *testing.T, env *testsuite.TestWorkflowEnvironment) herald.Status {
 	t.Helper()
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 	return workflowStatus(t, env)
 }
 
@@ -225,7 +225,7 @@ func TestDeliveryFirstTrySuccess(t *testing.T) {
 	env, rec := newDeliveryEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
 		return deliveredAttempt(now, defaultPolicy()), nil
 	})
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
 	if st.State != herald.StateDelivered {
@@ -263,7 +263,7 @@ func TestDeliveryDefaultLadderTiming(t *testing.T) {
 	deadAt := testStart.Add(sum(want))
 	var parked herald.Status
 	env.RegisterDelayedCallback(func() { parked = queryStatus(t, env) }, sum(want)+time.Hour)
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	calls := rec.wantCalls(t, 8, "8")
 	bases := []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 8 * time.Hour}
@@ -424,7 +424,7 @@ func TestDeliveryDeadLetterReplay(t *testing.T) {
 		parked = queryStatus(t, env)
 		env.SignalWorkflow(herald.SignalReplay, nil)
 	}, replayAt)
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	if parked.State != herald.StateDeadLetter || !parked.DeadAt.Equal(deadAt) {
 		t.Errorf("before the replay: state %q dead at %s, want %q dead at %s", parked.State, parked.DeadAt, herald.StateDeadLetter, deadAt)
@@ -469,7 +469,7 @@ func TestDeliveryRetentionExpiry(t *testing.T) {
 		return failedAttempt(now, p), nil
 	})
 	deadAt := testStart.Add(sum(ladderDelays(t, p, testEventID, 0)))
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
 	if st.State != herald.StateExpired {
@@ -501,7 +501,7 @@ func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 		d := ladderDelays(t, p, testEventID, 0)
 		// Between attempt 2 (~30s) and attempt 3 (~2m30s).
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
-		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 		st := workflowStatus(t, env)
 		if st.State != herald.StateExpired || st.Round != 0 {
@@ -536,7 +536,7 @@ func TestDeliveryReplayWhileRetryingGoesNow(t *testing.T) {
 		deadAfter := time.Minute + sum(ladderDelays(t, p, testEventID, 0)[2:])
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, deadAfter+30*time.Minute)
-		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 		st := workflowStatus(t, env)
 		calls := rec.wantCalls(t, 9, "8 then 1 after the second replay")
@@ -568,7 +568,7 @@ func TestDeliveryBulkReplayWhileRetryingIsIgnored(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(herald.SignalReplay, herald.ReplayRequest{DeadBefore: env.Now()})
 	}, time.Minute)
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	calls := rec.wantCalls(t, 8, "8: the ladder's attempts")
 	if want := testStart.Add(d[0] + d[1]); !calls[2].At.Equal(want) {
@@ -593,7 +593,7 @@ func TestDeliveryReplayWhileHeldIsIgnored(t *testing.T) {
 	})
 	memos := recordMemos(env)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, time.Minute)
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
 	calls := rec.wantCalls(t, 2, "2: held, then asked again after its recheck")
@@ -628,7 +628,7 @@ func TestDeliveryAttemptThatNeverRanUsesNoAttempt(t *testing.T) {
 		}
 		return deliveredAttempt(now, p), nil
 	})
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 
 	st := workflowStatus(t, env)
 	got := rec.calls()
@@ -648,8 +648,8 @@ func TestDeliveryAttemptThatNeverRanUsesNoAttempt(t *testing.T) {
 	}
 }
 
-// decodeContinueAsNew returns the DeliveryInput a ContinueAsNewError carries.
-func decodeContinueAsNew(t *testing.T, err error) DeliveryInput {
+// decodeContinueAsNew returns the herald.DeliveryInput a ContinueAsNewError carries.
+func decodeContinueAsNew(t *testing.T, err error) herald.DeliveryInput {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
@@ -658,7 +658,7 @@ func decodeContinueAsNew(t *testing.T, err error) DeliveryInput {
 	if can.WorkflowType == nil || can.WorkflowType.Name != herald.DeliveryWorkflow {
 		t.Errorf("continues as %+v, want %s", can.WorkflowType, herald.DeliveryWorkflow)
 	}
-	var in DeliveryInput
+	var in herald.DeliveryInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 		t.Fatalf("decode continue-as-new input: %v", err)
 	}
@@ -687,7 +687,7 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 				env.SignalWorkflow(herald.SignalReplay, nil)
 			}, time.Duration(k)*20*time.Hour)
 		}
-		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")
 		}
@@ -702,11 +702,11 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 			t.Errorf("continues with round %d event %s/%s, want round %d event %s/%s",
 				next.Round, next.Event.ID, next.Event.EndpointID, replays, testEventID, testEndpointID)
 		}
-		if len(next.Attempts) != MaxKeptAttempts || next.Dropped != replays*8-MaxKeptAttempts {
-			t.Fatalf("carries %d attempts, %d dropped; want %d and %d", len(next.Attempts), next.Dropped, MaxKeptAttempts, replays*8-MaxKeptAttempts)
+		if len(next.Attempts) != herald.MaxKeptAttempts || next.Dropped != replays*8-herald.MaxKeptAttempts {
+			t.Fatalf("carries %d attempts, %d dropped; want %d and %d", len(next.Attempts), next.Dropped, herald.MaxKeptAttempts, replays*8-herald.MaxKeptAttempts)
 		}
 		// The newest are kept: round 0 loses attempts 1-6.
-		if first, last := next.Attempts[0], next.Attempts[MaxKeptAttempts-1]; first.Round != 0 || first.Number != 7 || last.Round != replays-1 || last.Number != 8 {
+		if first, last := next.Attempts[0], next.Attempts[herald.MaxKeptAttempts-1]; first.Round != 0 || first.Number != 7 || last.Round != replays-1 || last.Number != 8 {
 			t.Errorf("kept attempts run from round %d #%d to round %d #%d, want round 0 #7 to round %d #8",
 				first.Round, first.Number, last.Round, last.Number, replays-1)
 		}
@@ -725,9 +725,9 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 		if !calls[0].At.Equal(testStart) {
 			t.Errorf("continued run attempted at %s, want at once", calls[0].At)
 		}
-		if st.State != herald.StateDelivered || st.Round != replays || len(st.Attempts) != MaxKeptAttempts+1 || st.Dropped != next.Dropped {
+		if st.State != herald.StateDelivered || st.Round != replays || len(st.Attempts) != herald.MaxKeptAttempts+1 || st.Dropped != next.Dropped {
 			t.Errorf("continued run: state %q round %d, %d attempts, %d dropped; want delivered round %d, %d attempts, %d dropped",
-				st.State, st.Round, len(st.Attempts), st.Dropped, replays, MaxKeptAttempts+1, next.Dropped)
+				st.State, st.Round, len(st.Attempts), st.Dropped, replays, herald.MaxKeptAttempts+1, next.Dropped)
 		}
 		if up := rec2.statuses(); !slices.Equal(up, []herald.State{herald.StateDelivered}) {
 			t.Errorf("continued run upserts %v, want [delivered] (a replayed delivery is off the fast path)", up)
@@ -745,13 +745,13 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 			carried[i] = herald.AttemptRecord{Round: i / 8, Number: i%8 + 1, Result: failedAttempt(testStart, p)}
 		}
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalReplay, nil) }, 20*time.Hour)
-		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent(), Round: 5, Attempts: carried, Dropped: 4})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent(), Round: 5, Attempts: carried, Dropped: 4})
 
 		next := decodeContinueAsNew(t, env.GetWorkflowError())
 		// 43 carried + 8 new = 51, one past the limit: keep 50, drop 1 more.
-		if next.Round != 6 || len(next.Attempts) != MaxKeptAttempts || next.Dropped != 5 {
+		if next.Round != 6 || len(next.Attempts) != herald.MaxKeptAttempts || next.Dropped != 5 {
 			t.Errorf("continues with round %d, %d attempts, %d dropped; want round 6, %d attempts, 5 dropped",
-				next.Round, len(next.Attempts), next.Dropped, MaxKeptAttempts)
+				next.Round, len(next.Attempts), next.Dropped, herald.MaxKeptAttempts)
 		}
 		if last := next.Attempts[len(next.Attempts)-1]; last.Round != 5 || last.Number != 8 {
 			t.Errorf("newest kept attempt is round %d #%d, want round 5 #8", last.Round, last.Number)
@@ -766,7 +766,7 @@ func TestDeliveryContinueAsNew(t *testing.T) {
 		})
 		env.SetContinueAsNewSuggested(true)
 		env.SetCurrentHistoryLength(continueAsNewEvents + 1)
-		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 		if st := workflowStatus(t, env); st.State != herald.StateExpired {
 			t.Errorf("state = %q, want %q", st.State, herald.StateExpired)
 		}
@@ -802,12 +802,12 @@ func TestBulkReplay(t *testing.T) {
 				})
 			var timers []time.Duration
 			env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
-			env.ExecuteWorkflow(herald.BulkReplayWorkflow, BulkReplayInput{Filter: filter, At: tc.at})
+			env.ExecuteWorkflow(herald.BulkReplayWorkflow, herald.BulkReplayInput{Filter: filter, At: tc.at})
 
 			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 				t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 			}
-			var res BulkReplayResult
+			var res herald.BulkReplayResult
 			if err := env.GetWorkflowResult(&res); err != nil {
 				t.Fatal(err)
 			}
@@ -822,7 +822,7 @@ func TestBulkReplay(t *testing.T) {
 			if gotFilter.EndpointID != filter.EndpointID || !gotFilter.Since.Equal(filter.Since) || !gotFilter.Until.IsZero() {
 				t.Errorf("filter = %+v, want %+v", gotFilter, filter)
 			}
-			if res.Replayed != 17 || res.Skipped != 2 || res.SkippedWhy != SkippedGone || !res.ReplayedAt.Equal(tc.wantCall) {
+			if res.Replayed != 17 || res.Skipped != 2 || res.SkippedWhy != herald.SkippedGone || !res.ReplayedAt.Equal(tc.wantCall) {
 				t.Errorf("result = %+v, want 17 replayed and 2 skipped (gone) at %s", res, tc.wantCall)
 			}
 			if len(timers) != tc.timers || (tc.timers == 1 && timers[0] != tc.wantCall.Sub(testStart)) {

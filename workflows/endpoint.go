@@ -11,23 +11,6 @@ import (
 	"github.com/heraldhq/herald/policy"
 )
 
-// EndpointInput starts (or continues as new) an endpoint workflow.
-type EndpointInput struct {
-	ID string `json:"id"`
-	// Endpoint is nil until the first put registers it.
-	Endpoint *herald.Endpoint `json:"endpoint,omitempty"`
-	// Since is when the endpoint's counters started (herald.EndpointState.CountersSince):
-	// the run that first started. The counters themselves are in the stats shards.
-	Since time.Time `json:"since,omitzero"`
-	// Limiter is the circuit breaker, the concurrency cap, the leases and the queue.
-	Limiter *policy.Limiter `json:"limiter,omitempty"`
-	// Circuit is the circuit state last written to the HeraldCircuit search attribute.
-	Circuit policy.CircuitState `json:"circuit,omitempty"`
-	// Disabled is the cause last written to the HeraldDisabled search attribute (empty:
-	// unset).
-	Disabled policy.DisableCause `json:"disabled,omitempty"`
-}
-
 // Limits of an endpoint workflow run.
 const (
 	// endpointContinueAsNewEvents: past this many history events the run continues as new.
@@ -45,7 +28,7 @@ type EndpointWorkflow struct {
 }
 
 // Run is the endpoint workflow's function.
-func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
+func (w *EndpointWorkflow) Run(ctx workflow.Context, in herald.EndpointInput) error {
 	e := &endpointRun{net: w.Net, in: in}
 	if e.in.Since.IsZero() {
 		e.in.Since = workflow.Now(ctx)
@@ -72,7 +55,7 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in EndpointInput) error {
 
 type endpointRun struct {
 	net netguard.Policy
-	in  EndpointInput
+	in  herald.EndpointInput
 	// dirty is set by every message that may let a waiter go.
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged.
@@ -137,7 +120,7 @@ func (e *endpointRun) validate(ctx workflow.Context, req herald.PutEndpointReque
 	if req.ID != e.in.ID {
 		return fmt.Errorf("put for endpoint %q sent to endpoint %q", req.ID, e.in.ID)
 	}
-	if err := ValidatePut(req, e.in.Endpoint != nil, e.net); err != nil {
+	if err := herald.ValidatePut(req, e.in.Endpoint != nil, e.net); err != nil {
 		return err
 	}
 	if req.CreateOnly && e.in.Endpoint != nil {
@@ -152,20 +135,6 @@ func (e *endpointRun) validate(ctx workflow.Context, req herald.PutEndpointReque
 		}
 		o.Merge(*req.Overrides)
 		if err := o.Validate(); err != nil {
-			return fmt.Errorf("endpoint %s: %w", req.ID, err)
-		}
-	}
-	return nil
-}
-
-// ValidatePut checks a put request: its structure (PutEndpointRequest.Validate), then its
-// URL against the address policy net. registered says whether the endpoint exists already.
-func ValidatePut(req herald.PutEndpointRequest, registered bool, net netguard.Policy) error {
-	if err := req.Validate(registered); err != nil {
-		return err
-	}
-	if req.URL != "" {
-		if _, err := net.CheckURL(req.URL); err != nil {
 			return fmt.Errorf("endpoint %s: %w", req.ID, err)
 		}
 	}

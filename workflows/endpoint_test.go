@@ -63,7 +63,7 @@ func queryConfigAndState(t *testing.T, env *testsuite.TestWorkflowEnvironment) (
 
 // runEndpoint runs an endpoint workflow for testEndpointID until end, when it is cancelled
 // (a registered endpoint workflow never ends by itself).
-func runEndpoint(t *testing.T, env *testsuite.TestWorkflowEnvironment, in EndpointInput, end time.Duration) {
+func runEndpoint(t *testing.T, env *testsuite.TestWorkflowEnvironment, in herald.EndpointInput, end time.Duration) {
 	t.Helper()
 	env.RegisterDelayedCallback(env.CancelWorkflow, end)
 	env.ExecuteWorkflow(herald.EndpointWorkflow, in)
@@ -99,7 +99,7 @@ func TestEndpointPutAndQueries(t *testing.T) {
 			Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Attempts: 3}}})
 	}, 2*time.Minute)
 	env.RegisterDelayedCallback(func() { st2 = queryState(t, env) }, 3*time.Minute)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
 
 	created.mustSucceed(t, "first put")
 	r := created.result
@@ -206,7 +206,7 @@ func TestEndpointPutValidation(t *testing.T) {
 				got = put(env, tc.req)
 			}, 2*time.Second)
 			env.RegisterDelayedCallback(func() { after = queryState(t, env) }, 3*time.Second)
-			runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 30*time.Second)
+			runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 30*time.Second)
 
 			if tc.registered {
 				first.mustSucceed(t, "registering put")
@@ -252,7 +252,7 @@ func TestEndpointSecretRotation(t *testing.T) {
 		during, duringState, _ = queryConfigAndState(t, env)
 	}, time.Minute+grace/2)
 	env.RegisterDelayedCallback(func() { after, _ = queryConfig(env) }, time.Minute+grace+time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 3*time.Hour)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 3*time.Hour)
 
 	rotation.mustSucceed(t, "rotation")
 	until := rotatedAt.Add(grace)
@@ -292,7 +292,7 @@ func TestEndpointPreviousSecretForgottenAfterGrace(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		after, afterState, _ = queryConfigAndState(t, env)
 	}, time.Minute+grace+time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 3*time.Hour)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 3*time.Hour)
 
 	if after.PreviousSecret != "" || !after.PreviousUntil.IsZero() {
 		t.Errorf("config still carries the previous secret (until %s) after its grace ended", after.PreviousUntil)
@@ -311,7 +311,7 @@ func TestEndpointSecretReplacedAtOnce(t *testing.T) {
 		put(env, herald.PutEndpointRequest{ID: testEndpointID, RotateTo: s2, RotateGrace: herald.Duration(time.Hour)})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() { replaced = put(env, herald.PutEndpointRequest{ID: testEndpointID, Secret: s3}) }, 2*time.Minute)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
 
 	replaced.mustSucceed(t, "secret replacement")
 	ep := replaced.result.Endpoint
@@ -348,13 +348,13 @@ func TestEndpointUnregisteredLifetime(t *testing.T) {
 				env.RegisterDelayedCallback(func() { _, cfgErr = queryConfig(env) }, 30*time.Second)
 			}
 			if !tc.closes {
-				runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+				runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
 				if !env.Now().Equal(testStart.Add(time.Hour)) {
 					t.Errorf("registered endpoint workflow ended at %s, want it running until cancelled", env.Now())
 				}
 				return
 			}
-			env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
+			env.ExecuteWorkflow(herald.EndpointWorkflow, herald.EndpointInput{ID: testEndpointID})
 			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 				t.Fatalf("completed %v, error %v; want a clean close", env.IsWorkflowCompleted(), env.GetWorkflowError())
 			}
@@ -387,9 +387,9 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
 		env.SignalWorkflow(herald.SignalDones, []herald.Done{{Waiter: "delivery:early"}})
 	}, 10*time.Minute)
-	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID, Since: since})
+	env.ExecuteWorkflow(herald.EndpointWorkflow, herald.EndpointInput{ID: testEndpointID, Since: since})
 
-	can, next := continuedAsNew[EndpointInput](t, env)
+	can, next := continuedAsNew[herald.EndpointInput](t, env)
 	if can.WorkflowType == nil || can.WorkflowType.Name != herald.EndpointWorkflow {
 		t.Errorf("continues as %+v, want %s", can.WorkflowType, herald.EndpointWorkflow)
 	}
@@ -427,7 +427,7 @@ func TestEndpointCreateOnlyPut(t *testing.T) {
 		again = put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: "https://other.example.test/h", Tenant: "globex", CreateOnly: true})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() { cfg, _ = queryConfig(env) }, 2*time.Minute)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
 
 	first.mustSucceed(t, "create-only put of a new endpoint")
 	if !first.result.Created {

@@ -11,15 +11,10 @@ import (
 // eventTypesContinueAsNewEvents: past this many history events the catalog continues as new.
 const eventTypesContinueAsNewEvents = 2000
 
-// EventTypesInput starts (or continues as new) the catalog of event types.
-type EventTypesInput struct {
-	Catalog herald.EventTypeCatalog `json:"catalog"`
-}
-
 // EventTypesWorkflow is the installation's catalog of event types (herald.EventTypesID):
 // it registers and changes types and settings through updates and publishes the catalog
 // in its memo (herald.MemoEventTypes) after each change.
-func EventTypesWorkflow(ctx workflow.Context, in EventTypesInput) error {
+func EventTypesWorkflow(ctx workflow.Context, in herald.EventTypesInput) error {
 	cat := in.Catalog
 	publish := func() error {
 		return workflow.UpsertMemo(ctx, map[string]any{herald.MemoEventTypes: cat})
@@ -64,7 +59,7 @@ func EventTypesWorkflow(ctx workflow.Context, in EventTypesInput) error {
 			return err
 		}
 	}
-	return continueWhenLong(ctx, eventTypesContinueAsNewEvents, herald.EventTypesWorkflow, func() EventTypesInput {
-		return EventTypesInput{Catalog: cat}
+	return continueWhenLong(ctx, eventTypesContinueAsNewEvents, herald.EventTypesWorkflow, func() herald.EventTypesInput {
+		return herald.EventTypesInput{Catalog: cat}
 	})
 }

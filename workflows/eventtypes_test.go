@@ -40,7 +40,7 @@ func TestEventTypesWorkflow(t *testing.T) {
 		cat, queryErr = queryAs[herald.EventTypeCatalog](env, herald.QueryEventTypes)
 		env.SetContinueAsNewSuggested(true)
 	}, 3*time.Second)
-	env.ExecuteWorkflow(herald.EventTypesWorkflow, EventTypesInput{})
+	env.ExecuteWorkflow(herald.EventTypesWorkflow, herald.EventTypesInput{})
 
 	for what, o := range map[string]*updateOutcome[herald.EventType]{"bad name": badName, "bad schema": badSchema, "clear unknown": clearUnknown} {
 		if o == nil || o.accepted || o.rejected == nil {
@@ -60,7 +60,7 @@ func TestEventTypesWorkflow(t *testing.T) {
 		t.Errorf("query: %+v, %v", cat, queryErr)
 	}
 
-	_, next := continuedAsNew[EventTypesInput](t, env)
+	_, next := continuedAsNew[herald.EventTypesInput](t, env)
 	if !next.Catalog.StrictTypes || len(next.Catalog.Types) != 1 || !reflect.DeepEqual(next.Catalog, cat) {
 		t.Errorf("continued as new with %+v, want %+v", next.Catalog, cat)
 	}

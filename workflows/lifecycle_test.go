@@ -75,7 +75,7 @@ func TestEndpointDisabledAfterFailingFiveDays(t *testing.T) {
 	}, 7*day+3*time.Hour)
 	var enabled *updateOutcome[herald.EndpointState]
 	env.RegisterDelayedCallback(func() { enabled = sendUpdate[herald.EndpointState](env, herald.UpdateEnable) }, 8*day)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 8*day+time.Minute)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 8*day+time.Minute)
 
 	if at6.Disabled != nil || !at6.FailingSince.Equal(at(2*day)) {
 		t.Errorf("after 4 days of failures: disabled %+v, failing since %s; want enabled, failing since day 2", at6.Disabled, at6.FailingSince)
@@ -132,7 +132,7 @@ func TestEndpointDisabledByGoneAndByHand(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		long = sendUpdate[herald.EndpointState](env, herald.UpdateDisable, herald.DisableRequest{Reason: string(make([]byte, herald.MaxDisableReason+1))})
 	}, 4*time.Minute)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 5*time.Minute)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 5*time.Minute)
 
 	if d := gone.Disabled; d == nil || d.Cause != policy.DisabledGone || !d.At.Equal(at(time.Minute)) {
 		t.Errorf("after a 410: disabled %+v, want cause gone at 1m", d)
@@ -227,7 +227,7 @@ func TestDeliveryAtDisabledEndpoint(t *testing.T) {
 		env.RegisterDelayedCallback(env.CancelWorkflow, 3*24*time.Hour)
 		ev := testEvent()
 		ev.EndpointID = herald.OpsEndpointID
-		env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: ev})
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev})
 		if st.State != herald.StateDeadLetter {
 			t.Fatalf("state %q, want a dead letter", st.State)
 		}

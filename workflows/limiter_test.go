@@ -237,7 +237,7 @@ func TestLimiterOpenProbeHalfOpenClosed(t *testing.T) {
 	env.RegisterDelayedCallback(func() { sendDone(t, env, rec, waiterID(7), true) }, closedAt+5*time.Second)
 	var end herald.EndpointState
 	env.RegisterDelayedCallback(func() { end = queryState(t, env) }, closedAt+6*time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, time.Hour)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
 
 	if (*first).check(t, "first lease") && (*first).result.Permits != 3 {
 		t.Errorf("first lease: %d permits, want the cap of 3", (*first).result.Permits)
@@ -328,7 +328,7 @@ func TestLimiterFailedProbeDoublesDelay(t *testing.T) {
 		wantNext[i] = failed.Add(delays[i+1])
 		last = failed
 	}
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, last.Add(2*time.Hour).Sub(testStart))
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, last.Add(2*time.Hour).Sub(testStart))
 
 	wantSignals(t, rec.signals(), want, kinds)
 	for i, st := range states {
@@ -377,7 +377,7 @@ func TestLimiterSlowP99HalvesCap(t *testing.T) {
 		lease(env, policy.LeaseRequest{InUse: 1, Want: 10, Outcomes: outcomes(10, at(60*time.Second), 100*time.Millisecond, first.result.Ticket)})
 	}, 60*time.Second)
 	env.RegisterDelayedCallback(snap, 61*time.Second) // fast again: restored
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 10*time.Minute)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 10*time.Minute)
 
 	if !first.check(t, "first lease") || len(states) != 3 {
 		t.FailNow()
@@ -415,7 +415,7 @@ func TestLimiterHalvedCapTrimsBusyLease(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		later = lease(env, policy.LeaseRequest{InUse: 30, Want: 120})
 	}, 21*time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 5*time.Minute)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 5*time.Minute)
 
 	if !first.check(t, "first lease") || first.result.Permits != 100 {
 		t.Fatalf("first lease: %d permits, want 100", first.result.Permits)
@@ -450,7 +450,7 @@ func TestLimiterDeadHolderLeaseExpires(t *testing.T) {
 		signalsBefore = rec.signals()
 	}, expiry-time.Second)
 	env.RegisterDelayedCallback(func() { after = queryState(t, env) }, expiry+time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 10*time.Minute)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 10*time.Minute)
 
 	if dead.check(t, "worker:a's lease") && (dead.result.Permits != 2 || !dead.result.Expires.Equal(at(expiry))) {
 		t.Errorf("worker:a's lease: %d permits until %s, want 2 until %s (its TTL)", dead.result.Permits, dead.result.Expires, at(expiry))
@@ -499,9 +499,9 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
 		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: []string{waiterID(4)}})
 	}, canAt)
-	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
+	env.ExecuteWorkflow(herald.EndpointWorkflow, herald.EndpointInput{ID: testEndpointID})
 
-	_, next := continuedAsNew[EndpointInput](t, env)
+	_, next := continuedAsNew[herald.EndpointInput](t, env)
 	if !env.Now().Equal(at(canAt)) {
 		t.Errorf("continued as new at %s, want %s", env.Now(), at(canAt))
 	}
@@ -560,7 +560,7 @@ func TestLimiterResetClosesAndWakesQueue(t *testing.T) {
 	var after herald.EndpointState
 	env.RegisterDelayedCallback(func() { reset = sendUpdate[herald.EndpointState](env, herald.UpdateReset) }, resetAt)
 	env.RegisterDelayedCallback(func() { after = queryState(t, env) }, resetAt+time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, resetAt+30*time.Second)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, resetAt+30*time.Second)
 
 	if reset.check(t, "reset") {
 		if c := reset.result.Circuit; c.State != policy.CircuitClosed || c.Reason != "" || !c.NextProbeAt.IsZero() || !c.Since.Equal(at(resetAt)) {
@@ -590,7 +590,7 @@ func TestLimiterGoneProbeGoesToNextWaiter(t *testing.T) {
 	tripAt(env, trip, 0, waiterIDs(1, 3))
 	var st herald.EndpointState
 	env.RegisterDelayedCallback(func() { st = queryState(t, env) }, probeAt.Sub(testStart)+time.Second)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, probeAt.Sub(testStart)+30*time.Second)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, probeAt.Sub(testStart)+30*time.Second)
 
 	wantSignals(t, rec.signals(), []permitSignal{{Waiter: waiterID(1), At: probeAt}, {Waiter: waiterID(2), At: probeAt}},
 		[]policy.TicketKind{policy.TicketProbe, policy.TicketProbe})
@@ -733,7 +733,7 @@ func TestLimiterKeepsFlightOfRenewal(t *testing.T) {
 	env.RegisterDelayedCallback(func() { lease(env, policy.LeaseRequest{InUse: 0, Want: 0, Flight: &none}) }, 22*time.Second)
 	env.RegisterDelayedCallback(func() { settled = queryState(t, env) }, 23*time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
-	env.ExecuteWorkflow(herald.EndpointWorkflow, EndpointInput{ID: testEndpointID})
+	env.ExecuteWorkflow(herald.EndpointWorkflow, herald.EndpointInput{ID: testEndpointID})
 	if first == nil || first.result.Permits != 7 {
 		t.Fatalf("first lease: %+v, want 7 permits", first)
 	}

@@ -33,7 +33,7 @@ func TestDeliveryCountsDeadLetter(t *testing.T) {
 		func(_ context.Context, _ activities.AttemptInput) (herald.Result, error) {
 			return failedAttempt(env.Now(), p), nil
 		})
-	env.ExecuteWorkflow(herald.DeliveryWorkflow, DeliveryInput{Event: testEvent()})
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, herald.DeliveryInput{Event: testEvent()})
 	if st := workflowStatus(t, env); st.State != herald.StateExpired {
 		t.Fatalf("state %q, want %q", st.State, herald.StateExpired)
 	}

@@ -33,7 +33,7 @@ func TestLimiterRateLimit(t *testing.T) {
 		snap = mustQuery[herald.AdmissionView](t, env, herald.QueryAdmission)
 		st = queryState(t, env)
 	}, 13*time.Second+500*time.Millisecond)
-	runEndpoint(t, env, EndpointInput{ID: testEndpointID}, 20*time.Second)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 20*time.Second)
 
 	want := []permitSignal{
 		{Waiter: waiterID(1), At: at(burst)}, {Waiter: waiterID(2), At: at(burst)}, {Waiter: waiterID(3), At: at(burst)},

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
@@ -14,17 +13,12 @@ import (
 // as new (well below the 2,000 updates a run may take: each update is a few events).
 const subscriptionsContinueAsNewEvents = 2000
 
-// SubscriptionsInput starts (or continues as new) a tenant's subscription directory.
-type SubscriptionsInput struct {
-	Directory herald.Directory `json:"directory"`
-}
-
 // SubscriptionsWorkflow is a tenant's subscription directory: the tenant's endpoints and
 // the event types each receives, kept sorted by endpoint. Endpoint puts record changes in
 // it (herald.UpdateSubscribe) before they return, and it publishes itself in its memo
 // (herald.MemoSubscriptions) with every change, so that a send reads it with a describe:
 // what a put recorded, the next send sees.
-func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
+func SubscriptionsWorkflow(ctx workflow.Context, in herald.SubscriptionsInput) error {
 	d := in.Directory
 	// marker is the Large marker the memo holds, if it holds one rather than the entries (a
 	// run continued as new keeps its predecessor's memo).
@@ -89,7 +83,7 @@ func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, subs []herald.Subscription) error {
 			if d.Backfilled {
 				// Another sender's backfill came first: refused, this one leaves no trace.
-				return ErrBackfilled
+				return herald.ErrBackfilled
 			}
 			for _, s := range subs {
 				if err := validateSubscription(s); err != nil {
@@ -101,13 +95,10 @@ func SubscriptionsWorkflow(ctx workflow.Context, in SubscriptionsInput) error {
 		return err
 	}
 	// The memo goes with the run that continues (the SDK carries it over).
-	return continueWhenLong(ctx, subscriptionsContinueAsNewEvents, herald.SubscriptionsWorkflow, func() SubscriptionsInput {
-		return SubscriptionsInput{Directory: d}
+	return continueWhenLong(ctx, subscriptionsContinueAsNewEvents, herald.SubscriptionsWorkflow, func() herald.SubscriptionsInput {
+		return herald.SubscriptionsInput{Directory: d}
 	})
 }
-
-// ErrBackfilled refuses a backfill of a directory that has had one (herald.UpdateBackfill).
-var ErrBackfilled = errors.New("the directory is backfilled already")
 
 // validateSubscription refuses an entry no put could have made; a refused update leaves no
 // trace in history.

@@ -47,7 +47,7 @@ func TestSubscriptionsDirectory(t *testing.T) {
 		end = mustQuery[herald.Directory](t, env, herald.QuerySubscriptions)
 		env.CancelWorkflow()
 	}, time.Hour)
-	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: herald.Directory{Tenant: "acme"}})
+	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, herald.SubscriptionsInput{Directory: herald.Directory{Tenant: "acme"}})
 
 	for i, o := range outcomes {
 		o.check(t, fmt.Sprintf("subscribe %d", i+1))
@@ -64,7 +64,7 @@ func TestSubscriptionsDirectory(t *testing.T) {
 	if !slices.EqualFunc(end.Entries, want, sameSubscription) || !end.Backfilled || end.Tenant != "acme" {
 		t.Errorf("directory after the removal and the backfill = %+v, want %+v, backfilled", end, want)
 	}
-	if again == nil || again.rejected == nil || !strings.Contains(again.rejected.Error(), ErrBackfilled.Error()) {
+	if again == nil || again.rejected == nil || !strings.Contains(again.rejected.Error(), herald.ErrBackfilled.Error()) {
 		t.Errorf("a second backfill was not refused (a refused update leaves no trace): %+v", again)
 	}
 	if !slices.EqualFunc(backfilled.result.Entries, want, sameSubscription) {
@@ -100,8 +100,8 @@ func TestSubscriptionsContinueAsNew(t *testing.T) {
 		env.SetCurrentHistoryLength(subscriptionsContinueAsNewEvents + 1)
 		last = sendUpdate[any](env, herald.UpdateSubscribe, herald.Subscription{Endpoint: "ep-9999", Types: []string{"order.*"}, Version: 1})
 	}, time.Minute)
-	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, SubscriptionsInput{Directory: herald.Directory{Tenant: "acme", Backfilled: true}})
-	_, next := continuedAsNew[SubscriptionsInput](t, env)
+	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, herald.SubscriptionsInput{Directory: herald.Directory{Tenant: "acme", Backfilled: true}})
+	_, next := continuedAsNew[herald.SubscriptionsInput](t, env)
 	got := next.Directory.Entries
 	if len(got) < n || next.Directory.Tenant != "acme" || !next.Directory.Backfilled {
 		t.Fatalf("continued with %d entries of tenant %q (backfilled %v), want %d, acme, backfilled", len(got), next.Directory.Tenant, next.Directory.Backfilled, n)

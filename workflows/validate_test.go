@@ -47,7 +47,7 @@ func TestValidatePutBounds(t *testing.T) {
 			if registered {
 				tt.req.Secret = ""
 			}
-			err := ValidatePut(tt.req, registered, netguard.Policy{})
+			err := herald.ValidatePut(tt.req, registered, netguard.Policy{})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("error %v, want none", err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
-	"github.com/heraldhq/herald/workflows"
 )
 
 // tenantFlag adds --tenant: event ids are scoped to the tenant of their endpoint.
@@ -149,7 +148,7 @@ result (replayed, skipped, skipped_why) once it has run.`,
 			if err != nil {
 				return err
 			}
-			in := workflows.BulkReplayInput{Filter: filter}
+			in := herald.BulkReplayInput{Filter: filter}
 			if in.At, err = parseWhen(at, now, +1); err != nil {
 				return fmt.Errorf("%w: --at: %v", errUsage, err)
 			}
@@ -223,9 +222,9 @@ type replayOutcome struct {
 // bulkReplayStarted is what replay --endpoint prints: what the bulk replay replays and
 // when, its workflow id and, once it has run (at once unless --at is later), its result.
 type bulkReplayStarted struct {
-	workflows.BulkReplayInput
-	WorkflowID string                      `json:"workflow_id"`
-	Result     *workflows.BulkReplayResult `json:"result,omitempty"`
+	herald.BulkReplayInput
+	WorkflowID string                   `json:"workflow_id"`
+	Result     *herald.BulkReplayResult `json:"result,omitempty"`
 }
 
 func newDLQCmd(g *globals) *cobra.Command {

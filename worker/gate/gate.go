@@ -1,24 +1,23 @@
-package activities
+// Package gate is a worker's local gate in front of every endpoint: it admits attempts
+// against permits leased in blocks from the endpoint workflows (or a few spare ones),
+// renews those leases in the background, batches the signals attempts send to an
+// endpoint workflow, and adds up attempt counts for the stats shards. The decisions are
+// package policy's (policy.LocalLease); this package adds the clock, the locks, the
+// goroutines and the calls (Endpoints).
+package gate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -33,7 +32,7 @@ import (
 // failure, a slow attempt); it stops admitting to an endpoint at once when it sees the
 // breaker's trigger (consecutive failures), before the endpoint workflow has heard of them.
 type Gate struct {
-	client  client.Client
+	calls   Endpoints
 	holder  string
 	every   time.Duration
 	timeout func(herald.Endpoint) time.Duration
@@ -41,11 +40,9 @@ type Gate struct {
 	// stopping: the worker is shutting down; admit nothing more.
 	stopping atomic.Bool
 
-	mu  sync.Mutex
-	eps map[string]*gateEntry
+	mu      sync.Mutex
+	entries map[string]*gateEntry
 
-	// queue is the endpoints' task queue, where the stats shards run.
-	queue string
 	// counts are the attempt counts added up since the last flush to the stats shards.
 	countMu sync.Mutex
 	counts  map[string]*herald.Report
@@ -72,16 +69,6 @@ type gateEntry struct {
 	dones batcher[herald.Done]
 }
 
-// renewParallel is how many background renewals and reports may be in flight at once.
-const renewParallel = 8
-
-// leaseMargin is how much longer than an attempt timeout a lease lasts: a gate that can no
-// longer renew stops admitting for half of it before the lease expires.
-const leaseMargin = 10 * time.Second
-
-// tellTimeout bounds each renewal or report the gate sends in the background.
-const tellTimeout = 10 * time.Second
-
 // askTimeout bounds each call an attempt makes to an endpoint workflow (a snapshot query, a
 // wait signal): none of them waits for the workflow to change.
 const askTimeout = 5 * time.Second
@@ -94,17 +81,16 @@ type call struct {
 
 // NewGate returns a gate whose knowledge of an endpoint is at most every old and that
 // renews its leases every interval through c. timeout gives an endpoint's attempt timeout
-// (leases outlive it, so a running attempt keeps its permit); queue is the endpoint
-// workflows' task queue, where it starts the stats shards.
-func NewGate(c client.Client, every time.Duration, timeout func(herald.Endpoint) time.Duration, queue string, log *slog.Logger) *Gate {
+// (leases outlive it, so a running attempt keeps its permit).
+func New(c Endpoints, every time.Duration, timeout func(herald.Endpoint) time.Duration, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
 	host, _ := os.Hostname()
 	return &Gate{
-		client: c, every: every, timeout: timeout, log: log,
-		holder: fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
-		eps:    map[string]*gateEntry{}, queue: queue, counts: map[string]*herald.Report{},
+		calls: c, every: every, timeout: timeout, log: log,
+		holder:  fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
+		entries: map[string]*gateEntry{}, counts: map[string]*herald.Report{},
 	}
 }
 
@@ -298,38 +284,12 @@ func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	return err
 }
 
-// snapshot reads endpoint id's configuration and limiter snapshot (ReadAdmission), within
+// snapshot reads endpoint id's configuration and limiter snapshot (Endpoints.Admission), within
 // askTimeout.
 func (g *Gate) snapshot(ctx context.Context, id string) (herald.AdmissionView, error) {
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
-	return ReadAdmission(qctx, g.client, id)
-}
-
-// ReadAdmission reads endpoint id's configuration and limiter snapshot from its workflow's
-// memo (a describe: served by the server alone, however busy the workflow is), or, for a
-// workflow that does not publish it yet, asks it with a query. An endpoint that is not
-// registered is herald.ErrNoEndpoint.
-func ReadAdmission(ctx context.Context, c client.Client, id string) (herald.AdmissionView, error) {
-	var v herald.AdmissionView
-	d, err := c.DescribeWorkflow(ctx, herald.EndpointWorkflowID(id), "")
-	if err != nil {
-		return v, endpointError(id, "describe", err)
-	}
-	if d.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return v, endpointError(id, "describe", herald.ErrNoEndpoint)
-	}
-	if err := d.GetMemoValue(herald.MemoAdmission, &v); err == nil {
-		return v, nil
-	}
-	res, err := c.QueryWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.QueryAdmission)
-	if err == nil {
-		err = res.Get(&v)
-	}
-	if err != nil {
-		return v, endpointError(id, "snapshot", err)
-	}
-	return v, nil
+	return g.calls.Admission(qctx, id)
 }
 
 // Finish records the attempt's outcome and returns its room. An attempt on a permit of its
@@ -339,7 +299,7 @@ func ReadAdmission(ctx context.Context, c client.Client, id string) (herald.Admi
 // failures that come together retry evenly spread.
 func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spread float64, failed bool) {
 	o := policy.Outcome{At: res.StartedAt, OK: res.Delivered(), Latency: res.Duration, Ticket: a.Ticket,
-		Gone: res.Outcome == herald.OutcomeHTTPStatus && res.StatusCode == policy.GoneStatus}
+		Gone: res.Gone()}
 	e := a.entry
 	defer g.unref(e)
 	own := a.Waiter != ""
@@ -375,192 +335,16 @@ func (g *Gate) Release(ctx context.Context, a *Admission) {
 	a.entry.mu.Unlock()
 }
 
-// Run renews the leases and reports outcomes every interval until ctx ends, then gives
-// the leases back and reports what is left.
-func (g *Gate) Run(ctx context.Context) {
-	t := time.NewTicker(g.every)
-	defer t.Stop()
-	var flushed time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			g.stopping.Store(true)
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			g.pass(fctx)
-			g.flushCounts(fctx)
-			cancel()
-			return
-		case now := <-t.C:
-			g.pass(ctx)
-			if now.Sub(flushed) >= StatsInterval {
-				flushed = now
-				g.flushCounts(ctx)
-			}
-		}
-	}
-}
-
-// pass is one periodic pass over the endpoints: renew, report or drop each as its local lease says.
-func (g *Gate) pass(ctx context.Context) {
-	g.mu.Lock()
-	entries := make([]*gateEntry, 0, len(g.eps))
-	for _, e := range g.eps {
-		entries = append(entries, e)
-	}
-	g.mu.Unlock()
-	stopping := g.stopping.Load()
-	now := time.Now()
-	type task struct {
-		e   *gateEntry
-		act policy.Action
-	}
-	var tasks []task
-	for _, e := range entries {
-		e.mu.Lock()
-		act := policy.Wait
-		if e.call == nil {
-			act = e.h.Background(e.outcomes, e.until.Sub(now) < 2*g.every, stopping, policy.Stale(e.outcomes, now, latencyWindow))
-		}
-		e.mu.Unlock()
-		switch act {
-		case policy.Drop:
-			g.mu.Lock()
-			if e.refs == 0 {
-				delete(g.eps, e.id)
-			}
-			g.mu.Unlock()
-		case policy.Renew, policy.Report:
-			tasks = append(tasks, task{e, act})
-		}
-	}
-	// In the order of the endpoints' ids: only those with something to tell (a few, where
-	// thousands of quiet ones wait for their outcomes to go stale).
-	sort.Slice(tasks, func(i, j int) bool { return tasks[i].e.id < tasks[j].e.id })
-	sem := make(chan struct{}, renewParallel)
-	var wg sync.WaitGroup
-	for _, t := range tasks {
-		e, act := t.e, t.act
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			// One slow endpoint workflow must not hold up the pass for the others.
-			tctx, cancel := context.WithTimeout(ctx, tellTimeout)
-			defer cancel()
-			if err := g.tell(tctx, e, act); err != nil && ctx.Err() == nil {
-				g.log.Warn("telling the endpoint workflow failed", "endpoint", e.id, "error", err)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// latencyWindow is how long untold fast outcomes are kept for the endpoint's latency window.
-const latencyWindow = 5 * time.Minute
-
-// kick tells the endpoint workflow in the background, unless a call is already in flight:
-// a lease renewal when the gate holds a lease or wants one, else a report of its outcomes.
-func (g *Gate) kick(e *gateEntry) {
-	e.mu.Lock()
-	busy := e.call != nil
-	act := policy.Report
-	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settling() {
-		act = policy.Renew
-	}
-	e.mu.Unlock()
-	if busy {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
-		defer cancel()
-		if err := g.tell(ctx, e, act); err != nil {
-			g.log.Warn("telling the endpoint workflow failed", "endpoint", e.id, "error", err)
-		}
-	}()
-}
-
-// tell renews e's lease (act Renew) or reports its outcomes (act herald.Report), unless another
-// call is in flight.
-func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error {
-	e.mu.Lock()
-	if e.call != nil {
-		e.mu.Unlock()
-		return nil
-	}
-	c := &call{done: make(chan struct{})}
-	e.call = c
-	outs := e.outcomes
-	e.outcomes = nil
-	seq := e.h.Seq
-	var req herald.LeaseRequest
-	if act == policy.Renew {
-		want := e.h.Want(g.stopping.Load())
-		req = herald.LeaseRequest{
-			LeaseRequest: policy.LeaseRequest{Holder: g.holder, InUse: e.h.InUse, Want: want, Outcomes: outs},
-		}
-		// The lease outlives an attempt admitted at its last moment (see until below).
-		req.TTL = duration.Duration(g.timeout(e.ep) + leaseMargin)
-		seq = e.h.StartRenewal(want)
-		flight := e.h.Flight
-		req.Flight = &flight
-	}
-	e.mu.Unlock()
-
-	sent := time.Now()
-	var err error
-	var reply herald.LeaseReply
-	if act == policy.Renew {
-		reply, err = g.lease(ctx, e.id, req)
-	} else {
-		err = g.client.SignalWorkflow(ctx, herald.EndpointWorkflowID(e.id), "", herald.SignalOutcomes,
-			herald.OutcomeReport{Holder: g.holder, Outcomes: outs})
-		if err != nil {
-			err = endpointError(e.id, "report", err)
-		}
-	}
-
-	e.mu.Lock()
-	switch {
-	case err != nil:
-		// Keep the outcomes for the next try.
-		e.outcomes = append(outs, e.outcomes...)
-		if act == policy.Renew {
-			e.h.RenewFailed()
-		}
-	case act == policy.Renew:
-		e.ep, e.learned = reply.Endpoint, sent
-		e.h.Heard(reply.Snapshot, true, reply.Permits, seq)
-		// Stop admitting early enough that an attempt admitted last finishes before the
-		// permit returns to the pool (the endpoint workflow starts the lease after sent).
-		e.until = sent.Add(req.TTL.Std() - g.timeout(e.ep) - leaseMargin/2)
-	default:
-		// Told; what was told may change the circuit: ask afresh before the next admission.
-		e.h.Told = max(e.h.Told, seq)
-		e.learned = time.Time{}
-	}
-	e.call = nil
-	e.mu.Unlock()
-	c.finish(err)
-	return err
-}
-
 // entry returns endpoint id's entry, counting one more user of it; unref when done.
 func (g *Gate) entry(id string) *gateEntry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e := g.eps[id]
+	e := g.entries[id]
 	if e == nil {
 		e = &gateEntry{id: id, stopping: &g.stopping}
-		wid := herald.EndpointWorkflowID(id)
-		e.waits.send = func(ctx context.Context, ws []string) error {
-			return g.client.SignalWorkflow(ctx, wid, "", herald.SignalWait, herald.WaitRequest{Waiters: ws})
-		}
-		e.dones.send = func(ctx context.Context, ds []herald.Done) error {
-			return g.client.SignalWorkflow(ctx, wid, "", herald.SignalDones, ds)
-		}
-		g.eps[id] = e
+		e.waits.send = func(ctx context.Context, ws []string) error { return g.calls.Wait(ctx, id, ws) }
+		e.dones.send = func(ctx context.Context, ds []herald.Done) error { return g.calls.Dones(ctx, id, ds) }
+		g.entries[id] = e
 	}
 	e.refs++
 	return e
@@ -570,33 +354,6 @@ func (g *Gate) unref(e *gateEntry) {
 	g.mu.Lock()
 	e.refs--
 	g.mu.Unlock()
-}
-
-// lease sends one lease update to the endpoint workflow. It runs only in the background:
-// no attempt waits for it.
-func (g *Gate) lease(ctx context.Context, id string, req herald.LeaseRequest) (herald.LeaseReply, error) {
-	var reply herald.LeaseReply
-	h, err := g.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   herald.EndpointWorkflowID(id),
-		UpdateName:   herald.UpdateLease,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, &reply)
-	}
-	if err != nil {
-		return reply, endpointError(id, "lease", err)
-	}
-	return reply, nil
-}
-
-// endpointError names what failed; an endpoint that is not registered is herald.ErrNoEndpoint.
-func endpointError(id, what string, err error) error {
-	if isNotFound(err) || strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()) {
-		return fmt.Errorf("endpoint %s: %w: register it first (herald endpoint put, or PUT /v1/endpoints/%s)", id, herald.ErrNoEndpoint, id)
-	}
-	return fmt.Errorf("endpoint %s: %s: %w", id, what, err)
 }
 
 func (c *call) wait(ctx context.Context) error {
@@ -611,57 +368,4 @@ func (c *call) wait(ctx context.Context) error {
 func (c *call) finish(err error) {
 	c.err = err
 	close(c.done)
-}
-
-func isNotFound(err error) bool {
-	var nf *serviceerror.NotFound
-	return errors.As(err, &nf)
-}
-
-// count adds one attempt to endpoint id's counts, for the next flush.
-func (g *Gate) count(id string, res herald.Result) {
-	g.countMu.Lock()
-	defer g.countMu.Unlock()
-	r := g.counts[id]
-	if r == nil {
-		r = &herald.Report{}
-		g.counts[id] = r
-	}
-	r.Add(res)
-}
-
-// flushCounts sends the counts added up since the last flush to the stats shards, one
-// signal per shard (starting it if needed); counts that could not be sent wait for the next.
-func (g *Gate) flushCounts(ctx context.Context) {
-	g.countMu.Lock()
-	counts := g.counts
-	g.counts = map[string]*herald.Report{}
-	g.countMu.Unlock()
-	shards := map[string][]herald.EndpointCounts{}
-	for id, r := range counts {
-		sid := herald.StatsWorkflowID(id)
-		shards[sid] = append(shards[sid], herald.EndpointCounts{Endpoint: id, Counts: *r})
-	}
-	for sid, batch := range shards {
-		sort.Slice(batch, func(i, j int) bool { return batch[i].Endpoint < batch[j].Endpoint })
-		sctx, cancel := context.WithTimeout(ctx, tellTimeout)
-		_, err := g.client.SignalWithStartWorkflow(sctx, sid, herald.SignalStats, batch, client.StartWorkflowOptions{
-			ID: sid, TaskQueue: g.queue, StaticSummary: "attempt counts of the endpoints of " + sid,
-		}, herald.StatsWorkflow, struct{}{})
-		cancel()
-		if err == nil {
-			continue
-		}
-		g.log.Warn("endpoint counts not sent; they go with the next flush", "shard", sid, "error", err)
-		g.countMu.Lock()
-		for _, c := range batch {
-			r := g.counts[c.Endpoint]
-			if r == nil {
-				r = &herald.Report{}
-				g.counts[c.Endpoint] = r
-			}
-			r.Merge(c.Counts)
-		}
-		g.countMu.Unlock()
-	}
 }

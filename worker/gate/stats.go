@@ -1,0 +1,61 @@
+package gate
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/heraldhq/herald"
+)
+
+// StatsInterval is how often a worker's gate sends the counts it has added up to the stats
+// shards (herald.StatsWorkflowID): endpoint counters live in a few stats workflows rather
+// than in each endpoint workflow, so that a delivered attempt to a quiet endpoint costs that
+// endpoint's workflow no history event.
+const StatsInterval = 2 * time.Second
+
+// count adds one attempt to endpoint id's counts, for the next flush.
+func (g *Gate) count(id string, res herald.Result) {
+	g.countMu.Lock()
+	defer g.countMu.Unlock()
+	r := g.counts[id]
+	if r == nil {
+		r = &herald.Report{}
+		g.counts[id] = r
+	}
+	r.Add(res)
+}
+
+// flushCounts sends the counts added up since the last flush to the stats shards, one
+// signal per shard (starting it if needed); counts that could not be sent wait for the next.
+func (g *Gate) flushCounts(ctx context.Context) {
+	g.countMu.Lock()
+	counts := g.counts
+	g.counts = map[string]*herald.Report{}
+	g.countMu.Unlock()
+	shards := map[string][]herald.EndpointCounts{}
+	for id, r := range counts {
+		sid := herald.StatsWorkflowID(id)
+		shards[sid] = append(shards[sid], herald.EndpointCounts{Endpoint: id, Counts: *r})
+	}
+	for sid, batch := range shards {
+		sort.Slice(batch, func(i, j int) bool { return batch[i].Endpoint < batch[j].Endpoint })
+		sctx, cancel := context.WithTimeout(ctx, tellTimeout)
+		err := g.calls.Counts(sctx, sid, batch)
+		cancel()
+		if err == nil {
+			continue
+		}
+		g.log.Warn("endpoint counts not sent; they go with the next flush", "shard", sid, "error", err)
+		g.countMu.Lock()
+		for _, c := range batch {
+			r := g.counts[c.Endpoint]
+			if r == nil {
+				r = &herald.Report{}
+				g.counts[c.Endpoint] = r
+			}
+			r.Merge(c.Counts)
+		}
+		g.countMu.Unlock()
+	}
+}
