@@ -22,7 +22,7 @@ const (
 	// StateExpired: a dead letter waited its retention out without a replay.
 	StateExpired State = "expired"
 	// StateWaitingKey: no worker so far could decrypt the delivery's payload; it waits
-	// for a worker local lease the key (reported by the starter, never by the workflow).
+	// for a worker that holds the key (reported by the starter, never by the workflow).
 	StateWaitingKey State = "waiting_key"
 	// StateSkipped: the endpoint was disabled when the delivery reached its first attempt;
 	// no request was made (see policy.OnDisabled).

@@ -481,7 +481,7 @@ func (g *Gate) kick(e *gateEntry) {
 	}()
 }
 
-// tell renews e's lease (act Renew) or reports its outcomes (act herald.Report), unless another
+// tell renews e's lease (act policy.Renew) or reports its outcomes (act policy.Report), unless another
 // call is in flight.
 func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error {
 	e.mu.Lock()
