@@ -45,11 +45,11 @@ machine work; production workers refuse them unless allowed with --allow-cidr.`,
 		ctx, stop := untilInterrupt(cmd)
 		defer stop()
 		out := cmd.OutOrStdout()
-		db := dbFile
-		if inMemory {
-			db = ""
-		} else if db, err = filepath.Abs(dbFile); err != nil {
-			return fmt.Errorf("--db-file %q: %w", dbFile, err)
+		var db string // in memory: none
+		if !inMemory {
+			if db, err = filepath.Abs(dbFile); err != nil {
+				return fmt.Errorf("--db-file %q: %w", dbFile, err)
+			}
 		}
 		if g.keys == nil && !wf.plaintext {
 			k, err := codec.GenerateKeyFile(g.keyFile)
