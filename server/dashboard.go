@@ -405,7 +405,6 @@ type deliveryView struct {
 	Attempts    int
 	Last        string
 	SentAt      string
-	statusAt    time.Time
 }
 
 // deadLetterView is one dead letter on an endpoint's page.

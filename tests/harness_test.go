@@ -5,6 +5,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,6 +55,14 @@ func TestMain(m *testing.M) {
 	if target := os.Getenv(fanoutProcessEnv); target != "" {
 		runFanoutProcess(target)
 		return
+	}
+	flag.Parse()
+	if testing.Short() {
+		// The edit-test loop (go test -short): every test here but the replay of the
+		// recorded histories starts deliveries on a real server; only the replay runs.
+		fmt.Fprintln(os.Stderr, "-short: only TestReplayHistories runs in ./tests (the integration tests start a Temporal server)")
+		_ = flag.Set("test.run", "^TestReplayHistories$")
+		os.Exit(m.Run())
 	}
 	s, err := testkit.Start(context.Background(), testkit.Options{})
 	if err != nil {
