@@ -68,13 +68,7 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 		eventually(t, "traffic between the changes", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			n := 0
-			for _, e := range events {
-				if e.after == changes {
-					n++
-				}
-			}
-			return n >= enough
+			return countWhere(events, func(e sent) bool { return e.after == changes }) >= enough
 		})
 	}
 	changed := func(req herald.PutEndpointRequest) {

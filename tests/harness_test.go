@@ -164,6 +164,17 @@ func putEndpoint(t *testing.T, id, url string, o *herald.Overrides) signature.Se
 	return sec
 }
 
+// countWhere counts the elements of s for which keep is true.
+func countWhere[T any](s []T, keep func(T) bool) int {
+	n := 0
+	for _, e := range s {
+		if keep(e) {
+			n++
+		}
+	}
+	return n
+}
+
 // fast is a scaled-down policy: the ladder's shape with millisecond-to-second waits.
 func fast(attempts int, delays ...time.Duration) *herald.Overrides {
 	zero := 0.0

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -139,24 +137,6 @@ func keyLines(t *testing.T, paths ...string) *codec.Keyring {
 	return k
 }
 
-// syncBuffer is a log sink for slog that tests read while the worker writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestKeyRotationOrder follows a key rotation in the documented order, and the wrong one:
 //
 //  1. A producer that gets the new key before the workers is refused by send (the workers
@@ -188,7 +168,7 @@ func TestKeyRotationOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	stk, err := testkit.Start(ctx, testkit.Options{Keys: oldKey, Client: func(o *client.Options) {
 		o.MetricsHandler = rec.SDKHandler()
 		o.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, nil)))
