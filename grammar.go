@@ -78,41 +78,30 @@ func (e *FilterError) Unwrap() error { return e.Err }
 // Validate checks every value of f against its grammar; the error is a *FilterError
 // naming the first filter that breaks it. Query takes only a filter that passed.
 func (f EventFilter) Validate() error {
-	check := func(name string, err error) error {
-		if err != nil {
-			return &FilterError{Filter: name, Err: err}
+	var first error
+	check := func(name, value string, validate func(string) error) {
+		if first != nil {
+			return
 		}
-		return nil
-	}
-	if f.Type != "" {
-		if err := check("type", ValidateTypeFilter(f.Type)); err != nil {
-			return err
+		if err := validate(value); err != nil {
+			first = &FilterError{Filter: name, Err: err}
 		}
 	}
-	if f.State != "" {
-		if err := check("state", ValidateEventState(f.State)); err != nil {
-			return err
+	// A single filter left empty is not set; an empty entry of a list is checked (and refused).
+	optional := func(name, value string, validate func(string) error) {
+		if value != "" {
+			check(name, value, validate)
 		}
 	}
-	if f.EventID != "" {
-		if err := check("event", ValidateEventID(f.EventID)); err != nil {
-			return err
-		}
-	}
-	if f.Tenant != "" {
-		if err := check("tenant", ValidateTenant(f.Tenant)); err != nil {
-			return err
-		}
-	}
+	optional("type", f.Type, ValidateTypeFilter)
+	optional("state", string(f.State), func(s string) error { return ValidateEventState(State(s)) })
+	optional("event", f.EventID, ValidateEventID)
+	optional("tenant", f.Tenant, ValidateTenant)
 	for _, t := range f.Tenants {
-		if err := check("tenant", ValidateTenant(t)); err != nil {
-			return err
-		}
+		check("tenant", t, ValidateTenant)
 	}
 	for _, e := range f.Endpoints {
-		if err := check("endpoint", ValidateEndpointID(e)); err != nil {
-			return err
-		}
+		check("endpoint", e, ValidateEndpointID)
 	}
-	return nil
+	return first
 }

@@ -33,11 +33,10 @@ var _ converter.ContextAware = keyedConverter{}
 
 // WithWorkflowContext returns the converter used by workflow code.
 func (k keyedConverter) WithWorkflowContext(ctx converter.WorkflowContext) converter.DataConverter {
-	wctx, ok := ctx.(workflow.Context)
-	if !ok {
+	if ctx == nil {
 		return k
 	}
-	return workflowConverter{DataConverter: k.DataConverter, ctx: wctx}
+	return workflowConverter{DataConverter: k.DataConverter, ctx: ctx}
 }
 
 // WithContext returns k: activities and clients get the errors as they are.

@@ -42,9 +42,10 @@ type BreakerConfig struct {
 	ProbeTimeout duration.Duration `json:"probe_timeout"`
 }
 
-// DefaultBreakerConfig returns the article's numbers: 5 consecutive failures within 60s or
-// 20 failures within 5m open the circuit; the probe is due after 5m, doubling up to 1h;
-// 5 good half-open attempts close it; a silent probe is given up after 2m.
+// DefaultBreakerConfig returns the retry-ladder article's numbers (the README's "Endpoint
+// protection"): 5 consecutive failures within 60s or 20 failures within 5m open the
+// circuit; the probe is due after 5m, doubling up to 1h; 5 good half-open attempts close
+// it; a silent probe is given up after 2m.
 func DefaultBreakerConfig() BreakerConfig {
 	return BreakerConfig{
 		ConsecutiveFailures: 5,

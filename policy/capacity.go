@@ -41,9 +41,10 @@ type CapacityConfig struct {
 	MinSamples int `json:"min_samples"`
 }
 
-// DefaultCapacityConfig returns the article's numbers: cap 100, halved when p99 passes 3s,
-// doubled back when p99 is under 1.5s, over the last 100 attempts or 5 minutes; at most one
-// change per 30s, each judged on at least 10 attempts finished since the previous change.
+// DefaultCapacityConfig returns the retry-ladder article's numbers (the README's "Endpoint
+// protection"): cap 100, halved when p99 passes 3s, doubled back when p99 is under 1.5s,
+// over the last 100 attempts or 5 minutes; at most one change per 30s, each judged on at
+// least 10 attempts finished since the previous change.
 func DefaultCapacityConfig() CapacityConfig {
 	return CapacityConfig{
 		MaxInFlight:       DefaultMaxInFlight,

@@ -10,6 +10,12 @@
 // replays to the same decisions. Time enters only as an argument, and jitter
 // comes from a hash of a key the caller chooses (see [JitterKey]).
 //
+// The rules, and the default numbers, follow the retry-ladder article Herald is
+// built on ("the article" in this package's comments): exponential, capped and
+// jittered retries, Retry-After honoured within caps, a concurrency cap and a
+// circuit breaker per endpoint, dead letters that wait for a replay. The README
+// states them for users ("Endpoint protection" and "Configuration").
+//
 // The retry ladder lives in ladder.go ([Ladder], [Next]) and the Retry-After
 // rules in retryafter.go ([RetryAfterRules.Decide]).
 package policy

@@ -328,7 +328,7 @@ func (m *gateModel) step() int {
 }
 
 func TestGatesAndLimiterKeepTheCap(t *testing.T) {
-	const runs = 300
+	runs := runs(300)
 	peaks := 0
 	for run := range runs {
 		m, err := runGateModel(int64(20261201+run), true, false)

@@ -9,6 +9,15 @@ import (
 
 // Helpers shared by the tests of this package.
 
+// runs is n, or a tenth of it under -short (the edit-test loop): how many seeded runs a
+// model or property test makes.
+func runs(n int) int {
+	if testing.Short() {
+		return max(1, n/10)
+	}
+	return n
+}
+
 // wantErrContaining fails the test unless err contains every one of want; with want nil,
 // unless err is nil. what names the call in messages, e.g. "Validate()".
 func wantErrContaining(t *testing.T, what string, err error, want []string) {

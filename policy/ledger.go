@@ -238,14 +238,6 @@ func (p *Ledger) mine() {
 	p.own = p
 }
 
-// heldBy returns the live permits of holder at now.
-func (p *Ledger) heldBy(holder string, now time.Time) int {
-	if i, found := p.find(holder); found && p.Held[i].Expires.After(now) {
-		return p.Held[i].Permits
-	}
-	return 0
-}
-
 // find returns where holder's lease is, or would be inserted, in the sorted Held.
 func (p *Ledger) find(holder string) (int, bool) {
 	return slices.BinarySearchFunc(p.Held, holder, func(l Lease, h string) int {

@@ -177,7 +177,7 @@ func TestLedgerCopiesAreIndependent(t *testing.T) {
 // duplicates, and the twin always answers the same.
 func TestLedgerProperties(t *testing.T) {
 	holders := []string{"w1", "w2", "w3", "w4", "w5"}
-	for seed := int64(1); seed <= 2000; seed++ {
+	for seed := int64(1); seed <= int64(runs(2000)); seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		p, twin := NewLedger(), NewLedger()
 		model := map[string]Lease{}

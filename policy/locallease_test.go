@@ -26,8 +26,10 @@ func TestLocalLeaseAdmit(t *testing.T) {
 		t.Error("admitted before the endpoint answered")
 	}
 	h := renewedLease(2)
-	if !h.Admit(true, false) || !h.Admit(true, false) {
-		t.Fatal("did not admit within the lease")
+	for i := range 2 {
+		if !h.Admit(true, false) {
+			t.Fatalf("attempt %d: not admitted within the lease of 2", i+1)
+		}
 	}
 	if h.Admit(true, false) {
 		t.Error("admitted a third attempt on a lease of 2 with nothing free")

@@ -192,8 +192,9 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// Backpressure reports whether the receiver asked for 60 s to 5 min: the article's sign of
-// a receiver that sheds load on purpose and knows when it will be ready.
+// Backpressure reports whether the receiver asked for 60 s to 5 min: in the retry-ladder
+// article (see the package doc), the sign of a receiver that sheds load on purpose and knows
+// when it will be ready.
 func (r RetryAfter) Backpressure() bool {
 	return r.Asked.Std() >= time.Minute && r.Asked.Std() <= 5*time.Minute
 }

@@ -193,7 +193,6 @@ type deliveryView struct {
 	Attempts    int
 	Last        string
 	SentAt      string
-	statusAt    time.Time
 }
 
 // recentLimit is how many of an endpoint's deliveries its page shows (and charts).

@@ -53,6 +53,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(tokenWriterEnv) != "" {
 		os.Exit(runTokenWriter()) // a child of TestTokenStoreConcurrentProcesses
 	}
+	flag.Parse()
+	if testing.Short() {
+		// The edit-test loop (go test -short): the tests here run against a Temporal
+		// server and a worker started for them.
+		fmt.Fprintln(os.Stderr, "-short: ./server skipped (its tests start a Temporal server)")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "herald-server-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

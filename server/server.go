@@ -196,7 +196,7 @@ func (s *Server) routes() []route {
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
 
-		// The event list and its API, the favicon.
+		// The portal: the event list and its API, the favicon.
 		{"GET", "/v1/events", true, s.api(s.apiListEvents)},
 		{"GET", "/events", false, s.page(s.eventsPage)},
 		{"GET", "/favicon.ico", false, s.favicon},

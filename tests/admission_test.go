@@ -108,8 +108,10 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 		return err == nil && st.Queue >= backlog
 	})
 
-	// The endpoint workflow answers, and takes a change, while the backlog waits.
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The endpoint workflow answers, and takes a change, while the backlog waits. Starved
+	// of slots it would never answer; a loaded machine only makes it slower (the put alone
+	// waits 1.1 s for read-your-writes): 30 s tells the two apart.
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	began := time.Now()
 	_, err = s.Starter.GetEndpoint(qctx, "bq")
 	cancel()
@@ -117,7 +119,7 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 		t.Fatalf("endpoint get with %d waiting: %v", backlog, err)
 	}
 	t.Logf("endpoint get with %d waiting: %s", backlog, time.Since(began))
-	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	uctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	began = time.Now()
 	_, err = s.Starter.PutEndpoint(uctx, herald.PutEndpointRequest{ID: "bq", Overrides: &herald.Overrides{Timeout: herald.Duration(4 * time.Second)}})
 	cancel()

@@ -59,8 +59,20 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	// settle lets traffic flow as the endpoint is now: 1.5 s, for both workers to know it (a
+	// worker reads it again at least once a second), and at least enough events to tell,
+	// however slowly a loaded machine sends them.
+	const enough = 10
+	settle := func() {
+		time.Sleep(1500 * time.Millisecond)
+		eventually(t, "traffic between the changes", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return countWhere(events, func(e sent) bool { return e.after == changes }) >= enough
+		})
+	}
 	changed := func(req herald.PutEndpointRequest) {
-		time.Sleep(1500 * time.Millisecond) // both workers know the endpoint as it is
+		settle()
 		if _, err := shared.starter.PutEndpoint(ctx, req); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +86,7 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed(herald.PutEndpointRequest{ID: "ryw", RotateTo: newSecret})
-	time.Sleep(1500 * time.Millisecond)
+	settle()
 	close(stop)
 	<-done
 
@@ -110,7 +122,7 @@ func TestEndpointChangeReachesEveryWorker(t *testing.T) {
 			}
 		}
 	}
-	if counts[1] < 10 || counts[2] < 10 {
+	if counts[1] < enough || counts[2] < enough {
 		t.Fatalf("too little traffic to tell: %v events before, between and after the changes", counts)
 	}
 	t.Logf("events before / after the URL change / after the rotation: %v", counts)

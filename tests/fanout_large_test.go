@@ -3,8 +3,9 @@ package tests
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
@@ -20,22 +21,20 @@ func TestFanoutLargeTenant(t *testing.T) {
 	rcv := newReceiver(t, status(200))
 	const tenant = "large-tenant"
 	n := herald.MemoSubscriptionsMax + 20
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var puts errgroup.Group
+	puts.SetLimit(8)
 	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		puts.Go(func() error {
 			types := []string{"noise.*"}
 			if i%50 == 0 {
 				types = []string{"order.paid"}
 			}
-			putSubscribed(t, fmt.Sprintf("large-%03d", i), tenant, rcv.URL, types, 3)
-		}()
+			return subscribe(fmt.Sprintf("large-%03d", i), tenant, rcv.URL, types, 3)
+		})
 	}
-	wg.Wait()
+	if err := puts.Wait(); err != nil {
+		t.Fatal(err)
+	}
 
 	// The first read of a tenant's directory backfills it, and answers with every entry.
 	if _, err := shared.starter.Directory(ctx, tenant); err != nil {

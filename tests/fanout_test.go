@@ -30,15 +30,23 @@ import (
 // with a fast ladder of attempts.
 func putSubscribed(t *testing.T, id, tenant, url string, types []string, attempts int) {
 	t.Helper()
+	if err := subscribe(id, tenant, url, types, attempts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// subscribe is putSubscribed for a goroutine other than the test's: it returns the error.
+func subscribe(id, tenant, url string, types []string, attempts int) error {
 	sec, err := signature.GenerateSecret()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if _, err := shared.starter.PutEndpoint(context.Background(), herald.PutEndpointRequest{
 		ID: id, Tenant: tenant, URL: url, Secret: sec, Types: types, Overrides: fast(attempts, time.Second),
 	}); err != nil {
-		t.Fatalf("put endpoint %s: %v", id, err)
+		return fmt.Errorf("put endpoint %s: %w", id, err)
 	}
+	return nil
 }
 
 // webhookIDs returns the webhook-ids a receiver saw, in order.
@@ -377,12 +385,7 @@ func TestFanoutSurvivesSenderCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing := 0
-	for _, d := range v.Deliveries {
-		if d.Missing {
-			missing++
-		}
-	}
+	missing := countWhere(v.Deliveries, func(d herald.DeliveryView) bool { return d.Missing })
 	if missing != endpoints-passing {
 		t.Fatalf("after the crash, status shows %d deliveries missing, want %d", missing, endpoints-passing)
 	}
@@ -391,12 +394,7 @@ func TestFanoutSurvivesSenderCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	existed := 0
-	for _, d := range res.Deliveries {
-		if d.Existed {
-			existed++
-		}
-	}
+	existed := countWhere(res.Deliveries, func(d starter.FanoutDelivery) bool { return d.Existed })
 	if len(res.Deliveries) != endpoints || existed != passing {
 		t.Fatalf("the resend reached %d endpoints, %d of them started before; want %d and %d", len(res.Deliveries), existed, endpoints, passing)
 	}

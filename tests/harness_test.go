@@ -5,6 +5,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,6 +55,14 @@ func TestMain(m *testing.M) {
 	if target := os.Getenv(fanoutProcessEnv); target != "" {
 		runFanoutProcess(target)
 		return
+	}
+	flag.Parse()
+	if testing.Short() {
+		// The edit-test loop (go test -short): every test here but the replay of the
+		// recorded histories starts deliveries on a real server; only the replay runs.
+		fmt.Fprintln(os.Stderr, "-short: only TestReplayHistories runs in ./tests (the integration tests start a Temporal server)")
+		_ = flag.Set("test.run", "^TestReplayHistories$")
+		os.Exit(m.Run())
 	}
 	s, err := testkit.Start(context.Background(), testkit.Options{})
 	if err != nil {
@@ -153,6 +162,17 @@ func putEndpoint(t *testing.T, id, url string, o *herald.Overrides) signature.Se
 		t.Fatalf("put endpoint %s: %v", id, err)
 	}
 	return sec
+}
+
+// countWhere counts the elements of s for which keep is true.
+func countWhere[T any](s []T, keep func(T) bool) int {
+	n := 0
+	for _, e := range s {
+		if keep(e) {
+			n++
+		}
+	}
+	return n
 }
 
 // fast is a scaled-down policy: the ladder's shape with millisecond-to-second waits.

@@ -80,8 +80,7 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)
 		// Leave the dead letters list at once, so a bulk replay doesn't count it twice.
 		d.setState(ctx, herald.StateAttempting, true)
-		info := workflow.GetInfo(ctx)
-		if info.GetCurrentHistoryLength() > continueAsNewEvents || info.GetContinueAsNewSuggested() {
+		if historyLong(ctx, continueAsNewEvents) {
 			return d.status, d.continueAsNew(ctx)
 		}
 	}

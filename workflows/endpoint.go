@@ -83,8 +83,7 @@ func (e *endpointRun) admission(now time.Time) (herald.AdmissionView, error) {
 }
 
 func (e *endpointRun) continueAsNew(ctx workflow.Context) bool {
-	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > endpointContinueAsNewEvents
+	return historyLong(ctx, endpointContinueAsNewEvents)
 }
 
 func (e *endpointRun) config() (herald.Endpoint, error) {

@@ -389,7 +389,7 @@ func TestEndpointContinueAsNewKeepsState(t *testing.T) {
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(herald.EndpointWorkflow, herald.EndpointInput{ID: testEndpointID, Since: since})
 
-	can, next := continuedAsNew(t, env)
+	can, next := continuedAsNew[herald.EndpointInput](t, env)
 	if can.WorkflowType == nil || can.WorkflowType.Name != herald.EndpointWorkflow {
 		t.Errorf("continues as %+v, want %s", can.WorkflowType, herald.EndpointWorkflow)
 	}

@@ -59,14 +59,7 @@ func EventTypesWorkflow(ctx workflow.Context, in herald.EventTypesInput) error {
 			return err
 		}
 	}
-	if err := workflow.Await(ctx, func() bool {
-		info := workflow.GetInfo(ctx)
-		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > eventTypesContinueAsNewEvents
-	}); err != nil {
-		return err
-	}
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	return workflow.NewContinueAsNewError(ctx, herald.EventTypesWorkflow, herald.EventTypesInput{Catalog: cat})
+	return continueWhenLong(ctx, eventTypesContinueAsNewEvents, herald.EventTypesWorkflow, func() herald.EventTypesInput {
+		return herald.EventTypesInput{Catalog: cat}
+	})
 }

@@ -2,13 +2,11 @@ package workflows
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -62,14 +60,7 @@ func TestEventTypesWorkflow(t *testing.T) {
 		t.Errorf("query: %+v, %v", cat, queryErr)
 	}
 
-	var can *workflow.ContinueAsNewError
-	if err := env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("workflow error = %v, want a continue-as-new", err)
-	}
-	var next herald.EventTypesInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
-	}
+	_, next := continuedAsNew[herald.EventTypesInput](t, env)
 	if !next.Catalog.StrictTypes || len(next.Catalog.Types) != 1 || !reflect.DeepEqual(next.Catalog, cat) {
 		t.Errorf("continued as new with %+v, want %+v", next.Catalog, cat)
 	}

@@ -11,8 +11,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/heraldhq/herald"
 )
 
 // Helpers shared by the tests of this package.
@@ -119,14 +117,14 @@ func (o *updateOutcome[T]) mustSucceed(t *testing.T, what string) {
 }
 
 // continuedAsNew fails the test unless env's workflow continued as new, and returns how,
-// with the endpoint input it continues with.
-func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) (*workflow.ContinueAsNewError, herald.EndpointInput) {
+// with the input (of type In) it continues with.
+func continuedAsNew[In any](t *testing.T, env *testsuite.TestWorkflowEnvironment) (*workflow.ContinueAsNewError, In) {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow error = %v, want a continue-as-new", err)
 	}
-	var next herald.EndpointInput
+	var next In
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}

@@ -501,7 +501,7 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 	}, canAt)
 	env.ExecuteWorkflow(herald.EndpointWorkflow, herald.EndpointInput{ID: testEndpointID})
 
-	_, next := continuedAsNew(t, env)
+	_, next := continuedAsNew[herald.EndpointInput](t, env)
 	if !env.Now().Equal(at(canAt)) {
 		t.Errorf("continued as new at %s, want %s", env.Now(), at(canAt))
 	}

@@ -46,8 +46,7 @@ func StatsWorkflow(ctx workflow.Context, in StatsInput) error {
 			}
 			counts[i].Counts.Merge(c.Counts)
 		}
-		info := workflow.GetInfo(ctx)
-		if add.Len() == 0 && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > statsContinueAsNewEvents) {
+		if add.Len() == 0 && historyLong(ctx, statsContinueAsNewEvents) {
 			return workflow.NewContinueAsNewError(ctx, herald.StatsWorkflow, StatsInput{Counts: counts})
 		}
 	}

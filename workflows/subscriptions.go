@@ -94,17 +94,10 @@ func SubscriptionsWorkflow(ctx workflow.Context, in herald.SubscriptionsInput) e
 		}}); err != nil {
 		return err
 	}
-	if err := workflow.Await(ctx, func() bool {
-		info := workflow.GetInfo(ctx)
-		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > subscriptionsContinueAsNewEvents
-	}); err != nil {
-		return err
-	}
 	// The memo goes with the run that continues (the SDK carries it over).
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	return workflow.NewContinueAsNewError(ctx, herald.SubscriptionsWorkflow, herald.SubscriptionsInput{Directory: d})
+	return continueWhenLong(ctx, subscriptionsContinueAsNewEvents, herald.SubscriptionsWorkflow, func() herald.SubscriptionsInput {
+		return herald.SubscriptionsInput{Directory: d}
+	})
 }
 
 // validateSubscription refuses an entry no put could have made; a refused update leaves no

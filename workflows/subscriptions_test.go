@@ -1,14 +1,12 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
@@ -103,14 +101,7 @@ func TestSubscriptionsContinueAsNew(t *testing.T) {
 		last = sendUpdate[any](env, herald.UpdateSubscribe, herald.Subscription{Endpoint: "ep-9999", Types: []string{"order.*"}, Version: 1})
 	}, time.Minute)
 	env.ExecuteWorkflow(herald.SubscriptionsWorkflow, herald.SubscriptionsInput{Directory: herald.Directory{Tenant: "acme", Backfilled: true}})
-	var can *workflow.ContinueAsNewError
-	if err := env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("workflow error = %v, want a continue-as-new", err)
-	}
-	var next herald.SubscriptionsInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
-	}
+	_, next := continuedAsNew[herald.SubscriptionsInput](t, env)
 	got := next.Directory.Entries
 	if len(got) < n || next.Directory.Tenant != "acme" || !next.Directory.Backfilled {
 		t.Fatalf("continued with %d entries of tenant %q (backfilled %v), want %d, acme, backfilled", len(got), next.Directory.Tenant, next.Directory.Backfilled, n)

@@ -52,11 +52,11 @@ request there answers 503 with a JSON error and Retry-After, so clients retry.`,
 		ctx, stop := untilInterrupt(cmd)
 		defer stop()
 		out := cmd.OutOrStdout()
-		db := dbFile
-		if inMemory {
-			db = ""
-		} else if db, err = filepath.Abs(dbFile); err != nil {
-			return fmt.Errorf("--db-file %q: %w", dbFile, err)
+		var db string // in memory: none
+		if !inMemory {
+			if db, err = filepath.Abs(dbFile); err != nil {
+				return fmt.Errorf("--db-file %q: %w", dbFile, err)
+			}
 		}
 		if g.keys == nil && !wf.plaintext {
 			k, err := codec.GenerateKeyFile(g.keyFile)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
 )
 
@@ -22,7 +23,7 @@ func TestReceiveJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdoutR, stdoutW := io.Pipe()
-	var stderr lockedLines
+	var stderr testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	root := newRootCmd()
 	root.SetArgs([]string{"receive", "-o", "json", "--listen", "127.0.0.1:0", "--secret", string(secret), "--status", "202"})

@@ -230,6 +230,3 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-
-// discard is a logger that drops everything.
-var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

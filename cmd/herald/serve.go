@@ -56,6 +56,7 @@ sites may not frame it.`,
 			}
 			c, err := client.NewLazyClient(g.clientOptions(g.address, nil))
 			if err != nil {
+				//lint:ignore ST1005 "Temporal" is a name, capitalised wherever it stands
 				return fmt.Errorf("Temporal client for %s: %w", g.address, err)
 			}
 			defer c.Close()

@@ -11,9 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/internal/testkit"
 )
 
 // TestREADMEWalkthrough runs the README's walkthrough, the shell blocks between the
@@ -55,10 +56,10 @@ func TestREADMEWalkthrough(t *testing.T) {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "TEMPORAL_") || strings.HasPrefix(kv, "HERALD_")
 	})
-	start := func(args ...string) (*exec.Cmd, *lockedLines) {
+	start := func(args ...string) (*exec.Cmd, *testkit.Buffer) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = dir, env
-		out := &lockedLines{}
+		out := &testkit.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -69,7 +70,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	}
-	waitFor := func(out *lockedLines, line string) {
+	waitFor := func(out *testkit.Buffer, line string) {
 		t.Helper()
 		for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(out.String(), line); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -105,7 +106,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 			if receiver != nil {
 				stop(receiver)
 			}
-			var out *lockedLines
+			var out *testkit.Buffer
 			receiver, out = start(args[1:]...)
 			waitFor(out, "Receiving on")
 			continue
@@ -270,22 +271,4 @@ func freePort(t *testing.T) string {
 	}
 	defer ln.Close()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-}
-
-// lockedLines collects a process's output, safe to read while it writes.
-type lockedLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -47,6 +48,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		skipReason = "-short (it starts PostgreSQL and a Temporal cluster)"
+		return m.Run()
+	}
 	pgBin, err := findPostgres()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -85,6 +91,9 @@ func run(m *testing.M) int {
 // need skips t when the cluster is not running, saying how to run it.
 func need(t *testing.T) *cluster {
 	t.Helper()
+	if cl == nil && testing.Short() {
+		t.Skipf("cluster rehearsal skipped: %s", skipReason)
+	}
 	if cl == nil {
 		t.Skipf("cluster rehearsal skipped: %s. Install PostgreSQL's server (Debian: apt-get install postgresql; "+
 			"or put a directory with initdb and postgres in HERALD_PG_BIN), then go test ./tests/cluster", skipReason)
