@@ -99,9 +99,13 @@ func (r ReplayRequest) Stale(deadAt time.Time) bool {
 // DeadLetterFilter selects dead letters: by endpoint (empty for all) and by when the event
 // was sent (zero times are open ends).
 type DeadLetterFilter struct {
-	EndpointID string    `json:"endpoint_id,omitempty"`
-	Since      time.Time `json:"since,omitzero"`
-	Until      time.Time `json:"until,omitzero"`
+	EndpointID string `json:"endpoint_id,omitempty"`
+	// Tenant, if set, keeps only the dead letters of events that tenant sent: an endpoint
+	// moved to another tenant keeps its old tenant's dead letters out of the new one's
+	// lists and bulk replays.
+	Tenant string    `json:"tenant,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+	Until  time.Time `json:"until,omitzero"`
 	// DeadBefore, set by a bulk replay to when it was asked to run, keeps only dead letters
 	// parked by then: checked by each delivery as it receives the replay (see ReplayRequest),
 	// not by the visibility query.
@@ -113,6 +117,9 @@ func (f DeadLetterFilter) Query() string {
 	q := Workflows(DeliveryWorkflow).Running().Is(AttrStatus, string(StateDeadLetter))
 	if f.EndpointID != "" {
 		q = q.Is(AttrEndpoint, f.EndpointID)
+	}
+	if f.Tenant != "" {
+		q = q.Is(AttrTenant, f.Tenant)
 	}
 	return q.StartedSince(f.Since).StartedUntil(f.Until).String()
 }

@@ -239,6 +239,11 @@ func (s *Server) apiReplay(ctx context.Context, _ http.ResponseWriter, r *http.R
 	if err != nil {
 		return 0, nil, err
 	}
+	if rep.Fanout == nil {
+		if err := s.mayReplay(ctx, p, rep.Status); err != nil {
+			return 0, nil, err
+		}
+	}
 	// An event sent to the tenant, named without an endpoint: every dead-lettered delivery.
 	done, err := s.opts.Starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: only})
 	if err != nil {
@@ -430,12 +435,12 @@ func (s *Server) apiBulkReplay(ctx context.Context, w http.ResponseWriter, r *ht
 			return 0, nil, err
 		}
 	}
-	id, _, err := s.pathEndpoint(ctx, r, p)
+	id, e, err := s.pathEndpoint(ctx, r, p)
 	if err != nil {
 		return 0, nil, err
 	}
 	wf, err := s.opts.Starter.BulkReplay(ctx, herald.BulkReplayInput{
-		Filter: herald.DeadLetterFilter{EndpointID: id, Since: body.Since, Until: body.Until},
+		Filter: herald.DeadLetterFilter{EndpointID: id, Tenant: herald.TenantOrDefault(e.Tenant), Since: body.Since, Until: body.Until},
 		At:     body.At,
 	})
 	if err != nil {
@@ -475,30 +480,27 @@ func (s *Server) apiDeadLetters(ctx context.Context, _ http.ResponseWriter, r *h
 
 // deadLetters lists the dead letters p may see, of one endpoint or of all.
 func (s *Server) deadLetters(ctx context.Context, p principal, endpoint string) ([]starter.DeadLetter, error) {
-	visible := map[string]bool{}
-	if endpoint != "" {
-		if _, err := s.endpointFor(ctx, p, endpoint); err != nil {
-			return nil, err
+	f := herald.DeadLetterFilter{EndpointID: endpoint}
+	if !p.operator() {
+		// The events its tenant sent (HeraldTenant), wherever their endpoint went since.
+		f.Tenant = herald.TenantOrDefault(p.token.Tenant)
+		if endpoint == "" {
+			f.EndpointID = p.endpoint // a session scoped to one endpoint sees its own only
 		}
-		visible[endpoint] = true
-	} else if !p.operator() {
-		eps, err := s.visibleEndpoints(ctx, p)
+	}
+	if f.EndpointID != "" {
+		e, err := s.endpointFor(ctx, p, f.EndpointID)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range eps {
-			visible[e.ID] = true
-		}
+		f.Tenant = herald.TenantOrDefault(e.Tenant)
 	}
-	list, err := s.opts.Starter.ListDeadLetters(ctx, herald.DeadLetterFilter{EndpointID: endpoint})
+	list, err := s.opts.Starter.ListDeadLetters(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]starter.DeadLetter, 0, len(list))
-	for _, d := range list {
-		if p.operator() || visible[d.EndpointID] {
-			out = append(out, d)
-		}
+	if list == nil {
+		list = []starter.DeadLetter{}
 	}
-	return out, nil
+	return list, nil
 }

@@ -134,16 +134,28 @@ func (s *Server) eventFor(ctx context.Context, p principal, tenant, endpoint, id
 		}
 		return rep, err
 	}
-	if p.operator() || rep.Fanout != nil {
-		return rep, nil
-	}
-	if _, err := s.endpointFor(ctx, p, rep.Status.Event.EndpointID); err != nil {
-		if errors.Is(err, starter.ErrNotFound) {
-			return starter.Report{}, notFoundFor("event", id)
-		}
-		return starter.Report{}, err
+	// The ref names the tenant that sent the event (its workflow id carries it), so the
+	// event is that tenant's wherever its endpoint went since; a session scoped to one
+	// endpoint sees that endpoint's deliveries only.
+	if p.endpoint != "" && rep.Fanout == nil && rep.Status.Event.EndpointID != p.endpoint {
+		return starter.Report{}, notFoundFor("event", id)
 	}
 	return rep, nil
+}
+
+// mayReplay refuses a tenant's replay of a delivery whose endpoint has moved to another
+// tenant since: the replay would send the event to the other tenant's receiver.
+func (s *Server) mayReplay(ctx context.Context, p principal, st herald.Status) error {
+	if p.operator() || st.Event.EndpointID == "" {
+		return nil
+	}
+	if _, err := s.endpointFor(ctx, p, st.Event.EndpointID); err != nil {
+		if errors.Is(err, starter.ErrNotFound) {
+			return fmt.Errorf("%w: event %s went to endpoint %s, which no longer belongs to tenant %s: ask an operator to replay it", starter.ErrConflict, st.Event.ID, st.Event.EndpointID, p.token.Tenant)
+		}
+		return err
+	}
+	return nil
 }
 
 // visibleEndpoints lists the endpoints p may see.

@@ -18,9 +18,9 @@ type deadLetterView struct {
 	TenantQuery string
 }
 
-// deadLetterRows lists endpoint id's dead letters, newest first.
-func (s *Server) deadLetterRows(ctx context.Context, id string) ([]deadLetterView, error) {
-	dls, err := s.opts.Starter.ListDeadLetters(ctx, herald.DeadLetterFilter{EndpointID: id})
+// deadLetterRows lists endpoint id's dead letters of events its tenant sent, newest first.
+func (s *Server) deadLetterRows(ctx context.Context, id, tenant string) ([]deadLetterView, error) {
+	dls, err := s.opts.Starter.ListDeadLetters(ctx, herald.DeadLetterFilter{EndpointID: id, Tenant: herald.TenantOrDefault(tenant)})
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (s *Server) deadLetterRows(ctx context.Context, id string) ([]deadLetterVie
 var sinceChoices = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "all": 0}
 
 func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id, _, err := s.pathEndpoint(ctx, r, p)
+	id, e, err := s.pathEndpoint(ctx, r, p)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) bulkReplayForm(ctx context.Context, w http.ResponseWriter, r *h
 	if !ok {
 		return fmt.Errorf("%w: choose how far back to replay: 1h, 6h, 24h, 7d or all", starter.ErrInvalid)
 	}
-	f := herald.DeadLetterFilter{EndpointID: id}
+	f := herald.DeadLetterFilter{EndpointID: id, Tenant: herald.TenantOrDefault(e.Tenant)}
 	if d > 0 {
 		f.Since = s.opts.Now().Add(-d)
 	}

@@ -77,7 +77,7 @@ func (s *Server) deliveryRate(ctx context.Context, v *endpointView) {
 	c, ok := s.rates.m[v.ID]
 	s.rates.Unlock()
 	if !ok || now.Sub(c.at) >= rateTTL || now.Before(c.at) {
-		delivered, failed, err := s.opts.Starter.DeliveryCounts(ctx, v.ID)
+		delivered, failed, err := s.opts.Starter.DeliveryCounts(ctx, v.ID, v.Tenant)
 		if err != nil {
 			s.opts.Logger.Warn("count deliveries", "endpoint", v.ID, "error", err)
 			return
@@ -200,9 +200,9 @@ const recentLimit = 40
 
 // recent lists endpoint id's latest deliveries, newest first, with their status (attempts
 // included) when the status query answers.
-func (s *Server) recent(ctx context.Context, id string) ([]deliveryView, []herald.Status, error) {
+func (s *Server) recent(ctx context.Context, id, tenant string) ([]deliveryView, []herald.Status, error) {
 	resp, err := s.opts.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:    herald.Workflows(herald.DeliveryWorkflow).Is(herald.AttrEndpoint, id).String(),
+		Query:    herald.Workflows(herald.DeliveryWorkflow).Is(herald.AttrEndpoint, id).Is(herald.AttrTenant, herald.TenantOrDefault(tenant)).String(),
 		PageSize: recentLimit * 2,
 	})
 	if err != nil {
@@ -273,13 +273,13 @@ func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *htt
 	s.deliveryRate(ctx, &v.Endpoint)
 	v.Banners = s.banners(p, []herald.EndpointState{e})
 	v.Flash = flash(r)
-	deliveries, statuses, err := s.recent(ctx, id)
+	deliveries, statuses, err := s.recent(ctx, id, e.Tenant)
 	if err != nil {
 		return err
 	}
 	v.Deliveries = deliveries
 	v.Chart = chartOf(statuses, s.opts.Now(), s.opts.Location)
-	if v.DeadLetters, err = s.deadLetterRows(ctx, id); err != nil {
+	if v.DeadLetters, err = s.deadLetterRows(ctx, id, e.Tenant); err != nil {
 		return err
 	}
 	s.render(w, r, http.StatusOK, "endpoint.html", v)

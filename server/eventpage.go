@@ -249,8 +249,11 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 // replayForm replays the delivery the path names, and goes back to the page the form was
 // on (its "back" field) with the replay flashed.
 func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	ref, _, err := s.pathDelivery(ctx, r, p)
+	ref, st, err := s.pathDelivery(ctx, r, p)
 	if err != nil {
+		return err
+	}
+	if err := s.mayReplay(ctx, p, st); err != nil {
 		return err
 	}
 	if _, err := s.opts.Starter.Replay(ctx, ref); err != nil {

@@ -199,3 +199,45 @@ func TestMovedEndpointKeepsDeliveries(t *testing.T) {
 		t.Errorf("the operator does not find acme's delivery %s under tenant acme: %v", before, out)
 	}
 }
+
+// TestMovedEndpointKeepsDeadLetters: an endpoint moved to another tenant brings none of its
+// old tenant's dead letters along, neither to the new tenant's lists nor to its bulk
+// replays, which would send the old tenant's events to the new tenant's receiver.
+func TestMovedEndpointKeepsDeadLetters(t *testing.T) {
+	rcv := headerReceiver(t, http.StatusInternalServerError)
+	ep := uniq("moving-dl")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	dead := sendTyped(t, shared.acme, ep, uniq("evt_dead"), "order.paid")
+	waitState(t, dead, "dead_letter")
+	waitListed(t, "/v1/dead-letters?endpoint="+ep, dead)
+
+	code, out := call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"tenant": "globex"})
+	if code != http.StatusOK && code != http.StatusCreated {
+		t.Fatalf("move %s to globex: %d %v", ep, code, out)
+	}
+	for _, path := range []string{"/v1/dead-letters?endpoint=" + ep, "/v1/dead-letters"} {
+		_, dl := call(t, "GET", path, shared.globex, nil)
+		if slices.Contains(deadLetterIDs(dl), dead) {
+			t.Errorf("globex's GET %s lists acme's dead letter %s", path, dead)
+		}
+	}
+	_, dl := call(t, "GET", "/v1/dead-letters", shared.acme, nil)
+	if !slices.Contains(deadLetterIDs(dl), dead) {
+		t.Errorf("acme no longer lists its dead letter %s once the endpoint moved: %v", dead, dl)
+	}
+	code, out = call(t, "POST", "/v1/endpoints/"+ep+"/replay", shared.globex, nil)
+	want(t, "globex's bulk replay of "+ep, code, http.StatusOK, out)
+	res, _ := out["result"].(map[string]any)
+	if n, _ := res["replayed"].(float64); n != 0 {
+		t.Errorf("globex's bulk replay replayed %v of acme's dead letters: %v", n, out)
+	}
+	if _, st := call(t, "GET", "/v1/events/"+dead, shared.acme, nil); st["state"] != "dead_letter" {
+		t.Errorf("acme's dead letter %s left its state after globex's bulk replay: %v", dead, st)
+	}
+	// acme still sees it, but may not replay it: the endpoint is globex's receiver now.
+	code, out = call(t, "POST", "/v1/events/"+dead+"/replay", shared.acme, nil)
+	want(t, "acme's replay of "+dead+" after the move", code, http.StatusConflict, out)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, "no longer belongs to tenant acme") {
+		t.Errorf("the refusal does not say why: %v", out)
+	}
+}

@@ -116,12 +116,13 @@ func executionStatus(enum string) string {
 
 // DeliveryCounts counts an endpoint's finished deliveries in the visibility store (so
 // within the namespace's retention): those delivered, and those that ended otherwise (dead
-// letters and expired ones). A delivery replayed and delivered again counts once per run.
+// letters and expired ones) of events tenant sent (an endpoint moved in from another tenant
+// does not bring its old deliveries along). A delivery replayed and delivered again counts once per run.
 // Skipped deliveries (endpoint disabled, no request made) count in neither.
-func (s *Client) DeliveryCounts(ctx context.Context, endpointID string) (delivered, failed int, err error) {
+func (s *Client) DeliveryCounts(ctx context.Context, endpointID, tenant string) (delivered, failed int, err error) {
 	count := func(st herald.State) (int, error) {
 		resp, err := s.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-			Query: herald.EventFilter{Endpoints: []string{endpointID}, State: st}.Query(),
+			Query: herald.EventFilter{Endpoints: []string{endpointID}, Tenant: herald.TenantOrDefault(tenant), State: st}.Query(),
 		})
 		if err != nil {
 			return 0, fmt.Errorf("count deliveries of %s: %w", endpointID, err)
