@@ -34,28 +34,39 @@ var durationType = reflect.TypeFor[Duration]()
 // holds caches holdsDuration by type.
 var holds sync.Map // reflect.Type → bool
 
-// holdsDuration reports whether a value of type t can hold a Duration.
+// holdsDuration reports whether a value of type t can hold a Duration. Only the answer for
+// t is cached: types met on the way may still be in progress (a type that refers to
+// itself), so their answers are not final.
 func holdsDuration(t reflect.Type) bool {
 	if v, ok := holds.Load(t); ok {
 		return v.(bool)
 	}
-	holds.Store(t, false) // a type that refers to itself holds one only through another field
-	found := false
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		found = t == durationType || holdsDuration(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if f := t.Field(i); (f.IsExported() || f.Anonymous) && holdsDuration(f.Type) {
-				found = true
-				break
-			}
-		}
-	default:
-		found = t == durationType
-	}
+	found := reachesDuration(t, map[reflect.Type]bool{})
 	holds.Store(t, found)
 	return found
+}
+
+// reachesDuration reports whether a Duration can be reached from t, by a depth-first walk
+// that visits each type once (seen).
+func reachesDuration(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == durationType {
+		return true
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return reachesDuration(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && reachesDuration(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func checkUnits(doc any, t reflect.Type, path string) error {

@@ -53,3 +53,23 @@ func TestRequireUnits(t *testing.T) {
 		t.Errorf("a type without durations: %v", err)
 	}
 }
+
+type cycleA struct {
+	B *cycleB  `json:"b"`
+	D Duration `json:"d"`
+}
+
+type cycleB struct {
+	A *cycleA `json:"a"`
+}
+
+// TestRequireUnitsThroughACycle: a type reaches a Duration only through a type that refers
+// back to it; asking about the outer type first must not settle the inner one as holding none.
+func TestRequireUnitsThroughACycle(t *testing.T) {
+	if err := RequireUnits([]byte(`{"b":{"a":{"d":"1s"}}}`), &cycleA{}); err != nil {
+		t.Fatalf("a duration with a unit is refused: %v", err)
+	}
+	if err := RequireUnits([]byte(`{"a":{"d":5}}`), &cycleB{}); err == nil {
+		t.Fatal("a bare number reached through a cycle is accepted")
+	}
+}
