@@ -141,8 +141,7 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	if !d.Existed {
 		return d, nil
 	}
-	_, err = s.sentBefore(ctx, wfID, ev)
-	return d, err
+	return d, s.sameEvent(ctx, wfID, ev)
 }
 
 // recordNoDestination records that ev was sent to tenant while no endpoint subscribed to

@@ -100,22 +100,17 @@ func (s *Client) holdForTenant(ctx context.Context, tenant string, ev Event) (fi
 	return was, nil, nil
 }
 
-// sentBefore checks that ev is the event the delivery wfID carries (its latest run's
-// input): the same endpoint, type and data (compared compacted), and returns it.
-// Otherwise it says which differs.
-func (s *Client) sentBefore(ctx context.Context, wfID string, ev Event) (Event, error) {
-	in, err := s.startInput(ctx, wfID)
+// sameEvent checks that ev is the event the delivery wfID was started with (sentEvent):
+// the same endpoint, type and data (compared compacted). Otherwise it says which differs.
+func (s *Client) sameEvent(ctx context.Context, wfID string, ev Event) error {
+	was, _, err := s.sentEvent(ctx, wfID)
 	if err != nil {
-		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+		return fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
 	}
-	var was herald.DeliveryInput
-	if err := s.opts.DataConverter.FromPayloads(in, &was); err != nil {
-		return Event{}, fmt.Errorf("send event %s: the id was sent before, and that event cannot be read to compare: %w", ev.ID, err)
+	if diff := difference(was, ev); diff != "" {
+		return fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
 	}
-	if diff := difference(was.Event, ev); diff != "" {
-		return Event{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
-	}
-	return was.Event, nil
+	return nil
 }
 
 // difference says in which field (endpoint, type, data) the event sent before (was) and
