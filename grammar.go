@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -74,6 +75,25 @@ func (e *FilterError) Error() string { return fmt.Sprintf("filter %s: %v", e.Fil
 
 // Unwrap returns the grammar error.
 func (e *FilterError) Unwrap() error { return e.Err }
+
+// Validate checks the dead-letter filter's endpoint and tenant against their grammar and
+// its time range; the error is a *FilterError naming the filter (endpoint, tenant, until).
+func (f DeadLetterFilter) Validate() error {
+	if f.EndpointID != "" {
+		if err := ValidateEndpointID(f.EndpointID); err != nil {
+			return &FilterError{Filter: "endpoint", Err: err}
+		}
+	}
+	if f.Tenant != "" {
+		if err := ValidateTenant(f.Tenant); err != nil {
+			return &FilterError{Filter: "tenant", Err: err}
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
+		return &FilterError{Filter: "until", Err: fmt.Errorf("until (%s) is before since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))}
+	}
+	return nil
+}
 
 // Validate checks every value of f against its grammar; the error is a *FilterError
 // naming the first filter that breaks it. Query takes only a filter that passed.

@@ -187,10 +187,8 @@ type DeadLetter struct {
 
 // ListDeadLetters lists the dead letters f selects, oldest first as the server returns them.
 func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter) ([]DeadLetter, error) {
-	if f.EndpointID != "" {
-		if err := herald.ValidateEndpointID(f.EndpointID); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	var out []DeadLetter
 	for ex, err := range herald.Executions(ctx, s.c, f.Query(), 500) {
@@ -211,16 +209,11 @@ func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter)
 // BulkReplay starts a bulk replay of the dead letters in.Filter selects, at in.At (or now),
 // and returns the workflow id that carries it out (visible in the Temporal UI).
 func (s *Client) BulkReplay(ctx context.Context, in herald.BulkReplayInput) (string, error) {
-	if f := in.Filter; !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
-		return "", fmt.Errorf("%w: until (%s) is before since (%s)", ErrInvalid, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	if err := in.Filter.Validate(); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := policy.ValidateReplayAt(in.At, s.opts.Now()); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if in.Filter.EndpointID != "" {
-		if err := herald.ValidateEndpointID(in.Filter.EndpointID); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
 	}
 	scope := in.Filter.EndpointID
 	if scope == "" {
