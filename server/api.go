@@ -239,10 +239,8 @@ func (s *Server) apiReplay(ctx context.Context, _ http.ResponseWriter, r *http.R
 	if err != nil {
 		return 0, nil, err
 	}
-	if rep.Fanout == nil {
-		if err := s.mayReplay(ctx, p, rep.Status); err != nil {
-			return 0, nil, err
-		}
+	if err := s.mayReplay(ctx, p, rep); err != nil {
+		return 0, nil, err
 	}
 	// An event sent to the tenant, named without an endpoint: every dead-lettered delivery.
 	done, err := s.opts.Starter.Replay(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: only})
@@ -493,7 +491,9 @@ func (s *Server) deadLetters(ctx context.Context, p principal, endpoint string) 
 		if err != nil {
 			return nil, err
 		}
-		f.Tenant = herald.TenantOrDefault(e.Tenant)
+		if !p.operator() {
+			f.Tenant = herald.TenantOrDefault(e.Tenant)
+		}
 	}
 	list, err := s.opts.Starter.ListDeadLetters(ctx, f)
 	if err != nil {

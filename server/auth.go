@@ -144,14 +144,34 @@ func (s *Server) eventFor(ctx context.Context, p principal, tenant, endpoint, id
 }
 
 // mayReplay refuses a tenant's replay of a delivery whose endpoint has moved to another
-// tenant since: the replay would send the event to the other tenant's receiver.
-func (s *Server) mayReplay(ctx context.Context, p principal, st herald.Status) error {
-	if p.operator() || st.Event.EndpointID == "" {
+// tenant since: the replay would send the event to the other tenant's receiver. For an
+// event sent to the tenant, every dead-lettered delivery (what the replay would resend) is
+// checked, and one moved endpoint refuses the whole replay.
+func (s *Server) mayReplay(ctx context.Context, p principal, rep starter.Report) error {
+	if p.operator() {
 		return nil
 	}
-	if _, err := s.endpointFor(ctx, p, st.Event.EndpointID); err != nil {
+	if rep.Fanout == nil {
+		return s.mayReplayTo(ctx, p, rep.Status.Event.ID, rep.Status.Event.EndpointID)
+	}
+	for _, d := range rep.Fanout.Deliveries {
+		if d.Status != nil && d.Status.State == herald.StateDeadLetter {
+			if err := s.mayReplayTo(ctx, p, rep.Fanout.ID, d.EndpointID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mayReplayTo is mayReplay for event id's delivery to endpoint.
+func (s *Server) mayReplayTo(ctx context.Context, p principal, id, endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	if _, err := s.endpointFor(ctx, p, endpoint); err != nil {
 		if errors.Is(err, starter.ErrNotFound) {
-			return fmt.Errorf("%w: event %s went to endpoint %s, which no longer belongs to tenant %s: ask an operator to replay it", starter.ErrConflict, st.Event.ID, st.Event.EndpointID, p.token.Tenant)
+			return fmt.Errorf("%w: event %s went to endpoint %s, which no longer belongs to tenant %s: ask an operator to replay it", starter.ErrConflict, id, endpoint, p.token.Tenant)
 		}
 		return err
 	}

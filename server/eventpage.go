@@ -253,7 +253,7 @@ func (s *Server) replayForm(ctx context.Context, w http.ResponseWriter, r *http.
 	if err != nil {
 		return err
 	}
-	if err := s.mayReplay(ctx, p, st); err != nil {
+	if err := s.mayReplay(ctx, p, starter.Report{Status: st}); err != nil {
 		return err
 	}
 	if _, err := s.opts.Starter.Replay(ctx, ref); err != nil {

@@ -241,3 +241,33 @@ func TestMovedEndpointKeepsDeadLetters(t *testing.T) {
 		t.Errorf("the refusal does not say why: %v", out)
 	}
 }
+
+// TestMovedEndpointRefusesFanoutReplay: a tenant's replay of an event it sent to every
+// subscribed endpoint is refused while one of its dead-lettered deliveries went to an
+// endpoint that has moved to another tenant since; nothing is replayed.
+func TestMovedEndpointRefusesFanoutReplay(t *testing.T) {
+	tenant := uniq("fanmove")
+	tok, _, err := shared.tokens.Create(false, tenant, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv := headerReceiver(t, http.StatusInternalServerError)
+	ep := uniq("fanmove-ep")
+	putEndpoint(t, ep, tenant, rcv.URL, 1, nil)
+	id := uniq("evt_fanmove")
+	code, out := call(t, "POST", "/v1/events", tok, map[string]any{"tenant": tenant, "id": id, "type": "order.paid", "data": 1})
+	want(t, "send to tenant "+tenant, code, http.StatusAccepted, out)
+	eventually(t, "the fan-out delivery to be a dead letter", func() bool {
+		_, dl := call(t, "GET", "/v1/dead-letters", tok, nil)
+		return slices.Contains(deadLetterIDs(dl), id)
+	})
+	code, out = call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"tenant": "globex"})
+	if code != http.StatusOK && code != http.StatusCreated {
+		t.Fatalf("move %s to globex: %d %v", ep, code, out)
+	}
+	code, out = call(t, "POST", "/v1/events/"+id+"/replay", tok, nil)
+	want(t, tenant+"'s replay of "+id+" after the move", code, http.StatusConflict, out)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, "no longer belongs to tenant "+tenant) {
+		t.Errorf("the refusal does not say why: %v", out)
+	}
+}
