@@ -39,11 +39,13 @@ func (s *TokenStore) endSession(nonce string, expires, now time.Time) error {
 		max = MaxSignedOutSessions
 	}
 	return s.update(func(f *tokensFile) error {
-		kept := f.SignedOut[:0]
 		for _, e := range f.SignedOut {
 			if e.Nonce == nonce {
-				return nil
+				return nil // ended already
 			}
+		}
+		kept := f.SignedOut[:0]
+		for _, e := range f.SignedOut {
 			if now.Before(e.ExpiresAt) {
 				kept = append(kept, e)
 			}
