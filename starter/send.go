@@ -182,12 +182,28 @@ func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) 
 	return v.Endpoint.Tenant, nil
 }
 
+// maxKnownEndpoints bounds how many endpoints a Client remembers (about 100 bytes each, so
+// 10 MB at most): when full, the expired entries go, and if none has expired all go (each
+// endpoint is then read again once, at its next send).
+const maxKnownEndpoints = 100_000
+
 // remember records that endpoint id exists and belongs to tenant.
 func (s *Client) remember(id, tenant string) {
 	if tenant == "" {
 		tenant = herald.DefaultTenant
 	}
+	now := s.opts.Now()
 	s.mu.Lock()
-	s.known[id] = knownEndpoint{tenant: tenant, seen: s.opts.Now()}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if _, ok := s.known[id]; !ok && len(s.known) >= s.knownCap {
+		for k, e := range s.known {
+			if now.Sub(e.seen) >= s.opts.EndpointCacheTTL {
+				delete(s.known, k)
+			}
+		}
+		if len(s.known) >= s.knownCap {
+			clear(s.known)
+		}
+	}
+	s.known[id] = knownEndpoint{tenant: tenant, seen: now}
 }

@@ -79,6 +79,7 @@ type Client struct {
 
 	mu         sync.Mutex
 	known      map[string]knownEndpoint // endpoint id → its tenant, when last confirmed
+	knownCap   int                      // most entries of known (maxKnownEndpoints)
 	workerKeys workerKeys
 	types      typeCache
 
@@ -102,7 +103,7 @@ func New(c client.Client, o Options) *Client {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}, fanout: make(chan struct{}, o.FanoutParallelism)}
+	return &Client{c: c, opts: o, known: map[string]knownEndpoint{}, knownCap: maxKnownEndpoints, fanout: make(chan struct{}, o.FanoutParallelism)}
 }
 
 // eachAtOnce calls f for every i in [0, n), at most limit at once, and returns when all
