@@ -157,7 +157,7 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		StaticSummary:            fmt.Sprintf("%s → %s (replay)", ev.Type, ev.EndpointID),
-	}, herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: keepLast(st.Attempts)})
+	}, herald.DeliveryWorkflow, replayInput(ev, st))
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -168,11 +168,15 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 	return nil
 }
 
-func keepLast(a []herald.AttemptRecord) []herald.AttemptRecord {
-	if len(a) > herald.MaxKeptAttempts {
-		return a[len(a)-herald.MaxKeptAttempts:]
+// replayInput is the input of the next round of ev's delivery, whose status is st: the
+// last herald.MaxKeptAttempts attempts, and the count of those dropped, earlier ones
+// included, as the delivery keeps them when it continues as new.
+func replayInput(ev Event, st herald.Status) herald.DeliveryInput {
+	kept, dropped := st.Attempts, st.Dropped
+	if n := len(kept) - herald.MaxKeptAttempts; n > 0 {
+		kept, dropped = kept[n:], dropped+n
 	}
-	return a
+	return herald.DeliveryInput{Event: ev, Round: st.Round + 1, Attempts: kept, Dropped: dropped}
 }
 
 // DeadLetter is one parked delivery.
