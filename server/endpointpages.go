@@ -71,10 +71,15 @@ func percent(n, total int) string {
 // error it stays "–" (the page still shows everything else).
 // The counts are kept for rateTTL, so that pages refreshing themselves do not count again
 // every few seconds.
+// maxRateCounts bounds the delivery counts kept for rateTTL; past it they are dropped and
+// counted again as pages ask.
+const maxRateCounts = 10_000
+
 func (s *Server) deliveryRate(ctx context.Context, v *endpointView) {
 	now := s.opts.Now()
+	key := herald.TenantOrDefault(v.Tenant) + "/" + v.ID // counts are the tenant's (an endpoint may move)
 	s.rates.Lock()
-	c, ok := s.rates.m[v.ID]
+	c, ok := s.rates.m[key]
 	s.rates.Unlock()
 	if !ok || now.Sub(c.at) >= rateTTL || now.Before(c.at) {
 		delivered, failed, err := s.opts.Starter.DeliveryCounts(ctx, v.ID, v.Tenant)
@@ -84,10 +89,10 @@ func (s *Server) deliveryRate(ctx context.Context, v *endpointView) {
 		}
 		c = rateCount{delivered: delivered, failed: failed, at: now}
 		s.rates.Lock()
-		if s.rates.m == nil || len(s.rates.m) > 10_000 {
+		if s.rates.m == nil || len(s.rates.m) > maxRateCounts {
 			s.rates.m = map[string]rateCount{}
 		}
-		s.rates.m[v.ID] = c
+		s.rates.m[key] = c
 		s.rates.Unlock()
 	}
 	delivered, failed := c.delivered, c.failed
