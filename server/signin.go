@@ -67,7 +67,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 // signout ends the session on the server (the tokens file remembers it as signed out
 // until it would have expired: a copy of the cookie no longer opens it) and clears the cookie.
 func (s *Server) signout(_ context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	if err := s.opts.Tokens.endSession(p.nonce, p.expires, s.opts.Now()); err != nil {
+	if err := s.opts.Tokens.endSession(p.nonce, p.token.ID, p.expires, s.opts.Now()); err != nil {
 		return err
 	}
 	s.setCookie(w, r, sessionCookie, "", -1)

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"crypto/rand"
+	"slices"
 	"time"
 )
 
@@ -13,9 +15,16 @@ import (
 // in again, and unopened portal links no longer open), and the list starts empty.
 const MaxSignedOutSessions = 10000
 
+// MaxSignedOutPerToken bounds how many of the signed-out sessions one token leaves: past
+// it, that token's session closest to expiring is forgotten (it could open again, but only
+// for someone who signs in with that same token anyway). So no token holder can fill the
+// list and, through the key replacement above, sign everyone else out.
+const MaxSignedOutPerToken = 100
+
 // signedOutSession is a session ended by signing out, kept until it would have expired.
 type signedOutSession struct {
 	Nonce     string    `json:"nonce"`
+	TokenID   string    `json:"token_id,omitempty"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
@@ -27,28 +36,36 @@ func (s *TokenStore) signedOut(nonce string) bool {
 	return s.ended[nonce]
 }
 
-// endSession records the session with nonce, which expires at expires, as signed out, on
-// every server sharing the file. It forgets the sessions that have expired by now; when
-// the list is full it replaces the session key (see MaxSignedOutSessions).
-func (s *TokenStore) endSession(nonce string, expires, now time.Time) error {
+// endSession records the session with nonce, of token tokenID, which expires at expires, as
+// signed out, on every server sharing the file. It forgets the sessions that have expired
+// by now and the token's oldest past MaxSignedOutPerToken; when the list is full it
+// replaces the session key (see MaxSignedOutSessions).
+func (s *TokenStore) endSession(nonce, tokenID string, expires, now time.Time) error {
 	if nonce == "" || !now.Before(expires) {
 		return nil // nothing to end: no session, or one that has expired
 	}
-	max := s.maxSignedOut
-	if max <= 0 {
-		max = MaxSignedOutSessions
-	}
+	max, perToken := cmp.Or(s.maxSignedOut, MaxSignedOutSessions), cmp.Or(s.maxSignedOutPerToken, MaxSignedOutPerToken)
 	return s.update(func(f *tokensFile) error {
 		for _, e := range f.SignedOut {
 			if e.Nonce == nonce {
 				return nil // ended already
 			}
 		}
-		kept := f.SignedOut[:0]
+		kept, oldest, mine := f.SignedOut[:0], -1, 0
 		for _, e := range f.SignedOut {
-			if now.Before(e.ExpiresAt) {
-				kept = append(kept, e)
+			if !now.Before(e.ExpiresAt) {
+				continue
 			}
+			if e.TokenID == tokenID {
+				mine++
+				if oldest < 0 || e.ExpiresAt.Before(kept[oldest].ExpiresAt) {
+					oldest = len(kept)
+				}
+			}
+			kept = append(kept, e)
+		}
+		if mine >= perToken {
+			kept = slices.Delete(kept, oldest, oldest+1)
 		}
 		if len(kept) >= max {
 			key := make([]byte, 32)
@@ -58,7 +75,7 @@ func (s *TokenStore) endSession(nonce string, expires, now time.Time) error {
 			f.SessionKey, f.SignedOut = key, nil
 			return nil
 		}
-		f.SignedOut = append(kept, signedOutSession{Nonce: nonce, ExpiresAt: expires.UTC()})
+		f.SignedOut = append(kept, signedOutSession{Nonce: nonce, TokenID: tokenID, ExpiresAt: expires.UTC()})
 		return nil
 	})
 }

@@ -81,7 +81,7 @@ func TestSignedOutSessionsBounded(t *testing.T) {
 		if !ok {
 			t.Fatal("session does not open before signing out")
 		}
-		if err := store.endSession(p.nonce, p.expires, now); err != nil {
+		if err := store.endSession(p.nonce, p.token.ID, p.expires, now); err != nil {
 			t.Fatal(err)
 		}
 		if open(cookie) {
@@ -232,5 +232,66 @@ func TestReservedTenantRefusedEverywhere(t *testing.T) {
 	}
 	if code, _ := call(t, "GET", "/v1/endpoints", tok, nil); code != http.StatusUnauthorized {
 		t.Errorf("a stored token of tenant herald-ops: status %d, want 401", code)
+	}
+}
+
+// TestSignedOutSessionsPerToken: one token's sign-outs keep at most maxSignedOutPerToken
+// entries (its oldest forgotten), so they never fill the list and end other tokens' sessions.
+func TestSignedOutSessionsPerToken(t *testing.T) {
+	store, err := OpenTokenStore(filepath.Join(t.TempDir(), "tokens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.maxSignedOut, store.maxSignedOutPerToken = 4, 2
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := &Server{opts: Options{Tokens: store, SessionTTL: time.Hour, Now: func() time.Time { return now }}}
+	session := func(secret string) (string, principal) {
+		t.Helper()
+		tk, _ := store.Lookup(secret)
+		c, err := s.newSession(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := http.NewRequest(http.MethodGet, "/endpoints", nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: c})
+		p, ok := s.session(r)
+		if !ok {
+			t.Fatal("a new session does not open")
+		}
+		return c, p
+	}
+	opens := func(c string) bool {
+		r, _ := http.NewRequest(http.MethodGet, "/endpoints", nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: c})
+		_, ok := s.session(r)
+		return ok
+	}
+	busy, _, err := store.Create(false, "acme", "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := store.Create(false, "globex", "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCookie, _ := session(other)
+	key := string(store.file.SessionKey)
+	var last string
+	for range 10 {
+		c, p := session(busy)
+		now = now.Add(time.Second)
+		if err := store.endSession(p.nonce, p.token.ID, p.expires, now); err != nil {
+			t.Fatal(err)
+		}
+		last = c
+	}
+	if n := len(store.file.SignedOut); n != 2 {
+		t.Fatalf("%d signed-out sessions remembered for one token, want 2", n)
+	}
+	if string(store.file.SessionKey) != key || !opens(otherCookie) {
+		t.Fatal("one token's sign-outs replaced the session key and ended another token's session")
+	}
+	if opens(last) {
+		t.Fatal("the latest signed-out session opens again")
 	}
 }

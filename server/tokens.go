@@ -81,6 +81,8 @@ type TokenStore struct {
 	ended map[string]bool
 	// maxSignedOut bounds file.SignedOut; 0 means MaxSignedOutSessions.
 	maxSignedOut int
+	// maxSignedOutPerToken bounds one token's entries; 0 means MaxSignedOutPerToken.
+	maxSignedOutPerToken int
 }
 
 // OpenTokenStore opens the tokens file at path. A missing file is an empty store: it will be
