@@ -137,7 +137,7 @@ func (s *Server) eventFor(ctx context.Context, p principal, tenant, endpoint, id
 	// The ref names the tenant that sent the event (its workflow id carries it), so the
 	// event is that tenant's wherever its endpoint went since; a session scoped to one
 	// endpoint sees that endpoint's deliveries only.
-	if p.endpoint != "" && rep.Fanout == nil && rep.Status.Event.EndpointID != p.endpoint {
+	if p.endpoint != "" && (rep.Fanout != nil || rep.Status.Event.EndpointID != p.endpoint) {
 		return starter.Report{}, notFoundFor("event", id)
 	}
 	return rep, nil
