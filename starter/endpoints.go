@@ -41,6 +41,21 @@ func (s *Client) PutOpsEndpoint(ctx context.Context, req herald.PutEndpointReque
 }
 
 func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+	res, err := s.register(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	// Read-your-writes for sends to the tenant: the put returns once the tenant's sends find it.
+	if err := s.awaitIndexed(ctx, res.Endpoint); err != nil {
+		return res, fmt.Errorf("put endpoint %s: the endpoint was saved (version %d), but sends to tenant %s may not find it yet: %w; run the same put again",
+			req.ID, res.Endpoint.Version, herald.TenantOrDefault(res.Endpoint.Tenant), err)
+	}
+	return res, nil
+}
+
+// register runs one put on the endpoint workflow (update-with-start) and returns its
+// result, without waiting for the tenant's sends to find the endpoint (awaitIndexed).
+func (s *Client) register(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
 	var res herald.PutEndpointResult
 	// Structural checks here, so that bad input starts nothing; the worker's validator
 	// checks again with its own address policy (allowing every address here).
@@ -73,11 +88,6 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 		return res, fmt.Errorf("put endpoint %s: %w", req.ID, err)
 	}
 	s.remember(req.ID, res.Endpoint.Tenant)
-	// Read-your-writes for sends to the tenant: the put returns once its directory has it.
-	if err := s.subscribe(ctx, res.Endpoint); err != nil {
-		return res, fmt.Errorf("put endpoint %s: the endpoint was saved (version %d), but its subscriptions could not be recorded in tenant %s's directory, so events sent to the tenant may miss it: %w; run the same put again",
-			req.ID, res.Endpoint.Version, herald.TenantOrDefault(res.Endpoint.Tenant), err)
-	}
 	return res, nil
 }
 
