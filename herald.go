@@ -29,10 +29,10 @@ const (
 	BulkReplayWorkflow = "BulkReplay"
 	// StatsWorkflow is the workflow type of a shard of endpoint attempt counts.
 	StatsWorkflow = "EndpointStats"
-	// SubscriptionsWorkflow is the workflow type of a tenant's subscription directory
-	// (one per tenant, SubscriptionsWorkflowID): its endpoints and the event types each
-	// receives.
-	SubscriptionsWorkflow = "Subscriptions"
+	// LegacySubscriptionsWorkflow is the workflow type of the per-tenant subscription
+	// directories of Herald 0.1.0, which endpoints' search attributes replaced (0.2.0):
+	// herald migrate ends them.
+	LegacySubscriptionsWorkflow = "Subscriptions"
 	// NoDestinationWorkflow is the workflow type of the record of an event sent to a tenant
 	// when none of its endpoints subscribed to the event's type (NoDestinationID). It
 	// completes at once; its input is the event.
@@ -42,25 +42,6 @@ const (
 	// (DeliveryID), so that the two ways of sending share one set of event ids per tenant:
 	// whichever starts first holds the id. It completes at once; its input is the event.
 	FanoutEventWorkflow = "FanoutEvent"
-)
-
-// Messages of the subscription directory workflow.
-const (
-	// UpdateSubscribe records one endpoint's subscription in its tenant's directory, or
-	// removes it (Subscription → Directory).
-	UpdateSubscribe = "subscribe"
-	// UpdateBackfill adds the subscriptions of endpoints registered before directories
-	// existed, keeping the entries the directory has, and marks it backfilled
-	// ([]Subscription → Directory).
-	UpdateBackfill = "backfill"
-	// QuerySubscriptions returns the Directory.
-	QuerySubscriptions = "subscriptions"
-	// QuerySubscribers returns the Directory with only the entries that receive an event
-	// type (string → Directory): what a send reads from a Large directory.
-	QuerySubscribers = "subscribers"
-	// MemoSubscriptions is the memo field where a directory publishes itself (Directory)
-	// whenever it changes: senders read it with a describe, which involves no worker.
-	MemoSubscriptions = "subscriptions"
 )
 
 // Messages of the delivery workflow.
@@ -90,6 +71,10 @@ const (
 const (
 	// UpdatePutEndpoint registers or changes an endpoint (PutEndpointRequest → PutEndpointResult).
 	UpdatePutEndpoint = "put"
+	// UpdateIndex publishes a registered endpoint's tenant and subscription in its search
+	// attributes (HeraldTenant, HeraldSubscriptions), where its tenant's sends find it: what
+	// herald migrate asks of endpoints registered before 0.2.0 (no argument, no result).
+	UpdateIndex = "index"
 	// UpdateReset closes an endpoint's circuit by hand (→ EndpointState).
 	UpdateReset = "reset"
 	// UpdateDisable disables an endpoint by hand (DisableRequest → EndpointState).

@@ -51,10 +51,6 @@ func NoDestinationID(tenant, eventID string) string {
 	return "event+none@" + TenantOrDefault(tenant) + ":" + eventID
 }
 
-// SubscriptionsWorkflowID is the workflow id of a tenant's subscription directory:
-// "subscriptions:<tenant>".
-func SubscriptionsWorkflowID(tenant string) string { return "subscriptions:" + TenantOrDefault(tenant) }
-
 // TenantOrDefault is tenant, or DefaultTenant when it is empty (an endpoint registered
 // without one).
 func TenantOrDefault(tenant string) string {

@@ -1,7 +1,6 @@
 package herald
 
 import (
-	"errors"
 	"time"
 
 	"github.com/heraldhq/herald/policy"
@@ -41,14 +40,6 @@ type EndpointInput struct {
 	// unset).
 	Disabled policy.DisableCause `json:"disabled,omitempty"`
 }
-
-// SubscriptionsInput starts (or continues as new) a tenant's subscription directory.
-type SubscriptionsInput struct {
-	Directory Directory `json:"directory"`
-}
-
-// ErrBackfilled refuses a backfill of a directory that has had one (UpdateBackfill).
-var ErrBackfilled = errors.New("the directory is backfilled already")
 
 // EventTypesInput starts (or continues as new) the catalog of event types.
 type EventTypesInput struct {

@@ -37,18 +37,24 @@ var (
 	// its replays: a tenant's event search selects by it, so an endpoint that moves to
 	// another tenant leaves its past deliveries with the tenant that sent them.
 	AttrTenant = temporal.NewSearchAttributeKeyKeyword("HeraldTenant")
+	// AttrSubscriptions is an endpoint workflow's subscription, as the tokens its tenant's
+	// sends look for (SubscriptionTokens): a send finds the endpoints its event type
+	// reaches with one indexed visibility query (MatchingTokens), whatever the tenant's size.
+	AttrSubscriptions = temporal.NewSearchAttributeKeyKeywordList("HeraldSubscriptions")
 )
 
-// SearchAttributeNames lists the custom search attributes Herald needs, all of type Keyword.
-var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName(), AttrEventID.GetName(), AttrTenant.GetName()}
+// SearchAttributeNames lists the custom search attributes Herald needs: all of type Keyword
+// but HeraldSubscriptions, a KeywordList.
+var SearchAttributeNames = []string{AttrStatus.GetName(), AttrEndpoint.GetName(), AttrEventType.GetName(), AttrCircuit.GetName(), AttrDisabled.GetName(), AttrEventID.GetName(), AttrTenant.GetName(), AttrSubscriptions.GetName()}
 
-// SearchAttributeTypes maps Herald's search attributes to their type (all Keyword), as a
-// namespace must register them.
+// SearchAttributeTypes maps Herald's search attributes to their type, as a namespace must
+// register them.
 func SearchAttributeTypes() map[string]enums.IndexedValueType {
 	m := make(map[string]enums.IndexedValueType, len(SearchAttributeNames))
 	for _, n := range SearchAttributeNames {
 		m[n] = enums.INDEXED_VALUE_TYPE_KEYWORD
 	}
+	m[AttrSubscriptions.GetName()] = enums.INDEXED_VALUE_TYPE_KEYWORD_LIST
 	return m
 }
 
@@ -89,6 +95,11 @@ func (q Query) NotStatus(s string) Query { return q.and("ExecutionStatus != " + 
 
 // IDIn keeps the workflows whose id is one of ids.
 func (q Query) IDIn(ids ...string) Query { return q.and("WorkflowId IN (" + quoteAll(ids) + ")") }
+
+// HasAny keeps the workflows whose keyword list a holds any of vs.
+func (q Query) HasAny(a temporal.SearchAttributeKeyKeywordList, vs ...string) Query {
+	return q.and(a.GetName() + " IN (" + quoteAll(vs) + ")")
+}
 
 // Running keeps the running workflows.
 func (q Query) Running() Query { return q.and("ExecutionStatus = 'Running'") }

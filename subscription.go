@@ -1,24 +1,13 @@
 package herald
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/policy"
 )
-
-// Subscription is one endpoint's entry in its tenant's directory: the event types it
-// receives (policy.MatchesType; none means every type).
-type Subscription struct {
-	Endpoint string   `json:"endpoint"`
-	Types    []string `json:"types,omitempty"`
-	// Version is the endpoint's configuration version the entry reflects: a directory
-	// keeps the entry of the highest version, so concurrent puts settle on the last one.
-	Version int `json:"version,omitempty"`
-	// Remove takes the endpoint out of the directory (it moved to another tenant).
-	Remove bool `json:"remove,omitempty"`
-}
 
 // NormalizeTypes is a subscription as an endpoint stores it: nil (every type) when the
 // patterns include "*", otherwise the patterns as given.
@@ -29,74 +18,75 @@ func NormalizeTypes(patterns []string) []string {
 	return slices.Clone(patterns)
 }
 
-// Directory is a tenant's subscription directory as its workflow publishes it
-// (MemoSubscriptions) and answers for it (QuerySubscriptions).
-type Directory struct {
-	Tenant string `json:"tenant"`
-	// Entries are sorted by endpoint id, one per endpoint.
-	Entries []Subscription `json:"entries,omitempty"`
-	// Backfilled is set once the endpoints registered before directories existed were
-	// added (UpdateBackfill).
-	Backfilled bool `json:"backfilled,omitempty"`
-	// Large is set in the memo of a directory of more than MemoSubscriptionsMax endpoints,
-	// which then holds no entries: ask the workflow (QuerySubscribers) for the endpoints an
-	// event type reaches.
-	Large bool `json:"large,omitempty"`
-}
+// Subscription tokens. An endpoint workflow publishes its tenant and the event type
+// patterns it receives in AttrSubscriptions, one token per pattern: "<tenant>/<pattern>"
+// ("<tenant>/*" for every type). A send to a tenant lists the endpoint workflows holding
+// any token of MatchingTokens: an indexed lookup whose cost grows with the endpoints that
+// match, not with the tenant. The server limits a search attribute's encoded value
+// (2 KB by default), so an endpoint whose readable tokens would pass
+// MaxReadableTokensBytes publishes each as "#" and 16 hex digits of its SHA-256 instead;
+// MatchingTokens names both forms.
+const MaxReadableTokensBytes = 1500
 
-// MemoSubscriptionsMax is the most endpoints a directory publishes in its memo. Every
-// change rewrites the memo (and the visibility record that holds it), so a tenant with
-// thousands of endpoints would rewrite megabytes per put; beyond this, senders query.
-const MemoSubscriptionsMax = 200
-
-// Find returns the entry of endpoint id, and whether there is one.
-func (d Directory) Find(id string) (Subscription, bool) {
-	i, ok := d.search(id)
-	if !ok {
-		return Subscription{}, false
+// SubscriptionTokens returns the tokens an endpoint of tenant subscribed to types
+// publishes (types as the endpoint stores them: nil is every type).
+func SubscriptionTokens(tenant string, types []string) []string {
+	tenant = TenantOrDefault(tenant)
+	if len(types) == 0 {
+		types = []string{"*"}
 	}
-	return d.Entries[i], true
-}
-
-func (d Directory) search(id string) (int, bool) {
-	return slices.BinarySearchFunc(d.Entries, id, func(s Subscription, id string) int { return strings.Compare(s.Endpoint, id) })
-}
-
-// Matching returns the ids of the endpoints that receive events of type eventType, sorted.
-func (d Directory) Matching(eventType string) []string {
-	var ids []string
-	for _, s := range d.Entries {
-		if policy.MatchesType(s.Types, eventType) {
-			ids = append(ids, s.Endpoint)
+	out := make([]string, len(types))
+	size := 2
+	for i, p := range types {
+		out[i] = tenant + "/" + p
+		size += len(out[i]) + 3
+	}
+	if size > MaxReadableTokensBytes {
+		for i := range out {
+			out[i] = hashedToken(out[i])
 		}
 	}
-	return ids
+	slices.Sort(out)
+	return out
 }
 
-// Apply records s in the directory: it inserts or replaces the endpoint's entry (unless
-// the entry held is of a later version), or removes it for s.Remove. It reports whether
-// the directory changed. Entries stay sorted.
-func (d *Directory) Apply(s Subscription) bool {
-	i, ok := d.search(s.Endpoint)
-	switch {
-	case s.Remove:
-		if !ok {
-			return false
+// MatchingTokens returns every token (both forms) of a subscription of tenant that
+// receives events of eventType (policy.MatchesType): the type itself, each prefix
+// wildcard that covers it ("order.*" for "order.paid") and "*".
+func MatchingTokens(tenant, eventType string) []string {
+	tenant = TenantOrDefault(tenant)
+	patterns := []string{"*", eventType}
+	for i := 1; i < len(eventType)-1; i++ {
+		if eventType[i] == '.' {
+			patterns = append(patterns, eventType[:i+1]+"*")
 		}
-		d.Entries = slices.Delete(d.Entries, i, i+1)
-		return true
-	case !ok:
-		s.Types = slices.Clone(s.Types)
-		d.Entries = slices.Insert(d.Entries, i, s)
-		return true
-	case d.Entries[i].Version > s.Version:
-		return false
-	case d.Entries[i].Version == s.Version && slices.Equal(d.Entries[i].Types, s.Types):
-		return false
 	}
-	s.Types = slices.Clone(s.Types)
-	d.Entries[i] = s
-	return true
+	out := make([]string, 0, 2*len(patterns))
+	for _, p := range patterns {
+		if !policy.MatchesType([]string{p}, eventType) {
+			continue
+		}
+		t := tenant + "/" + p
+		out = append(out, t, hashedToken(t))
+	}
+	return out
+}
+
+// TokensMatch reports whether an endpoint that publishes tokens receives an event of
+// eventType sent to tenant, comparing exactly (the visibility store may compare without
+// regard to case).
+func TokensMatch(tokens []string, tenant, eventType string) bool {
+	for _, m := range MatchingTokens(tenant, eventType) {
+		if slices.Contains(tokens, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func hashedToken(t string) string {
+	sum := sha256.Sum256([]byte(t))
+	return "#" + hex.EncodeToString(sum[:8])
 }
 
 // EventView is what herald status shows of an event sent to a tenant (fan-out): the event

@@ -29,9 +29,6 @@ func TestFanoutDeliveryIDs(t *testing.T) {
 			t.Errorf("ParseFanoutDeliveryID(%q) took it for a fan-out delivery", id)
 		}
 	}
-	if got := SubscriptionsWorkflowID(""); got != "subscriptions:default" {
-		t.Errorf("SubscriptionsWorkflowID(\"\") = %q", got)
-	}
 }
 
 func TestNormalizeTypes(t *testing.T) {

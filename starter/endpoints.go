@@ -69,14 +69,13 @@ func (s *Client) register(ctx context.Context, req herald.PutEndpointRequest) (h
 		}
 		req.DefaultSecret = sec
 	}
-	if req.Tenant != "" && !req.CreateOnly { // a new endpoint has no tenant to leave
-		if err := s.leaveTenant(ctx, req.ID, req.Tenant); err != nil {
-			return res, fmt.Errorf("put endpoint %s: nothing changed: moving it to tenant %s failed: %w", req.ID, req.Tenant, err)
-		}
-	}
+	// A new endpoint starts with its tenant and subscription published; a put to one that
+	// exists publishes them itself when they change (the start is not used).
+	tenant := herald.TenantOrDefault(req.Tenant)
 	start, err := s.updateWithStart(ctx, startUpdate{
 		ID: herald.EndpointWorkflowID(req.ID), Type: herald.EndpointWorkflow, Summary: "endpoint " + req.ID,
-		Input: herald.EndpointInput{ID: req.ID}, Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID)),
+		Input: herald.EndpointInput{ID: req.ID}, Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID),
+			herald.AttrTenant.ValueSet(tenant), herald.AttrSubscriptions.ValueSet(herald.SubscriptionTokens(tenant, herald.NormalizeTypes(req.Types)))),
 		Name: herald.UpdatePutEndpoint, Arg: req,
 	}, &res)
 	if err != nil {

@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
-
-	"go.temporal.io/sdk/converter"
 
 	"github.com/heraldhq/herald"
 )
@@ -38,8 +34,8 @@ type FanoutDelivery struct {
 // Publish sends ev to every endpoint of tenant that subscribed to ev.Type (fan-out): one
 // delivery workflow per endpoint (herald.FanoutDeliveryID), each with its own ladder and
 // dead letter, and the event id as webhook-id at every endpoint. ev.EndpointID must be
-// empty. It reads the tenant's subscription directory, which every endpoint put updates
-// before it returns, so an endpoint registered or subscribed before Publish is called
+// empty. It finds the endpoints with Subscribers, which sees every endpoint put that
+// returned before, so an endpoint registered or subscribed before Publish is called
 // receives the event.
 //
 // Publish is idempotent and safe to repeat after an error or a crash: sending the same
@@ -79,14 +75,10 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		return res, nil
 	}
 	ev.CreatedAt = first.CreatedAt // the deliveries a resend adds carry the event as first sent
-	dir, err := s.Directory(ctx, tenant)
-	if err == nil && dir.Large {
-		dir, err = s.subscribers(ctx, tenant, ev.Type)
-	}
+	matches, err := s.Subscribers(ctx, tenant, ev.Type)
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("send event %s to tenant %s: %w", ev.ID, tenant, err)
 	}
-	matches := dir.Matching(ev.Type)
 	if len(matches) == 0 {
 		if err := s.recordNoDestination(ctx, tenant, ev); err != nil {
 			return PublishResult{}, err
@@ -174,163 +166,4 @@ func (s *Client) noDestinationEvent(ctx context.Context, wfID string) (Event, er
 		err = s.opts.DataConverter.FromPayloads(in, &ev)
 	}
 	return ev, err
-}
-
-// Directory returns a tenant's subscription directory: its endpoints and the event types
-// each receives, as the last put left them. It reads what the directory workflow publishes
-// (a describe: no worker is asked); for a directory of more than
-// herald.MemoSubscriptionsMax endpoints that is only the Large marker, without entries. The first time a tenant's directory is read, the
-// endpoints registered before directories existed are added to it (backfill).
-func (s *Client) Directory(ctx context.Context, tenant string) (herald.Directory, error) {
-	tenant = herald.TenantOrDefault(tenant)
-	dir, err := s.readDirectory(ctx, tenant)
-	if err != nil || dir.Backfilled {
-		return dir, err
-	}
-	// One backfill at a time per tenant in this process; others wait for it and read again.
-	v, err, _ := s.backfills.Do(tenant, func() (any, error) { return s.backfill(ctx, tenant) })
-	if err != nil {
-		return herald.Directory{}, err
-	}
-	return v.(herald.Directory), nil
-}
-
-// subscribers asks a Large directory for the endpoints that receive eventType (a query:
-// a worker answers, with what every put before it recorded).
-func (s *Client) subscribers(ctx context.Context, tenant, eventType string) (herald.Directory, error) {
-	var dir herald.Directory
-	v, err := s.c.QueryWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "", herald.QuerySubscribers, eventType)
-	if err == nil {
-		err = v.Get(&dir)
-	}
-	if err != nil {
-		return dir, fmt.Errorf("ask the subscriptions of tenant %s (more than %d endpoints: a Herald worker answers): %w", tenant, herald.MemoSubscriptionsMax, err)
-	}
-	return dir, nil
-}
-
-// readDirectory reads a tenant's directory as its workflow published it (an empty one when
-// there is none yet).
-func (s *Client) readDirectory(ctx context.Context, tenant string) (herald.Directory, error) {
-	dir := herald.Directory{Tenant: tenant}
-	desc, err := s.c.DescribeWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "")
-	switch {
-	case isNotFound(err):
-	case err != nil:
-		return dir, fmt.Errorf("read the subscriptions of tenant %s: %w", tenant, err)
-	default:
-		if err := desc.GetMemoValue(herald.MemoSubscriptions, &dir); err != nil {
-			v, qerr := s.c.QueryWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "", herald.QuerySubscriptions)
-			if qerr == nil {
-				qerr = v.Get(&dir)
-			}
-			if qerr != nil {
-				return dir, fmt.Errorf("read the subscriptions of tenant %s: %w", tenant, qerr)
-			}
-		}
-	}
-	return dir, nil
-}
-
-// backfill adds to tenant's directory the endpoints of the tenant registered before
-// directories existed, found by listing every endpoint workflow, and marks the directory
-// backfilled so that it is done once. Endpoints put since are in the directory already
-// (their entry is kept).
-func (s *Client) backfill(ctx context.Context, tenant string) (herald.Directory, error) {
-	var ids []string
-	for ex, err := range herald.Executions(ctx, s.c, herald.Workflows(herald.EndpointWorkflow).Running().String(), 500) {
-		if err != nil {
-			return herald.Directory{}, fmt.Errorf("add the endpoints registered before subscriptions to tenant %s's directory: list endpoints: %w", tenant, err)
-		}
-		if id, ok := herald.ParseEndpointWorkflowID(ex.GetExecution().GetWorkflowId()); ok {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	ids = slices.Compact(ids)
-	subs := make([]*herald.Subscription, len(ids))
-	errs := make([]error, len(ids))
-	eachAtOnce(len(ids), 8, func(i int) {
-		v, err := herald.ReadAdmission(ctx, s.c, ids[i])
-		if errors.Is(err, herald.ErrNoEndpoint) {
-			return // started, never registered
-		}
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		if herald.TenantOrDefault(v.Endpoint.Tenant) == tenant {
-			subs[i] = &herald.Subscription{Endpoint: ids[i], Types: v.Endpoint.Types, Version: v.Endpoint.Version}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return herald.Directory{}, fmt.Errorf("add the endpoints registered before subscriptions to tenant %s's directory: %w", tenant, err)
-	}
-	found := []herald.Subscription{}
-	for _, sub := range subs {
-		if sub != nil {
-			found = append(found, *sub)
-		}
-	}
-	var dir herald.Directory
-	err := s.updateDirectory(ctx, tenant, herald.UpdateBackfill, found, &dir)
-	if err != nil && strings.Contains(err.Error(), herald.ErrBackfilled.Error()) {
-		// Another sender backfilled it meanwhile: read what it holds.
-		var v converter.EncodedValue
-		if v, err = s.c.QueryWorkflow(ctx, herald.SubscriptionsWorkflowID(tenant), "", herald.QuerySubscriptions); err == nil {
-			err = v.Get(&dir)
-		}
-	}
-	if err != nil {
-		return dir, fmt.Errorf("add the endpoints registered before subscriptions to tenant %s's directory: %w", tenant, err)
-	}
-	return dir, nil
-}
-
-// updateDirectory runs update name with arg on tenant's directory, starting it if need be,
-// and waits for its result (into out, if not nil).
-func (s *Client) updateDirectory(ctx context.Context, tenant, name string, arg, out any) error {
-	wfID := herald.SubscriptionsWorkflowID(tenant)
-	_, err := s.updateWithStart(ctx, startUpdate{
-		ID: wfID, Type: herald.SubscriptionsWorkflow, Summary: "subscriptions of tenant " + tenant,
-		Input: herald.SubscriptionsInput{Directory: herald.Directory{Tenant: tenant}},
-		Name:  name, Arg: arg,
-	}, out)
-	return err
-}
-
-// subscribe records a put endpoint's subscription in its tenant's directory.
-// A directory that holds the endpoint with its types already is left alone (most puts
-// change neither types nor tenant): a describe, not an update.
-func (s *Client) subscribe(ctx context.Context, ep herald.Endpoint) error {
-	tenant := herald.TenantOrDefault(ep.Tenant)
-	if dir, err := s.readDirectory(ctx, tenant); err == nil {
-		if e, ok := dir.Find(ep.ID); ok && slices.Equal(e.Types, ep.Types) {
-			return nil
-		}
-	}
-	return s.updateDirectory(ctx, tenant, herald.UpdateSubscribe,
-		herald.Subscription{Endpoint: ep.ID, Types: ep.Types, Version: ep.Version}, nil)
-}
-
-// leaveTenant takes endpoint id out of the directory of the tenant it belongs to, when a
-// put is about to move it to another tenant. Done before the move, it is safe to repeat:
-// a put that fails after it leaves the endpoint out of its old tenant's sends, and running
-// the put again moves it and adds it to the new tenant's directory.
-func (s *Client) leaveTenant(ctx context.Context, id, newTenant string) error {
-	v, err := herald.ReadAdmission(ctx, s.c, id)
-	if errors.Is(err, herald.ErrNoEndpoint) || isNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the endpoint's tenant: %w", err)
-	}
-	old := herald.TenantOrDefault(v.Endpoint.Tenant)
-	if old == newTenant {
-		return nil
-	}
-	if err := s.updateDirectory(ctx, old, herald.UpdateSubscribe, herald.Subscription{Endpoint: id, Version: v.Endpoint.Version + 1, Remove: true}, nil); err != nil {
-		return fmt.Errorf("take it out of tenant %s's directory: %w", old, err)
-	}
-	return nil
 }

@@ -2,15 +2,129 @@ package starter
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/heraldhq/herald"
 )
 
-// awaitIndexed waits until the tenant's sends find each of eps as its put left it.
+// How a put waits for its tenant's sends to find the endpoint (awaitIndexed).
+const (
+	// indexPatience is the longest a put waits for the visibility store to show it.
+	indexPatience = 30 * time.Second
+	// indexBatch is how many endpoints one visibility read checks.
+	indexBatch = 200
+	// indexFirstPoll and indexLastPoll bound the pause between two reads.
+	indexFirstPoll = 5 * time.Millisecond
+	indexLastPoll  = 250 * time.Millisecond
+)
+
+// subscriptionPage is how many endpoints one visibility read of a send returns.
+const subscriptionPage = 1000
+
+// Subscribers returns the ids of tenant's endpoints that receive events of eventType
+// (policy.MatchesType), sorted. It is one indexed visibility query on the endpoints'
+// HeraldSubscriptions (herald.MatchingTokens): no worker answers it, and its cost grows
+// with the endpoints that match, not with the tenant. Every put that returned before it is
+// seen (awaitIndexed).
+func (s *Client) Subscribers(ctx context.Context, tenant, eventType string) ([]string, error) {
+	tenant = herald.TenantOrDefault(tenant)
+	q := herald.Where().HasAny(herald.AttrSubscriptions, herald.MatchingTokens(tenant, eventType)...).Running()
+	var ids []string
+	for ex, err := range herald.Executions(ctx, s.c, q.String(), subscriptionPage) {
+		if err != nil {
+			return nil, fmt.Errorf("find the endpoints of tenant %s subscribed to %s: %w", tenant, eventType, err)
+		}
+		id, ok := herald.ParseEndpointWorkflowID(ex.GetExecution().GetWorkflowId())
+		if !ok {
+			continue
+		}
+		// The store may compare tokens without regard to case: compare them exactly.
+		t, tokens := indexed(ex)
+		if t == tenant && herald.TokensMatch(tokens, tenant, eventType) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// indexed returns the tenant and subscription tokens an endpoint workflow's visibility
+// record holds.
+func indexed(ex *workflowpb.WorkflowExecutionInfo) (string, []string) {
+	fields := ex.GetSearchAttributes().GetIndexedFields()
+	var tokens []string
+	if p := fields[herald.AttrSubscriptions.GetName()]; p != nil {
+		_ = json.Unmarshal(p.GetData(), &tokens)
+	}
+	return keyword(fields[herald.AttrTenant.GetName()].GetData()), tokens
+}
+
+// awaitIndexed waits until the visibility store shows each of eps with the tenant and
+// subscription its put left (herald.SubscriptionTokens), so that a send from any process
+// finds it: read-your-writes for sends to a tenant. An endpoint whose record shows
+// something else because a later put changed it again is not waited for.
 func (s *Client) awaitIndexed(ctx context.Context, eps ...herald.Endpoint) error {
+	want := make(map[string]herald.Endpoint, len(eps))
 	for _, ep := range eps {
-		if err := s.subscribe(ctx, ep); err != nil {
-			return err
+		want[herald.EndpointWorkflowID(ep.ID)] = ep
+	}
+	start, pause := time.Now(), indexFirstPoll
+	for {
+		var ids []string
+		for id := range want {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for batch := range slices.Chunk(ids, indexBatch) {
+			if err := s.checkIndexed(ctx, batch, want, time.Since(start) > indexPatience/4); err != nil {
+				return err
+			}
+		}
+		if len(want) == 0 {
+			return nil
+		}
+		if time.Since(start) > indexPatience {
+			ep := want[ids[slices.IndexFunc(ids, func(id string) bool { _, ok := want[id]; return ok })]]
+			return fmt.Errorf("the visibility store does not show endpoint %s in tenant %s after %s (%d endpoints waiting): is Temporal's visibility keeping up?",
+				ep.ID, herald.TenantOrDefault(ep.Tenant), indexPatience, len(want))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the visibility store to show %d endpoints: %w", len(want), ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, indexLastPoll)
+	}
+}
+
+// checkIndexed reads the visibility records of the endpoint workflows ids and takes out of
+// want those that show what was put. With late set, an endpoint that shows something else
+// is asked for its version: one a later put changed is not waited for.
+func (s *Client) checkIndexed(ctx context.Context, ids []string, want map[string]herald.Endpoint, late bool) error {
+	q := herald.Where().IDIn(ids...).Running()
+	for ex, err := range herald.Executions(ctx, s.c, q.String(), int32(len(ids))) {
+		if err != nil {
+			return fmt.Errorf("read the endpoints' visibility records: %w", err)
+		}
+		wfID := ex.GetExecution().GetWorkflowId()
+		ep, ok := want[wfID]
+		if !ok {
+			continue
+		}
+		tenant, tokens := indexed(ex)
+		if tenant == herald.TenantOrDefault(ep.Tenant) && slices.Equal(tokens, herald.SubscriptionTokens(ep.Tenant, ep.Types)) {
+			delete(want, wfID)
+			continue
+		}
+		if late && len(tokens) > 0 {
+			if v, err := herald.ReadAdmission(ctx, s.c, ep.ID); err == nil && v.Endpoint.Version > ep.Version {
+				delete(want, wfID)
+			}
 		}
 	}
 	return nil

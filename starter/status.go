@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/policy"
 )
 
 // Report is what Status finds: the status of the delivery a Ref names or, for an event
@@ -135,11 +135,12 @@ func ofTenant(tenant string) string {
 }
 
 // eventStatus shows an event sent to a tenant (Publish) and each endpoint's delivery of
-// it. It looks up directly the delivery of every endpoint in the tenant's directory (the
-// ids are deterministic), and lists by event id (HeraldEventId) any other, such as that of
-// an endpoint that has left the tenant since. An endpoint that matches the event's type
-// now but has no delivery is shown as missing. ErrNotFound when the tenant has no such
-// event.
+// it. It looks up directly the delivery of every endpoint of the tenant subscribed to the
+// event's type now (the ids are deterministic; the type is the event's as the record of
+// its id holds it), and lists by event id (HeraldEventId) any other, such as that of an
+// endpoint that has left the tenant or the type since. An endpoint that matches the
+// event's type now but has no delivery is shown as missing. ErrNotFound when the tenant
+// has no such event.
 func (s *Client) eventStatus(ctx context.Context, tenant, eventID string) (herald.EventView, error) {
 	tenant = herald.TenantOrDefault(tenant)
 	view := herald.EventView{ID: eventID, Tenant: tenant, Deliveries: []herald.DeliveryView{}}
@@ -149,13 +150,17 @@ func (s *Client) eventStatus(ctx context.Context, tenant, eventID string) (heral
 	if err := herald.ValidateEventID(eventID); err != nil {
 		return view, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	dir, err := s.Directory(ctx, tenant)
-	if err != nil {
-		return view, err
-	}
 	endpoints := map[string]bool{}
-	for _, e := range dir.Entries {
-		endpoints[e.Endpoint] = true
+	var subscribed []string
+	ev, held, err := s.sentEvent(ctx, herald.DeliveryID(tenant, eventID))
+	if held = held && err == nil; held {
+		view.Type, view.SentAt = ev.Type, ev.CreatedAt
+		if subscribed, err = s.Subscribers(ctx, tenant, ev.Type); err != nil {
+			return view, err
+		}
+		for _, ep := range subscribed {
+			endpoints[ep] = true
+		}
 	}
 	q := herald.Workflows(herald.DeliveryWorkflow).Is(herald.AttrEventID, eventID).String()
 	for ex, err := range herald.Executions(ctx, s.c, q, 500) {
@@ -200,18 +205,16 @@ func (s *Client) eventStatus(ctx context.Context, tenant, eventID string) (heral
 		if view.Type == "" {
 			view.Type, view.SentAt = ev.Type, ev.CreatedAt
 		}
-	} else if len(view.Deliveries) == 0 {
+	} else if len(view.Deliveries) == 0 && !held {
 		return view, fmt.Errorf("%w: no event %s of tenant %s was sent to the tenant (it was never sent, or it closed longer ago than the namespace's retention; for an event sent to one endpoint, see herald status without fan-out)", ErrNotFound, eventID, tenant)
 	}
 	// Endpoints that subscribe to the type now and have no delivery: a send cut short, or
 	// a subscription added since. Sending the event again adds them.
-	if view.Type != "" {
-		for i, ep := range ids {
-			if e, ok := dir.Find(ep); ok && !found[i] && policy.MatchesType(e.Types, view.Type) {
-				view.Deliveries = append(view.Deliveries, herald.DeliveryView{EndpointID: ep, WorkflowID: views[i].WorkflowID, Missing: true})
-			}
+	for i, ep := range ids {
+		if !found[i] && slices.Contains(subscribed, ep) {
+			view.Deliveries = append(view.Deliveries, herald.DeliveryView{EndpointID: ep, WorkflowID: views[i].WorkflowID, Missing: true})
 		}
-		sort.Slice(view.Deliveries, func(i, j int) bool { return view.Deliveries[i].EndpointID < view.Deliveries[j].EndpointID })
 	}
+	sort.Slice(view.Deliveries, func(i, j int) bool { return view.Deliveries[i].EndpointID < view.Deliveries[j].EndpointID })
 	return view, nil
 }

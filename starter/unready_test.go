@@ -79,7 +79,7 @@ func (doneUpdate) Get(context.Context, any) error { return nil }
 func TestUpdateWithStartTriesAgainWithANewOperation(t *testing.T) {
 	c := &unreadyClient{}
 	s := New(c, Options{})
-	if err := s.updateDirectory(context.Background(), "acme", herald.UpdateSubscribe, herald.Subscription{Endpoint: "a"}, nil); err != nil {
+	if _, err := s.updateWithStart(context.Background(), startUpdate{ID: herald.EndpointWorkflowID("a"), Type: herald.EndpointWorkflow, Name: herald.UpdatePutEndpoint}, nil); err != nil {
 		t.Fatalf("refused once, then accepted: %v", err)
 	}
 	if len(c.ops) != 2 || c.ops[0] == c.ops[1] {

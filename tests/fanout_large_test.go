@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -11,64 +13,77 @@ import (
 	"github.com/heraldhq/herald/starter"
 )
 
-// TestFanoutLargeTenant: a tenant with more endpoints than a directory publishes in its
-// memo (herald.MemoSubscriptionsMax). Its memo holds only the Large marker, written once,
-// so a put does not rewrite every entry; a send asks the directory for the endpoints of
-// its type, and an endpoint subscribed just before the send still receives it.
-func TestFanoutLargeTenant(t *testing.T) {
+// TestFanoutFindsSubscribersExactly: a send to a tenant reaches exactly the endpoints of
+// that tenant subscribed to its type, found by their search attributes: not the tenant
+// whose name differs only in case, nor types that differ only in case, nor endpoints that
+// just left the tenant or the type; and every put that returned before the send, from
+// another client too (read-your-writes), including a subscription long enough to be
+// published hashed.
+func TestFanoutFindsSubscribersExactly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rcv := newReceiver(t, status(200))
-	const tenant = "large-tenant"
-	n := herald.MemoSubscriptionsMax + 20
+	const tenant = "exact-tenant"
+	const n = 300
 	var puts errgroup.Group
-	puts.SetLimit(8)
+	puts.SetLimit(16)
+	want := []string{}
 	for i := range n {
-		puts.Go(func() error {
-			types := []string{"noise.*"}
-			if i%50 == 0 {
-				types = []string{"order.paid"}
-			}
-			return subscribe(fmt.Sprintf("large-%03d", i), tenant, rcv.URL, types, 3)
-		})
+		id := fmt.Sprintf("exact-%03d", i)
+		types := []string{"noise.*"}
+		switch {
+		case i%50 == 0:
+			types = []string{"order.paid"}
+			want = append(want, id)
+		case i%50 == 1:
+			types = []string{"Order.paid", "order.Paid", "order.paid.x", "order"}
+		case i%50 == 2:
+			types = []string{"order.*"}
+			want = append(want, id)
+		}
+		puts.Go(func() error { return subscribe(id, tenant, rcv.URL, types, 3) })
+	}
+	// The same names in a tenant whose name differs only in case.
+	for i := range 5 {
+		puts.Go(func() error { return subscribe(fmt.Sprintf("exact-upper-%d", i), "Exact-Tenant", rcv.URL, nil, 3) })
 	}
 	if err := puts.Wait(); err != nil {
 		t.Fatal(err)
 	}
-
-	// The first read of a tenant's directory backfills it, and answers with every entry.
-	if _, err := shared.starter.Directory(ctx, tenant); err != nil {
-		t.Fatal(err)
+	// Put just before the send, through another client: a subscription so long that it
+	// is published hashed, a move out of the tenant, and a change of type.
+	other := starter.New(shared.client, starter.Options{})
+	var long []string
+	for i := range 60 {
+		long = append(long, fmt.Sprintf("some.rather.long.event.type.name.number.%03d", i))
 	}
-	dir, err := shared.starter.Directory(ctx, tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !dir.Large || len(dir.Entries) != 0 {
-		t.Fatalf("directory of %d endpoints read as large=%v with %d entries, want the Large marker alone", n, dir.Large, len(dir.Entries))
-	}
-	// Subscribed just before the send: read-your-writes through the query.
-	putSubscribed(t, "large-late", tenant, rcv.URL, []string{"order.*"}, 3)
-
-	res, err := shared.starter.Publish(ctx, tenant, starter.Event{ID: "evt_large", Type: "order.paid", Data: []byte(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{"large-late": true}
-	for i := 0; i < n; i += 50 {
-		want[fmt.Sprintf("large-%03d", i)] = true
-	}
-	got := map[string]bool{}
-	for _, d := range res.Deliveries {
-		got[d.EndpointID] = true
-	}
-	if len(got) != len(want) {
-		t.Fatalf("send reached %d endpoints %v, want %d %v", len(got), got, len(want), want)
-	}
-	for id := range want {
-		if !got[id] {
-			t.Errorf("endpoint %s subscribed to order.paid got no delivery", id)
+	long = append(long, "order.paid")
+	want = append(want, "exact-long")
+	put := func(id, tenant string, types []string) {
+		t.Helper()
+		if _, err := other.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, Tenant: tenant, URL: rcv.URL, Types: types, Overrides: fast(3, time.Second)}); err != nil {
+			t.Fatal(err)
 		}
 	}
+	put("exact-long", tenant, long)
+	put("exact-000", "exact-elsewhere", []string{"order.paid"}) // moved away
+	put("exact-002", tenant, []string{"invoice.*"})             // unsubscribed
+	want = slices.DeleteFunc(want, func(id string) bool { return id == "exact-000" || id == "exact-002" })
+	slices.Sort(want)
+
+	res, err := shared.starter.Publish(ctx, tenant, starter.Event{ID: "evt_exact", Type: "order.paid", Data: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range res.Deliveries {
+		got = append(got, d.EndpointID)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the send reached %d endpoints %v\nwant %d %v", len(got), got, len(want), want)
+	}
 	eventually(t, "every subscribed endpoint to receive the event", func() bool { return len(rcv.requests()) >= len(want) })
+	if ids, err := shared.starter.Subscribers(ctx, "exact-elsewhere", "order.paid"); err != nil || !slices.Equal(ids, []string{"exact-000"}) {
+		t.Fatalf("the moved endpoint's new tenant finds %v (%v), want it", ids, err)
+	}
 }

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/signature"
@@ -415,40 +415,68 @@ func TestFanoutSurvivesSenderCrash(t *testing.T) {
 	}
 }
 
-// TestFanoutBackfillsOnce: the first sends to a tenant, many at once from two clients (as
-// from two processes), add the endpoints registered before subscriptions to its directory
-// once: one backfill in its history, the others refused without a trace.
-func TestFanoutBackfillsOnce(t *testing.T) {
+// TestMigrateEndpointsFrom010: an endpoint registered with Herald 0.1.0 (its workflow
+// holds it, its search attributes do not name its tenant or subscription, and a 0.1.0
+// directory workflow runs) is not found by a send to its tenant until herald migrate
+// runs; then it is, the directory is ended, and a second migrate changes nothing.
+func TestMigrateEndpointsFrom010(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	const tenant = "fan-backfill"
+	const tenant = "fan-migrate"
 	r := newReceiver(t, status(http.StatusOK))
-	putSubscribed(t, "fb-1", tenant, r.URL, nil, 3)
-	clients := []*starter.Client{starter.New(shared.client, starter.Options{}), starter.New(shared.client, starter.Options{})}
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := clients[i%2].Publish(ctx, tenant, starter.Event{ID: fmt.Sprintf("fb-%d", i), Type: "x", Data: json.RawMessage(`{}`)}); err != nil {
-				t.Error(err)
-			}
-		}()
+	sec, err := signature.GenerateSecret()
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	eventually(t, "20 deliveries", func() bool { return len(r.requests()) >= 20 })
-	backfills := 0
-	it := shared.client.GetWorkflowHistory(ctx, herald.SubscriptionsWorkflowID(tenant), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
+	// What 0.1.0 left: the endpoint in its workflow's input, only HeraldEndpoint set.
+	old := herald.Endpoint{ID: "fm-old", Tenant: tenant, URL: r.URL, Secret: signature.Secret(sec), Types: []string{"order.*"}, Version: 1,
+		Overrides: *fast(3, time.Second)}
+	if _, err := shared.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: herald.EndpointWorkflowID(old.ID), TaskQueue: herald.EndpointTaskQueue(herald.DefaultTaskQueue),
+		TypedSearchAttributes: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(old.ID)),
+	}, herald.EndpointWorkflow, herald.EndpointInput{ID: old.ID, Endpoint: &old}); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := shared.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "subscriptions:" + tenant, TaskQueue: "herald-test-no-worker",
+	}, herald.LegacySubscriptionsWorkflow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(id string) starter.PublishResult {
+		t.Helper()
+		res, err := shared.starter.Publish(ctx, tenant, starter.Event{ID: id, Type: "order.paid", Data: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == herald.UpdateBackfill {
-			backfills++
-		}
+		return res
 	}
-	if backfills != 1 {
-		t.Fatalf("the directory recorded %d backfills, want 1", backfills)
+	if res := send("fm-before"); !res.NoDestination {
+		t.Fatalf("before migrating, the send reached %v: the 0.1.0 endpoint has no subscription to be found by", res.Deliveries)
+	}
+	res, err := shared.starter.Migrate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Published < 1 || res.Directories < 1 {
+		t.Fatalf("migrate: %+v, want the old endpoint published and the directory ended", res)
+	}
+	if err := dir.Get(ctx, nil); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Fatalf("the 0.1.0 directory: %v, want it terminated", err)
+	}
+	eventually(t, "the migrated endpoint to be found by a send", func() bool {
+		ids, err := shared.starter.Subscribers(ctx, tenant, "order.paid")
+		return err == nil && slices.Equal(ids, []string{old.ID})
+	})
+	if res := send("fm-after"); len(res.Deliveries) != 1 || res.Deliveries[0].EndpointID != old.ID {
+		t.Fatalf("after migrating, the send reached %+v, want %s", res.Deliveries, old.ID)
+	}
+	eventually(t, "the delivery", func() bool { return slices.Contains(webhookIDs(r), "fm-after") })
+	again, err := shared.starter.Migrate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Published != 0 || again.Directories != 0 {
+		t.Fatalf("a second migrate did %+v, want nothing", again)
 	}
 }

@@ -122,6 +122,8 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEventSettled(t, "rec-fan", "evt_rec_fanout", 2, herald.StateDelivered)
+	// A changed subscription is published in the endpoint's search attributes.
+	putSubscribed(t, "rec-fan-all", "rec-fan", ok.URL, []string{"test.*"}, 3)
 
 	// The catalog of event types: a type put with a schema, changed, and strict types on and off.
 	desc := "A type recorded for the replay test."
@@ -148,7 +150,7 @@ func TestRecordHistories(t *testing.T) {
 	save(t, "endpoint_breaker_probe.json", herald.EndpointWorkflowID("rec-breaker"))
 	save(t, "bulk_replay_at.json", wfID)
 	save(t, "delivery_fanout.json", herald.FanoutDeliveryID("rec-fan", "rec-fan-paid", "evt_rec_fanout"))
-	save(t, "subscriptions_fanout.json", herald.SubscriptionsWorkflowID("rec-fan"))
+	save(t, "endpoint_subscription_changed.json", herald.EndpointWorkflowID("rec-fan-all"))
 	save(t, "endpoint_stats.json", herald.StatsWorkflowID("rec-down"))
 }
 

@@ -142,7 +142,6 @@ func RegisterEndpoints(r interface {
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, workflow.RegisterOptions{Name: herald.EventTypesWorkflow})
-	r.RegisterWorkflowWithOptions(workflows.SubscriptionsWorkflow, workflow.RegisterOptions{Name: herald.SubscriptionsWorkflow})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -48,6 +49,15 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in herald.EndpointInput) er
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdatePutEndpoint, e.put,
 		workflow.UpdateHandlerOptions{Validator: e.validate}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateIndex, func(ctx workflow.Context) error {
+		publishSubscription(ctx, *e.in.Endpoint)
+		return nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context) error {
+		_, err := e.config()
+		return err
+	}}); err != nil {
 		return err
 	}
 	return e.runLimiter(ctx)
@@ -185,6 +195,7 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	ep.Version++
 	ep.UpdatedAt = now
 	e.in.Endpoint = ep
+	publishSubscription(ctx, *ep)
 	if e.in.Limiter != nil {
 		e.ensureLimiter()
 		e.dirty = true
@@ -200,4 +211,25 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 		}
 	}
 	return res, nil
+}
+
+// publishSubscription sets the endpoint's HeraldTenant and HeraldSubscriptions to its
+// tenant and subscription (herald.SubscriptionTokens), where its tenant's sends look for
+// it, unless they hold them already (the put that started the workflow set them).
+func publishSubscription(ctx workflow.Context, ep herald.Endpoint) {
+	tenant := herald.TenantOrDefault(ep.Tenant)
+	tokens := herald.SubscriptionTokens(tenant, ep.Types)
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	heldTenant, _ := sa.GetKeyword(herald.AttrTenant)
+	heldTokens, _ := sa.GetKeywordList(herald.AttrSubscriptions)
+	if heldTenant == tenant && slices.Equal(heldTokens, tokens) {
+		return
+	}
+	if workflow.GetVersion(ctx, versionSubscriptionAttrs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	// Fails only for attributes the namespace lacks: herald namespace setup adds them.
+	if err := workflow.UpsertTypedSearchAttributes(ctx, herald.AttrTenant.ValueSet(tenant), herald.AttrSubscriptions.ValueSet(tokens)); err != nil {
+		workflow.GetLogger(ctx).Error("subscription not published: sends to the tenant do not find this endpoint; run herald namespace setup", "error", err)
+	}
 }

@@ -41,5 +41,12 @@ package workflows
 //	}
 //	// else: what 0.1.0 did, untouched
 const (
-// No change ids yet: 0.1.0 is the baseline.
+	// versionSubscriptionAttrs (2026-12-02, 0.2.0): a put that changes an endpoint's tenant
+	// or subscription upserts HeraldTenant and HeraldSubscriptions, where its tenant's sends
+	// look it up (the per-tenant directory workflow is gone). An endpoint put before
+	// carries neither, and its 0.1.0 histories (endpoint_*.json) take the old branch: no
+	// upsert (endpoint_put_before_subscription_attrs.json keeps one of them, a first put
+	// and a changed one, as 0.1.0 recorded it); endpoint_subscription_changed.json takes
+	// the new one.
+	versionSubscriptionAttrs = "subscription-attrs"
 )

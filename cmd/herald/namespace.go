@@ -25,7 +25,8 @@ func newNamespaceCmd(g *globals) *cobra.Command {
 		Short: "Create the namespace if it is missing and register Herald's search attributes",
 		Long: `Create the namespace (--namespace) on the Temporal cluster at --address if it does not
 exist, then register Herald's search attributes in it (HeraldStatus, HeraldEndpoint,
-HeraldEventType, HeraldCircuit, HeraldDisabled, all Keyword): the missing ones, so rerun it
+HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId, HeraldTenant, all Keyword, and
+HeraldSubscriptions, a KeywordList): the missing ones, so rerun it
 after upgrading to a release that adds one. Safe to run on every start: what exists is
 kept, and an existing namespace keeps its retention.
 
@@ -96,6 +97,6 @@ func setupNamespace(ctx context.Context, c client.Client, ns string, retention t
 			return fmt.Errorf("register search attributes in %s: %w", ns, err)
 		}
 	}
-	say("search attributes %s (Keyword) registered in %s", strings.Join(herald.SearchAttributeNames, ", "), ns)
+	say("search attributes %s registered in %s", strings.Join(herald.SearchAttributeNames, ", "), ns)
 	return nil
 }

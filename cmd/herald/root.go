@@ -84,7 +84,7 @@ Start here:
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
 		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
 		newServeCmd(g), newTokenCmd(g), newPortalLinkCmd(g),
-		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newProbeCmd(), newVersionCmd(g),
+		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newMigrateCmd(g), newProbeCmd(), newVersionCmd(g),
 	)
 	return root
 }

@@ -52,4 +52,7 @@ for attr in HeraldStatus HeraldEndpoint HeraldEventType HeraldCircuit HeraldDisa
 		temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" --namespace "$ns" \
 		--name "$attr" --type Keyword
 done
-echo "setup-namespace: search attributes HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId, HeraldTenant (Keyword) registered in $ns"
+retry "register search attribute HeraldSubscriptions" \
+	temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" --namespace "$ns" \
+	--name HeraldSubscriptions --type KeywordList
+echo "setup-namespace: search attributes HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, HeraldDisabled, HeraldEventId, HeraldTenant (Keyword), HeraldSubscriptions (KeywordList) registered in $ns"
