@@ -87,3 +87,35 @@ func TestFanoutFindsSubscribersExactly(t *testing.T) {
 		t.Fatalf("the moved endpoint's new tenant finds %v (%v), want it", ids, err)
 	}
 }
+
+// TestPublishNeedsNoWorker: a send to a tenant finds its endpoints and starts their
+// deliveries while no worker polls the task queue it sends on: a worker outage does not
+// stop intake.
+func TestPublishNeedsNoWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rcv := newReceiver(t, status(200))
+	const tenant = "fan-no-worker"
+	putSubscribed(t, "nw-1", tenant, rcv.URL, []string{"order.*"}, 3)
+	putSubscribed(t, "nw-2", tenant, rcv.URL, []string{"invoice.*"}, 3)
+	const queue = "herald-test-no-worker"
+	s := starter.New(shared.client, starter.Options{TaskQueue: queue})
+	res, err := s.Publish(ctx, tenant, starter.Event{ID: "evt_no_worker", Type: "order.paid", Data: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Deliveries) != 1 || res.Deliveries[0].EndpointID != "nw-1" {
+		t.Fatalf("the send reached %+v, want nw-1", res.Deliveries)
+	}
+	d := res.Deliveries[0]
+	desc, err := shared.client.DescribeWorkflowExecution(ctx, d.WorkflowID, d.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := desc.GetExecutionConfig().GetTaskQueue().GetName(); q != queue {
+		t.Fatalf("the delivery waits on task queue %s, want %s", q, queue)
+	}
+	for _, id := range []string{d.WorkflowID, herald.DeliveryID(tenant, "evt_no_worker")} {
+		_ = shared.client.TerminateWorkflow(ctx, id, "", "test over: no worker polls its queue")
+	}
+}
