@@ -2,11 +2,14 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -438,5 +441,43 @@ func TestEndpointCreateOnlyPut(t *testing.T) {
 	}
 	if cfg.URL != testURL || cfg.Tenant != "acme" || cfg.Version != 1 {
 		t.Fatalf("endpoint after the rejected put = %+v, want it unchanged", cfg)
+	}
+}
+
+// TestEndpointPublishesSubscription: a put publishes the endpoint's tenant and subscription
+// in its search attributes when they change (HeraldTenant, HeraldSubscriptions), and only
+// then: a put that changes neither upserts nothing, one that moves the endpoint or changes
+// its types upserts both; herald.UpdateIndex publishes them for an endpoint that lacks them.
+func TestEndpointPublishesSubscription(t *testing.T) {
+	env := newEndpointEnv(netguard.Policy{})
+	var upserts []string
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		tokens, ok := sa.GetKeywordList(herald.AttrSubscriptions)
+		if !ok {
+			return
+		}
+		tenant, _ := sa.GetKeyword(herald.AttrTenant)
+		upserts = append(upserts, fmt.Sprintf("%s %v@%s", tenant, tokens, env.Now().Sub(testStart)))
+	}).Return()
+	var puts []*putOutcome
+	for i, req := range []herald.PutEndpointRequest{
+		{ID: testEndpointID, URL: testURL, Secret: newSecret(t)},                         // default tenant, every type
+		{ID: testEndpointID, URL: "https://hooks2.acme.test/in"},                         // neither changes
+		{ID: testEndpointID, Tenant: "acme", Types: []string{"order.*", "invoice.paid"}}, // both change
+		{ID: testEndpointID, Types: []string{"invoice.paid", "order.*"}},                 // the same set
+	} {
+		env.RegisterDelayedCallback(func() { puts = append(puts, put(env, req)) }, time.Second+time.Duration(i)*time.Minute)
+	}
+	var index *updateOutcome[any]
+	env.RegisterDelayedCallback(func() { index = sendUpdate[any](env, herald.UpdateIndex) }, 10*time.Minute)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
+	for i, p := range puts {
+		p.mustSucceed(t, fmt.Sprintf("put %d", i+1))
+	}
+	index.mustSucceed(t, "index")
+	want := []string{"default [default/*]@1s", "acme [acme/invoice.paid acme/order.*]@2m1s"}
+	if !slices.Equal(upserts, want) {
+		t.Fatalf("subscription upserts %q, want %q", upserts, want)
 	}
 }

@@ -30,8 +30,8 @@ func lifecycleEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *tape[strin
 	var permits tape[permitSignal]
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
-		if _, circuit := sa.GetKeyword(herald.AttrCircuit); circuit {
-			return
+		if _, circuit := sa.GetKeyword(herald.AttrCircuit); circuit || !upsertNames(sa, herald.AttrDisabled) {
+			return // another attribute's upsert
 		}
 		v, ok := sa.GetKeyword(herald.AttrDisabled)
 		if !ok {
