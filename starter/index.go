@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/heraldhq/herald"
@@ -106,14 +107,15 @@ func (s *Client) awaitIndexed(ctx context.Context, eps ...herald.Endpoint) error
 // want those that show what was put. With late set, an endpoint that shows something else
 // is asked for its version: one a later put changed is not waited for.
 func (s *Client) checkIndexed(ctx context.Context, ids []string, want map[string]herald.Endpoint, late bool) error {
-	q := herald.Where().IDIn(ids...).Running()
+	// By id alone: a condition on the status would let the store scan every record.
+	q := herald.Where().IDIn(ids...)
 	for ex, err := range herald.Executions(ctx, s.c, q.String(), int32(len(ids))) {
 		if err != nil {
 			return fmt.Errorf("read the endpoints' visibility records: %w", err)
 		}
 		wfID := ex.GetExecution().GetWorkflowId()
 		ep, ok := want[wfID]
-		if !ok {
+		if !ok || ex.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			continue
 		}
 		tenant, tokens := indexed(ex)

@@ -71,6 +71,9 @@ type Worker struct {
 	done   chan struct{}
 }
 
+// endpointPollers is how many pollers a worker runs on the endpoints' task queue.
+const endpointPollers = 8
+
 // New registers Herald's workflows and activities on a new worker for c. It validates the
 // defaults and returns a clear error for bad ones.
 func New(c client.Client, o Options) (*Worker, error) {
@@ -85,7 +88,10 @@ func New(c client.Client, o Options) (*Worker, error) {
 		wo.MaxConcurrentActivityExecutionSize = o.DeliverySlots
 	}
 	w := sdkworker.New(c, o.TaskQueue, wo)
-	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{})
+	// Eight pollers, not the SDK's two: registering endpoints in bulk runs one workflow
+	// task per endpoint, and two pollers' round trips held it to a third of the rate
+	// (herald bench --scenario scale, docs/sizing.md).
+	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{MaxConcurrentWorkflowTaskPollers: endpointPollers})
 	RegisterEndpoints(ew, o.Net)
 	defaults := o.Defaults
 	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue)), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
