@@ -95,7 +95,7 @@ func (e *endpointRun) config() (herald.Endpoint, error) {
 
 // view is what the state query shows at now.
 func (e *endpointRun) view(now time.Time) herald.EndpointState {
-	s := herald.EndpointState{ID: e.in.ID, CountersSince: e.in.Since}
+	s := herald.EndpointState{ID: e.in.ID, CountersSince: e.in.Since, Counters: e.in.Counts, CountsSpill: e.in.CountsSpill}
 	s.Circuit.State = policy.CircuitClosed
 	if g := e.in.Limiter; g != nil {
 		s.LimiterView = g.View(now)

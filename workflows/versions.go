@@ -41,5 +41,10 @@ package workflows
 //	}
 //	// else: what 0.1.0 did, untouched
 const (
-// No change ids yet: 0.1.0 is the baseline.
+	// versionStatsSpill (2026-12-02): a stats shard holds at most its capacity of
+	// endpoints (herald.StatsCapacity) and hands the counts of those it heard from least
+	// recently to their endpoint workflows (SignalExternalWorkflow, herald.SignalCounts).
+	// Asked once, as a run starts. The old branch (statsBeforeSpill) keeps every endpoint:
+	// tests/testdata/histories/endpoint_stats_before_spill.json takes it.
+	versionStatsSpill = "stats-spill"
 )
