@@ -147,11 +147,14 @@ func (s *statsShard) spill(ctx workflow.Context) {
 	for len(s.spilling) > 0 {
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > statsSpillHistoryLimit || ctx.Err() != nil {
 			// Put back what was not sent (the entries have not changed meanwhile: signals
-			// wait in their channel while a spill runs).
-			for _, c := range s.spilling {
-				i, _ := s.find(c.Endpoint)
-				s.entries = slices.Insert(s.entries, i, herald.NewStatsEntry(c.Endpoint, c.Counts, 0))
+			// wait in their channel while a spill runs), in one sorted merge: this is the
+			// path of a 0.1.0 shard's state, which may hold many thousands.
+			back := make([]herald.StatsEntry, len(s.spilling))
+			for i, c := range s.spilling {
+				back[i] = herald.NewStatsEntry(c.Endpoint, c.Counts, 0)
 			}
+			slices.SortFunc(back, func(a, b herald.StatsEntry) int { return strings.Compare(a.Endpoint, b.Endpoint) })
+			s.entries = mergeSorted(s.entries, back)
 			s.spilling = nil
 			return
 		}
@@ -168,6 +171,19 @@ func (s *statsShard) spill(ctx workflow.Context) {
 		}
 		s.spilling = s.spilling[len(batch):]
 	}
+}
+
+// mergeSorted merges two lists of entries sorted by endpoint, with no endpoint in both.
+func mergeSorted(a, b []herald.StatsEntry) []herald.StatsEntry {
+	out := make([]herald.StatsEntry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Endpoint < b[0].Endpoint {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // counts answers QueryStats: the entries of the endpoints ids asks for, and those of the

@@ -328,3 +328,31 @@ func TestEndpointKeepsSpilledCounts(t *testing.T) {
 		t.Errorf("continues with counts %+v, spill %d; want 6 attempts, the last refused, spill 14", c, next.CountsSpill)
 	}
 }
+
+// A spill stops once the history is past statsSpillHistoryLimit: what it has not sent goes
+// back, sorted among the entries kept, and the run continues as new with it.
+func TestStatsShardSpillStopsOnALongHistory(t *testing.T) {
+	env, rec := newStatsEnv(t)
+	var in herald.StatsInput
+	for i, id := range ids("big-", 0, 300) {
+		// Every other endpoint touched later: the spill takes endpoints from all over.
+		in.Entries = append(in.Entries, herald.NewStatsEntry(id, herald.Report{Attempts: i + 1}, int64(i%2)))
+	}
+	env.SetCurrentHistoryLength(statsSpillHistoryLimit + 1)
+	env.ExecuteWorkflow(herald.StatsWorkflow, in)
+
+	_, next := continuedAsNew[herald.StatsInput](t, env)
+	if n := len(rec.sent.all()); n != 0 {
+		t.Errorf("%d spill signals sent past the history limit, want none", n)
+	}
+	var got []string
+	for i, e := range next.Entries {
+		got = append(got, e.Endpoint)
+		if e.Attempts != i+1 {
+			t.Errorf("%s continues with %d attempts, want %d", e.Endpoint, e.Attempts, i+1)
+		}
+	}
+	if want := ids("big-", 0, 300); !slices.Equal(got, want) {
+		t.Errorf("continues with %d entries (%v…), want all 300 sorted", len(got), got[:min(4, len(got))])
+	}
+}
