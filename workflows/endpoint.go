@@ -50,7 +50,33 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in herald.EndpointInput) er
 		workflow.UpdateHandlerOptions{Validator: e.validate}); err != nil {
 		return err
 	}
+	e.takeCounts(ctx)
 	return e.runLimiter(ctx)
+}
+
+// takeCounts adds the attempt counts the endpoint's stats shard hands over
+// (herald.SignalCounts) to the endpoint's counters as they come, in a coroutine of its own:
+// the main loop does not wake for them and no command follows, so runs of any release
+// replay alike. The coroutine waits for the channel rather than receiving from it, so a
+// signal stays in the channel until taken, and the last ones are taken (drainCounts) when
+// the run continues as new.
+func (e *endpointRun) takeCounts(ctx workflow.Context) {
+	e.counts = workflow.GetSignalChannel(ctx, herald.SignalCounts)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for workflow.Await(ctx, func() bool { return e.counts.Len() > 0 }) == nil {
+			e.drainCounts()
+		}
+	})
+}
+
+// drainCounts adds every count received to the endpoint's counters.
+func (e *endpointRun) drainCounts() {
+	var c herald.SpilledCounts
+	for e.counts.ReceiveAsync(&c) {
+		e.in.Counts.Merge(c.Counts)
+		e.in.CountsSpill = max(e.in.CountsSpill, c.Spill)
+		c = herald.SpilledCounts{}
+	}
 }
 
 type endpointRun struct {
@@ -64,6 +90,8 @@ type endpointRun struct {
 	emitting int
 	// published is the admission view last written to the memo, encoded.
 	published []byte
+	// counts are the stats shard's spills (herald.SignalCounts).
+	counts workflow.ReceiveChannel
 }
 
 // admission answers a gate's snapshot query: the configuration, and what the limiter

@@ -23,7 +23,6 @@ func (e *endpointRun) runLimiter(ctx workflow.Context) error {
 		outcomes: workflow.GetSignalChannel(ctx, herald.SignalOutcomes),
 		dones:    workflow.GetSignalChannel(ctx, herald.SignalDones),
 		waits:    workflow.GetSignalChannel(ctx, herald.SignalWait),
-		counts:   workflow.GetSignalChannel(ctx, herald.SignalCounts),
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateLease, e.lease,
 		workflow.UpdateHandlerOptions{Validator: e.validateLease}); err != nil {
@@ -57,10 +56,8 @@ type limiterLoop struct {
 	// outcomes, dones and waits are the gates' signals (herald.SignalOutcomes,
 	// SignalDones, SignalWait).
 	outcomes, dones, waits workflow.ReceiveChannel
-	// counts are the attempt counts the stats shard hands over (herald.SignalCounts).
-	counts workflow.ReceiveChannel
-	gauges *endpointGauges
-	timer  deadlineTimer
+	gauges                 *endpointGauges
+	timer                  deadlineTimer
 }
 
 func (l *limiterLoop) run(ctx workflow.Context) error {
@@ -114,15 +111,13 @@ func (l *limiterLoop) nextDeadline(now time.Time) time.Time {
 func (l *limiterLoop) ready(ctx workflow.Context) func() bool {
 	return func() bool {
 		return l.e.dirty || l.timer.fired || l.dones.Len() > 0 || l.waits.Len() > 0 ||
-			l.outcomes.Len() > 0 || l.counts.Len() > 0 || l.e.continueAsNew(ctx)
+			l.outcomes.Len() > 0 || l.e.continueAsNew(ctx)
 	}
 }
 
 // drain hands every signal received to the limiter: outcomes first, so that the breaker
-// has heard them before waiters are let go, then returned permits, then new waiters. The
-// counts a stats shard handed over go to the endpoint's counters.
+// has heard them before waiters are let go, then returned permits, then new waiters.
 func (l *limiterLoop) drain(ctx workflow.Context) {
-	l.drainCounts()
 	lim := l.e.in.Limiter
 	var o herald.OutcomeReport
 	for l.outcomes.ReceiveAsync(&o) {
@@ -160,20 +155,10 @@ func (l *limiterLoop) finish(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
 		return err
 	}
-	// Counts that came while the last permits went: they are not sent again.
-	l.drainCounts()
+	// Counts that came in this workflow task, which the counts coroutine may not have
+	// run for yet: they are not sent again.
+	e.drainCounts()
 	return e.continueAsNewError(ctx)
-}
-
-// drainCounts adds the counts every stats shard spill received has handed over to the
-// endpoint's own counters (herald.SignalCounts).
-func (l *limiterLoop) drainCounts() {
-	var c herald.SpilledCounts
-	for l.counts.ReceiveAsync(&c) {
-		l.e.in.Counts.Merge(c.Counts)
-		l.e.in.CountsSpill = max(l.e.in.CountsSpill, c.Spill)
-		c = herald.SpilledCounts{}
-	}
 }
 
 // deadlineTimer is the loop's one timer, set for the earliest deadline it was asked for. A
