@@ -201,6 +201,9 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	// The state the update answers with holds the endpoint's own counters: add its shard's,
+	// read first (as GetEndpoint does).
+	counts, cerr := s.shardCounts(ctx, id)
 	err := whenReady(ctx, unreadyPatience, func() error {
 		h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID:   herald.EndpointWorkflowID(id),
@@ -222,6 +225,10 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 		}
 		return st, fmt.Errorf("%s endpoint %s: %w", verb, id, err)
 	}
+	if cerr != nil {
+		st.Error = fmt.Sprintf("attempt counters held by the endpoint's stats shard are missing: %v", cerr)
+	}
+	addCounts(&st, counts)
 	return st, nil
 }
 
