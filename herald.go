@@ -100,6 +100,9 @@ const (
 	SignalWait = "wait"
 	// SignalOutcomes reports the outcomes of attempts a gate admitted without a lease (OutcomeReport).
 	SignalOutcomes = "outcomes"
+	// SignalCounts, sent by a stats shard that makes room, hands the endpoint's attempt
+	// counts to the endpoint's own workflow (SpilledCounts).
+	SignalCounts = "spilled-counts"
 )
 
 // Messages of the stats workflows.
@@ -110,6 +113,14 @@ const (
 	QueryStats = "counts"
 	// StatsShards is how many stats workflows share the endpoints (fixed: it decides ids).
 	StatsShards = 8
+	// StatsCapacity is how many endpoints a stats shard holds at most (StatsInput.Capacity
+	// overrides it): past it, the shard hands the counts of the endpoints it heard from
+	// least recently to their endpoint workflows (SignalCounts), so that its state, and
+	// the input it continues as new with, stay under 64 KB at any installation size.
+	StatsCapacity = 100
+	// MaxStatsOutcome is how many bytes of an endpoint's last outcome (Report.LastOutcome)
+	// a stats shard keeps; a longer one is cut at a character boundary.
+	MaxStatsOutcome = 120
 )
 
 // Task queues and tenants.

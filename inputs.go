@@ -30,7 +30,8 @@ type EndpointInput struct {
 	// Endpoint is nil until the first put registers it.
 	Endpoint *Endpoint `json:"endpoint,omitempty"`
 	// Since is when the endpoint's counters started (EndpointState.CountersSince): the run
-	// that first started. The counters themselves are in the stats shards.
+	// that first started. The counters are Counts plus the endpoint's entry in its stats
+	// shard.
 	Since time.Time `json:"since,omitzero"`
 	// Limiter is the circuit breaker, the concurrency cap, the leases and the queue.
 	Limiter *policy.Limiter `json:"limiter,omitempty"`
@@ -39,6 +40,75 @@ type EndpointInput struct {
 	// Disabled is the cause last written to the HeraldDisabled search attribute (empty:
 	// unset).
 	Disabled policy.DisableCause `json:"disabled,omitempty"`
+	// Counts are the attempt counts the endpoint's stats shard handed over when it made
+	// room (SignalCounts); the shard holds those counted since.
+	Counts Report `json:"counts,omitzero"`
+	// CountsSpill is the number of the newest spill merged into Counts (SpilledCounts.Spill).
+	CountsSpill int64 `json:"counts_spill,omitempty"`
+}
+
+// StatsInput starts (or continues as new) a stats shard.
+type StatsInput struct {
+	// Counts is the state a shard of 0.1.0 continued as new with: every endpoint it ever
+	// counted, sorted by endpoint. A shard that starts with it spills it down to Capacity.
+	Counts []EndpointCounts `json:"counts,omitempty"`
+	// Entries are the endpoints the shard holds, sorted by endpoint: at most Capacity.
+	Entries []StatsEntry `json:"entries,omitempty"`
+	// Capacity is how many endpoints the shard holds before it spills; 0 is StatsCapacity.
+	// A worker sets it when its gate starts the shard (worker.Options.StatsCapacity).
+	Capacity int `json:"capacity,omitempty"`
+	// Clock counts the batches of counts the shard has received (StatsEntry.Touched).
+	Clock int64 `json:"clock,omitempty"`
+	// NextSpill is the number the shard's next spill takes (SpilledCounts.Spill).
+	NextSpill int64 `json:"next_spill,omitempty"`
+}
+
+// StatsEntry is one endpoint's counts in a stats shard's input, with short field names: a
+// shard's whole state is one payload, and the bound on it (StatsCapacity) is counted in
+// entries of this form.
+type StatsEntry struct {
+	Endpoint               string `json:"e"`
+	Attempts               int    `json:"a,omitempty"`
+	Successes              int    `json:"s,omitempty"`
+	Failures               int    `json:"f,omitempty"`
+	RetryAfterHonoured     int    `json:"h,omitempty"`
+	RetryAfterCapped       int    `json:"c,omitempty"`
+	RetryAfterIgnored      int    `json:"i,omitempty"`
+	RetryAfterBackpressure int    `json:"b,omitempty"`
+	// LastAttemptAt is in Unix nanoseconds.
+	LastAttemptAt int64  `json:"t,omitempty"`
+	LastOutcome   string `json:"o,omitempty"`
+	// Touched is the shard's Clock when the endpoint's counts last grew: the shard spills
+	// the least recently touched first.
+	Touched int64 `json:"u,omitempty"`
+}
+
+// NewStatsEntry is the entry of endpoint id's counts r, touched at touched.
+func NewStatsEntry(id string, r Report, touched int64) StatsEntry {
+	e := StatsEntry{
+		Endpoint: id, Attempts: r.Attempts, Successes: r.Successes, Failures: r.Failures,
+		RetryAfterHonoured: r.RetryAfterHonoured, RetryAfterCapped: r.RetryAfterCapped,
+		RetryAfterIgnored: r.RetryAfterIgnored, RetryAfterBackpressure: r.RetryAfterBackpressure,
+		LastOutcome: r.LastOutcome, Touched: touched,
+	}
+	if !r.LastAttemptAt.IsZero() {
+		e.LastAttemptAt = r.LastAttemptAt.UnixNano()
+	}
+	return e
+}
+
+// Report is the entry's counts.
+func (e StatsEntry) Report() Report {
+	r := Report{
+		Attempts: e.Attempts, Successes: e.Successes, Failures: e.Failures,
+		RetryAfterHonoured: e.RetryAfterHonoured, RetryAfterCapped: e.RetryAfterCapped,
+		RetryAfterIgnored: e.RetryAfterIgnored, RetryAfterBackpressure: e.RetryAfterBackpressure,
+		LastOutcome: e.LastOutcome,
+	}
+	if e.LastAttemptAt != 0 {
+		r.LastAttemptAt = time.Unix(0, e.LastAttemptAt).UTC()
+	}
+	return r
 }
 
 // EventTypesInput starts (or continues as new) the catalog of event types.

@@ -2,6 +2,7 @@ package herald
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/heraldhq/herald/policy"
 )
@@ -185,4 +186,34 @@ func (r *Report) Merge(o Report) {
 type EndpointCounts struct {
 	Endpoint string `json:"endpoint"`
 	Counts   Report `json:"counts"`
+	// Spill, in a shard's answer to QueryStats, says when the endpoint's own workflow has
+	// these counts too: once it has merged a spill numbered Spill or later
+	// (EndpointState.CountsSpill ≥ Spill), they are in its counters and must not be added
+	// again. Zero (a shard of 0.1.0): never.
+	Spill int64 `json:"spill,omitempty"`
+}
+
+// IncludedIn reports whether the endpoint's own counters, which have merged the shard's
+// spills up to spill (EndpointState.CountsSpill), hold these counts already.
+func (c EndpointCounts) IncludedIn(spill int64) bool { return c.Spill != 0 && spill >= c.Spill }
+
+// SpilledCounts are the attempt counts a stats shard hands to an endpoint's own workflow
+// when it makes room (SignalCounts).
+type SpilledCounts struct {
+	Counts Report `json:"counts"`
+	// Spill numbers the shard's spill: increasing in each shard, so that a reader of both
+	// the endpoint and its shard counts nothing twice (EndpointCounts.Spill).
+	Spill int64 `json:"spill"`
+}
+
+// TrimOutcome cuts LastOutcome to at most n bytes, at a character boundary.
+func (r *Report) TrimOutcome(n int) {
+	if len(r.LastOutcome) <= n {
+		return
+	}
+	s := r.LastOutcome[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	r.LastOutcome = s
 }

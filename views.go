@@ -26,6 +26,10 @@ type EndpointState struct {
 	Counters  Report    `json:"counters"`
 	// CountersSince is when the counters started.
 	CountersSince time.Time `json:"counters_since,omitzero"`
+	// CountsSpill, in the endpoint workflow's answer, is the newest stats shard spill its
+	// own counters hold (EndpointCounts.IncludedIn); GetEndpoint clears it once it has
+	// added the shard's counts.
+	CountsSpill int64 `json:"counts_spill,omitempty"`
 
 	// LimiterView is the circuit, the permits, the queue and the latencies, as the
 	// endpoint's limiter shows them.

@@ -119,6 +119,9 @@ func (s *Client) GetEndpoint(ctx context.Context, id string) (herald.EndpointSta
 	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	// The shard first: a spill that lands between the two reads is then in the endpoint's
+	// answer, and the shard's says so (herald.EndpointCounts.IncludedIn).
+	counts, cerr := s.shardCounts(ctx, id)
 	v, err := s.c.QueryWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.QueryEndpointState)
 	if err != nil {
 		if isNotFound(err) {
@@ -132,32 +135,41 @@ func (s *Client) GetEndpoint(ctx context.Context, id string) (herald.EndpointSta
 	if !st.Registered {
 		return st, fmt.Errorf("%w: endpoint %s is not registered", ErrNotFound, id)
 	}
-	if err := s.addCounts(ctx, &st); err != nil {
+	if cerr != nil {
 		// The endpoint itself answered: show it, and say the counters are partial.
-		st.Error = fmt.Sprintf("attempt counters since the stats shards began are missing: %v", err)
+		st.Error = fmt.Sprintf("attempt counters held by the endpoint's stats shard are missing: %v", cerr)
 	}
+	addCounts(&st, counts)
 	return st, nil
 }
 
-// addCounts adds the counts kept by the endpoint's stats shard to those the endpoint
-// workflow kept itself (before the shards existed). A shard that does not exist yet has
-// counted nothing.
-func (s *Client) addCounts(ctx context.Context, st *herald.EndpointState) error {
-	v, err := s.c.QueryWorkflow(ctx, herald.StatsWorkflowID(st.ID), "", herald.QueryStats, []string{st.ID})
+// shardCounts reads endpoint id's entries in its stats shard. A shard that does not exist
+// yet has counted nothing.
+func (s *Client) shardCounts(ctx context.Context, id string) ([]herald.EndpointCounts, error) {
+	v, err := s.c.QueryWorkflow(ctx, herald.StatsWorkflowID(id), "", herald.QueryStats, []string{id})
 	if err != nil {
 		if isNotFound(err) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	var counts []herald.EndpointCounts
 	if err := v.Get(&counts); err != nil {
-		return err
+		return nil, err
 	}
+	return counts, nil
+}
+
+// addCounts adds the counts of the endpoint's stats shard, read before the endpoint, to
+// those the endpoint workflow holds itself (what the shard handed over when it made room),
+// leaving out those the endpoint has merged since the shard answered.
+func addCounts(st *herald.EndpointState, counts []herald.EndpointCounts) {
 	for _, c := range counts {
-		st.Counters.Merge(c.Counts)
+		if !c.IncludedIn(st.CountsSpill) {
+			st.Counters.Merge(c.Counts)
+		}
 	}
-	return nil
+	st.CountsSpill = 0
 }
 
 // ResetCircuit closes an endpoint's circuit by hand and returns its state.
@@ -188,6 +200,9 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 	if err := herald.ValidateEndpointID(id); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	// The state the update answers with holds the endpoint's own counters: add its shard's,
+	// read first (as GetEndpoint does).
+	counts, cerr := s.shardCounts(ctx, id)
 	err := whenReady(ctx, unreadyPatience, func() error {
 		h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID:   herald.EndpointWorkflowID(id),
@@ -209,6 +224,10 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 		}
 		return st, fmt.Errorf("%s endpoint %s: %w", verb, id, err)
 	}
+	if cerr != nil {
+		st.Error = fmt.Sprintf("attempt counters held by the endpoint's stats shard are missing: %v", cerr)
+	}
+	addCounts(&st, counts)
 	return st, nil
 }
 

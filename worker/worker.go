@@ -43,6 +43,11 @@ type Options struct {
 	// local activities (attempts); default the SDK's (1,000 each). The endpoint workflows
 	// run on a worker of their own with its own slots, whatever this is.
 	DeliverySlots int
+	// StatsCapacity, if set, is how many endpoints a stats shard that this worker's gate
+	// starts holds before it spills (herald.StatsInput.Capacity); default
+	// herald.StatsCapacity. A shard keeps the capacity it started with. For tests, which
+	// scale it down to cross spills with few endpoints.
+	StatsCapacity int
 }
 
 func (o *Options) setDefaults() {
@@ -94,7 +99,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{MaxConcurrentWorkflowTaskPollers: endpointPollers})
 	RegisterEndpoints(ew, o.Net)
 	defaults := o.Defaults
-	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue)), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
+	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue), o.StatsCapacity), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, o.Logger)
 	Register(w)

@@ -60,7 +60,33 @@ func (w *EndpointWorkflow) Run(ctx workflow.Context, in herald.EndpointInput) er
 	}}); err != nil {
 		return err
 	}
+	e.takeCounts(ctx)
 	return e.runLimiter(ctx)
+}
+
+// takeCounts adds the attempt counts the endpoint's stats shard hands over
+// (herald.SignalCounts) to the endpoint's counters as they come, in a coroutine of its own:
+// the main loop does not wake for them and no command follows, so runs of any release
+// replay alike. The coroutine waits for the channel rather than receiving from it, so a
+// signal stays in the channel until taken, and the last ones are taken (drainCounts) when
+// the run continues as new.
+func (e *endpointRun) takeCounts(ctx workflow.Context) {
+	e.counts = workflow.GetSignalChannel(ctx, herald.SignalCounts)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for workflow.Await(ctx, func() bool { return e.counts.Len() > 0 }) == nil {
+			e.drainCounts()
+		}
+	})
+}
+
+// drainCounts adds every count received to the endpoint's counters.
+func (e *endpointRun) drainCounts() {
+	var c herald.SpilledCounts
+	for e.counts.ReceiveAsync(&c) {
+		e.in.Counts.Merge(c.Counts)
+		e.in.CountsSpill = max(e.in.CountsSpill, c.Spill)
+		c = herald.SpilledCounts{}
+	}
 }
 
 type endpointRun struct {
@@ -74,6 +100,8 @@ type endpointRun struct {
 	emitting int
 	// published is the admission view last written to the memo, encoded.
 	published []byte
+	// counts are the stats shard's spills (herald.SignalCounts).
+	counts workflow.ReceiveChannel
 }
 
 // admission answers a gate's snapshot query: the configuration, and what the limiter
@@ -105,7 +133,7 @@ func (e *endpointRun) config() (herald.Endpoint, error) {
 
 // view is what the state query shows at now.
 func (e *endpointRun) view(now time.Time) herald.EndpointState {
-	s := herald.EndpointState{ID: e.in.ID, CountersSince: e.in.Since}
+	s := herald.EndpointState{ID: e.in.ID, CountersSince: e.in.Since, Counters: e.in.Counts, CountsSpill: e.in.CountsSpill}
 	s.Circuit.State = policy.CircuitClosed
 	if g := e.in.Limiter; g != nil {
 		s.LimiterView = g.View(now)

@@ -155,6 +155,9 @@ func (l *limiterLoop) finish(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
 		return err
 	}
+	// Counts that came in this workflow task, which the counts coroutine may not have
+	// run for yet: they are not sent again.
+	e.drainCounts()
 	return e.continueAsNewError(ctx)
 }
 

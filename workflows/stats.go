@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -9,17 +10,208 @@ import (
 	"github.com/heraldhq/herald"
 )
 
-// statsContinueAsNewEvents: past this many history events a stats shard continues as new.
-const statsContinueAsNewEvents = 2000
-
-// StatsInput starts (or continues as new) a stats shard: the counts so far, sorted by endpoint.
-type StatsInput struct {
-	Counts []herald.EndpointCounts `json:"counts,omitempty"`
-}
+// Limits of a stats shard run.
+const (
+	// statsContinueAsNewEvents: past this many history events a stats shard continues as new.
+	statsContinueAsNewEvents = 2000
+	// statsSpillBatch is how many spill signals a shard sends at once: it waits for them
+	// to be delivered before the next ones, so that one workflow task issues at most this
+	// many commands.
+	statsSpillBatch = 25
+	// statsSpillHistoryLimit: past this many history events a spill stops at a batch's
+	// end and the run continues as new first. Only a shard that starts with the state of a
+	// 0.1.0 shard (every endpoint it ever counted) spills that far in one go.
+	statsSpillHistoryLimit = 20000
+)
 
 // StatsWorkflow keeps the attempt counts of the endpoints of one shard: it adds the counts
-// workers send and answers queries for them.
-func StatsWorkflow(ctx workflow.Context, in StatsInput) error {
+// workers send and answers queries for them. It holds at most its capacity of endpoints
+// (herald.StatsCapacity): past it, it hands the counts of the endpoints it heard from
+// least recently to their endpoint workflows (herald.SignalCounts) and forgets them, so
+// that an endpoint's counters are its workflow's own plus its shard's entry.
+func StatsWorkflow(ctx workflow.Context, in herald.StatsInput) error {
+	if workflow.GetVersion(ctx, versionStatsSpill, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return statsBeforeSpill(ctx, in)
+	}
+	s := newStatsShard(in, workflow.Now(ctx).UnixNano())
+	if err := workflow.SetQueryHandler(ctx, herald.QueryStats, func(ids []string) ([]herald.EndpointCounts, error) {
+		return s.counts(ids), nil
+	}); err != nil {
+		return err
+	}
+	add := workflow.GetSignalChannel(ctx, herald.SignalStats)
+	for {
+		if s.over() {
+			s.spill(ctx)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if add.Len() == 0 && historyLong(ctx, statsContinueAsNewEvents) {
+			return workflow.NewContinueAsNewError(ctx, herald.StatsWorkflow, s.input())
+		}
+		var batch []herald.EndpointCounts
+		add.Receive(ctx, &batch)
+		s.add(batch)
+	}
+}
+
+// statsShard is a stats shard's state: its entries sorted by endpoint, and the spill in
+// flight.
+type statsShard struct {
+	capacity int
+	entries  []herald.StatsEntry
+	// spilling are the entries of the spill in flight, in the order they are sent, each
+	// with the spill's number: answers still show them until they are delivered.
+	spilling []herald.EndpointCounts
+	// clock counts the batches received; next numbers the next spill.
+	clock, next int64
+}
+
+// newStatsShard is the shard that in starts, at now (Unix nanoseconds): spill numbers
+// start at now at the latest, so that they keep increasing if a shard is ever started
+// again from nothing.
+func newStatsShard(in herald.StatsInput, now int64) *statsShard {
+	s := &statsShard{capacity: in.Capacity, entries: in.Entries, clock: in.Clock, next: max(in.NextSpill, now)}
+	if s.capacity <= 0 {
+		s.capacity = herald.StatsCapacity
+	}
+	// A 0.1.0 shard's state: every endpoint, touched at once (spilled in id order).
+	for _, c := range in.Counts {
+		s.merge(c)
+	}
+	return s
+}
+
+// find is where endpoint id's entry is, or would be.
+func (s *statsShard) find(id string) (int, bool) {
+	return slices.BinarySearchFunc(s.entries, id, func(e herald.StatsEntry, id string) int { return strings.Compare(e.Endpoint, id) })
+}
+
+// add merges a batch of counts, all touched at the same tick of the clock.
+func (s *statsShard) add(batch []herald.EndpointCounts) {
+	s.clock++
+	for _, c := range batch {
+		s.merge(c)
+	}
+}
+
+// merge adds c to its endpoint's entry, touched now.
+func (s *statsShard) merge(c herald.EndpointCounts) {
+	i, ok := s.find(c.Endpoint)
+	if !ok {
+		s.entries = slices.Insert(s.entries, i, herald.StatsEntry{Endpoint: c.Endpoint})
+	}
+	r := s.entries[i].Report()
+	r.Merge(c.Counts)
+	r.TrimOutcome(herald.MaxStatsOutcome)
+	s.entries[i] = herald.NewStatsEntry(c.Endpoint, r, s.clock)
+}
+
+// over reports whether the shard holds more endpoints than its capacity.
+func (s *statsShard) over() bool { return len(s.entries) > s.capacity }
+
+// low is how many entries a spill leaves: three quarters of the capacity, so that a
+// shard past it spills a batch at a time, not one endpoint per message.
+func (s *statsShard) low() int { return s.capacity - max(s.capacity/4, 1) }
+
+// spill hands the least recently touched entries, down to low, to their endpoint
+// workflows, statsSpillBatch signals at a time, and forgets them. An endpoint that is
+// gone (its workflow closed or never started) loses the counts it had here. A spill
+// stops at a batch's end once the history is past statsSpillHistoryLimit, putting back
+// what it has not sent.
+func (s *statsShard) spill(ctx workflow.Context) {
+	order := make([]int, len(s.entries))
+	for i := range order {
+		order[i] = i
+	}
+	// Entries are sorted by endpoint: a stable sort by tick keeps ties in id order.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.entries[a].Touched, s.entries[b].Touched) })
+	out := order[:len(order)-s.low()]
+	gone := make([]bool, len(s.entries))
+	n := s.next
+	s.next++
+	s.spilling = s.spilling[:0]
+	for _, i := range out {
+		gone[i] = true
+		s.spilling = append(s.spilling, herald.EndpointCounts{Endpoint: s.entries[i].Endpoint, Counts: s.entries[i].Report(), Spill: n})
+	}
+	kept := s.entries[:0:0]
+	for i, e := range s.entries {
+		if !gone[i] {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
+	log := workflow.GetLogger(ctx)
+	for len(s.spilling) > 0 {
+		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > statsSpillHistoryLimit || ctx.Err() != nil {
+			// Put back what was not sent (the entries have not changed meanwhile: signals
+			// wait in their channel while a spill runs), in one sorted merge: this is the
+			// path of a 0.1.0 shard's state, which may hold many thousands.
+			back := make([]herald.StatsEntry, len(s.spilling))
+			for i, c := range s.spilling {
+				back[i] = herald.NewStatsEntry(c.Endpoint, c.Counts, 0)
+			}
+			slices.SortFunc(back, func(a, b herald.StatsEntry) int { return strings.Compare(a.Endpoint, b.Endpoint) })
+			s.entries = mergeSorted(s.entries, back)
+			s.spilling = nil
+			return
+		}
+		batch := s.spilling[:min(statsSpillBatch, len(s.spilling))]
+		sent := make([]workflow.Future, len(batch))
+		for i, c := range batch {
+			sent[i] = workflow.SignalExternalWorkflow(ctx, herald.EndpointWorkflowID(c.Endpoint), "", herald.SignalCounts,
+				herald.SpilledCounts{Counts: c.Counts, Spill: n})
+		}
+		for i, f := range sent {
+			if err := f.Get(ctx, nil); err != nil {
+				log.Info("attempt counts of an endpoint that is gone dropped", "endpoint", batch[i].Endpoint, "attempts", batch[i].Counts.Attempts, "error", err)
+			}
+		}
+		s.spilling = s.spilling[len(batch):]
+	}
+}
+
+// mergeSorted merges two lists of entries sorted by endpoint, with no endpoint in both.
+func mergeSorted(a, b []herald.StatsEntry) []herald.StatsEntry {
+	out := make([]herald.StatsEntry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Endpoint < b[0].Endpoint {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// counts answers QueryStats: the entries of the endpoints ids asks for, and those of the
+// spill in flight, each with the spill number from which the endpoint's own counters hold
+// it (herald.EndpointCounts.Spill).
+func (s *statsShard) counts(ids []string) []herald.EndpointCounts {
+	out := make([]herald.EndpointCounts, 0, len(ids))
+	for _, id := range ids {
+		for _, c := range s.spilling {
+			if c.Endpoint == id {
+				out = append(out, c)
+			}
+		}
+		if i, ok := s.find(id); ok {
+			out = append(out, herald.EndpointCounts{Endpoint: id, Counts: s.entries[i].Report(), Spill: s.next})
+		}
+	}
+	return out
+}
+
+// input is what the shard continues as new with.
+func (s *statsShard) input() herald.StatsInput {
+	return herald.StatsInput{Entries: s.entries, Capacity: s.capacity, Clock: s.clock, NextSpill: s.next}
+}
+
+// statsBeforeSpill is StatsWorkflow as 0.1.0 ran it (versionStatsSpill's old branch): it
+// keeps every endpoint it counts.
+func statsBeforeSpill(ctx workflow.Context, in herald.StatsInput) error {
 	counts := in.Counts
 	find := func(id string) (int, bool) {
 		return slices.BinarySearchFunc(counts, id, func(c herald.EndpointCounts, id string) int { return strings.Compare(c.Endpoint, id) })
@@ -47,7 +239,7 @@ func StatsWorkflow(ctx workflow.Context, in StatsInput) error {
 			counts[i].Counts.Merge(c.Counts)
 		}
 		if add.Len() == 0 && historyLong(ctx, statsContinueAsNewEvents) {
-			return workflow.NewContinueAsNewError(ctx, herald.StatsWorkflow, StatsInput{Counts: counts})
+			return workflow.NewContinueAsNewError(ctx, herald.StatsWorkflow, herald.StatsInput{Counts: counts})
 		}
 	}
 }

@@ -49,4 +49,10 @@ const (
 	// and a changed one, as 0.1.0 recorded it); endpoint_subscription_changed.json takes
 	// the new one.
 	versionSubscriptionAttrs = "subscription-attrs"
+	// versionStatsSpill (2026-12-02): a stats shard holds at most its capacity of
+	// endpoints (herald.StatsCapacity) and hands the counts of those it heard from least
+	// recently to their endpoint workflows (SignalExternalWorkflow, herald.SignalCounts).
+	// Asked once, as a run starts. The old branch (statsBeforeSpill) keeps every endpoint:
+	// tests/testdata/histories/endpoint_stats_before_spill.json takes it.
+	versionStatsSpill = "stats-spill"
 )

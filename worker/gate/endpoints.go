@@ -25,19 +25,21 @@ type Endpoints interface {
 	// Outcomes reports outcomes of attempts admitted without a lease (herald.SignalOutcomes).
 	Outcomes(ctx context.Context, id string, r herald.OutcomeReport) error
 	// Counts adds attempt counts to the stats shard shard (herald.SignalStats), starting it
-	// if needed.
+	// if needed (with the capacity Temporal was given).
 	Counts(ctx context.Context, shard string, counts []herald.EndpointCounts) error
 }
 
 // Temporal returns the Endpoints that make the calls through c; queue is the endpoint
-// workflows' task queue, where a stats shard starts.
-func Temporal(c client.Client, queue string) Endpoints {
-	return temporalEndpoints{c: c, queue: queue}
+// workflows' task queue, where a stats shard starts, and statsCapacity the capacity a
+// shard it starts has (herald.StatsInput.Capacity; 0: herald.StatsCapacity).
+func Temporal(c client.Client, queue string, statsCapacity int) Endpoints {
+	return temporalEndpoints{c: c, queue: queue, statsCapacity: statsCapacity}
 }
 
 type temporalEndpoints struct {
-	c     client.Client
-	queue string
+	c             client.Client
+	queue         string
+	statsCapacity int
 }
 
 func (t temporalEndpoints) Admission(ctx context.Context, id string) (herald.AdmissionView, error) {
@@ -79,6 +81,6 @@ func (t temporalEndpoints) Outcomes(ctx context.Context, id string, r herald.Out
 func (t temporalEndpoints) Counts(ctx context.Context, shard string, counts []herald.EndpointCounts) error {
 	_, err := t.c.SignalWithStartWorkflow(ctx, shard, herald.SignalStats, counts, client.StartWorkflowOptions{
 		ID: shard, TaskQueue: t.queue, StaticSummary: "attempt counts of the endpoints of " + shard,
-	}, herald.StatsWorkflow, struct{}{})
+	}, herald.StatsWorkflow, herald.StatsInput{Capacity: t.statsCapacity})
 	return err
 }

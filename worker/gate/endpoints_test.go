@@ -19,7 +19,7 @@ import (
 func TestTemporalEndpoints(t *testing.T) {
 	ctx := context.Background()
 	c := &mocks.Client{}
-	eps := Temporal(c, "herald-endpoints")
+	eps := Temporal(c, "herald-endpoints", 20)
 	wid := herald.EndpointWorkflowID("ep")
 
 	handle := &mocks.WorkflowUpdateHandle{}
@@ -52,7 +52,7 @@ func TestTemporalEndpoints(t *testing.T) {
 	shard := herald.StatsWorkflowID("ep")
 	c.On("SignalWithStartWorkflow", mock.Anything, shard, herald.SignalStats, mock.Anything,
 		mock.MatchedBy(func(o client.StartWorkflowOptions) bool { return o.ID == shard && o.TaskQueue == "herald-endpoints" }),
-		herald.StatsWorkflow, mock.Anything).Return(nil, nil)
+		herald.StatsWorkflow, herald.StatsInput{Capacity: 20}).Return(nil, nil)
 	if err := eps.Counts(ctx, shard, []herald.EndpointCounts{{Endpoint: "ep"}}); err != nil {
 		t.Fatal(err)
 	}

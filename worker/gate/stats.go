@@ -9,9 +9,10 @@ import (
 )
 
 // StatsInterval is how often a worker's gate sends the counts it has added up to the stats
-// shards (herald.StatsWorkflowID): endpoint counters live in a few stats workflows rather
-// than in each endpoint workflow, so that a delivered attempt to a quiet endpoint costs that
-// endpoint's workflow no history event.
+// shards (herald.StatsWorkflowID): the counters of the endpoints heard from lately live in a
+// few stats workflows rather than in each endpoint workflow, so that a delivered attempt to
+// a quiet endpoint costs that endpoint's workflow no history event (a shard hands an
+// endpoint's counts to its workflow only to make room: herald.StatsCapacity).
 const StatsInterval = 2 * time.Second
 
 // count adds one attempt to endpoint id's counts, for the next flush.
