@@ -211,9 +211,10 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 		return f, false, nil // an operator, every tenant
 	}
 	// An operator, every tenant: a delivery carries its event id in HeraldEventId (since
-	// 0.2.0 also one sent to an endpoint by id); one sent so before 0.2.0 is found by its
-	// workflow id here in the default tenant, in another tenant by that tenant's search.
-	f.Tenants = []string{herald.DefaultTenant}
+	// 0.2.0 also one sent to an endpoint by id, and an operational one); one sent so before
+	// 0.2.0 is found by its workflow id here in the default and operational tenants, in
+	// another tenant by that tenant's search. No listing of endpoints or tenants.
+	f.Tenants = []string{herald.DefaultTenant, herald.OpsTenant}
 	return f, false, f.Validate()
 }
 
