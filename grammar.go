@@ -13,12 +13,16 @@ import (
 // The grammar of the values Herald takes from outside (API, dashboard, CLI, Go client),
 // stated once here and checked on every way in:
 //
-//	tenant       1 to 128 ASCII letters, digits, '-', '_' and '.'     (ValidateTenant)
-//	endpoint id  1 to 128 ASCII letters, digits, '-', '_' and '.'     (ValidateEndpointID)
-//	event id     1 to 255 printable ASCII characters, no '.' or space (ValidateEventID)
-//	event type   1 to 255 ASCII letters, digits, '-', '_' and '.'     (ValidateEventTypeName)
-//	type filter  an event type, or a prefix of one followed by '*'    (ValidateTypeFilter)
-//	state        one of EventStates                                   (ValidateEventState)
+//	tenant          1 to 128 ASCII letters, digits, '-', '_' and '.'     (ValidateTenant)
+//	endpoint id     1 to 128 ASCII letters, digits, '-', '_' and '.'     (ValidateEndpointID)
+//	event id        1 to 255 printable ASCII characters, no '.' or space (ValidateEventID)
+//	event type      1 to 255 ASCII letters, digits, '-', '_' and '.'     (ValidateEventTypeName)
+//	type filter     an event type, or a prefix of one followed by '*'    (ValidateTypeFilter)
+//	state           one of EventStates                                   (ValidateEventState)
+//	endpoint state  one of EndpointStates: closed, open, half_open,      (ValidateEndpointState)
+//	                disabled
+//	page size       1 to starter.MaxEventPage (events), 1 to starter.MaxEndpointPage (endpoints)
+//	cursor          the bytes a page gave, unchanged (the server seals them: see server/events.go)
 //
 // Visibility queries are built only from values that passed these checks, and each value
 // is still quoted by the query language's own rules (see quote): an event id may hold a
@@ -62,6 +66,15 @@ func ValidateEventState(s State) error {
 	return nil
 }
 
+// ValidateEndpointState checks the state filter of an endpoint listing: one of
+// EndpointStates.
+func ValidateEndpointState(s string) error {
+	if !slices.Contains(EndpointStates, s) {
+		return fmt.Errorf("state %q is unknown: use one of %s", s, strings.Join(EndpointStates, ", "))
+	}
+	return nil
+}
+
 // FilterError is a filter of an event search whose value breaks its grammar.
 type FilterError struct {
 	// Filter is the name of the filter, as the API's query parameter (type, state, event,
@@ -91,6 +104,22 @@ func (f DeadLetterFilter) Validate() error {
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
 		return &FilterError{Filter: "until", Err: fmt.Errorf("until (%s) is before since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))}
+	}
+	return nil
+}
+
+// Validate checks the endpoint filter's tenant and state against their grammar; the error
+// is a *FilterError naming the filter (tenant, state). Query takes only a filter that passed.
+func (f EndpointFilter) Validate() error {
+	if f.Tenant != "" {
+		if err := ValidateTenant(f.Tenant); err != nil {
+			return &FilterError{Filter: "tenant", Err: err}
+		}
+	}
+	if f.State != "" {
+		if err := ValidateEndpointState(f.State); err != nil {
+			return &FilterError{Filter: "state", Err: err}
+		}
 	}
 	return nil
 }

@@ -28,9 +28,10 @@ var (
 	// AttrDisabled is set on an endpoint workflow while its endpoint is disabled, to the
 	// cause (policy.DisableCause: manual, gone, failing); unset once enabled.
 	AttrDisabled = temporal.NewSearchAttributeKeyKeyword("HeraldDisabled")
-	// AttrEventID is the event id of a delivery started by a send to a tenant (fan-out),
-	// and of the record of such an event with no destination: it lists one event's
-	// deliveries. Deliveries sent to one endpoint by id do not set it.
+	// AttrEventID is the event id of a delivery, and of the record of an event sent to a
+	// tenant (fan-out) with no destination: it lists one event's deliveries, in every
+	// tenant at once. Deliveries sent to one endpoint by id set it since 0.2.0 (those
+	// sent before are found by their workflow id, in their tenant's search).
 	AttrEventID = temporal.NewSearchAttributeKeyKeyword("HeraldEventId")
 	// AttrTenant is the tenant that sent a delivery (DefaultTenant for an endpoint
 	// registered without one), set by the starter when the delivery starts and kept by
@@ -146,6 +147,11 @@ func (q Query) StartedUntil(t time.Time) Query {
 		return q
 	}
 	return q.and(fmt.Sprintf("StartTime <= '%s'", t.UTC().Format(time.RFC3339Nano)))
+}
+
+// StartedBefore keeps the workflows (runs) started before t.
+func (q Query) StartedBefore(t time.Time) Query {
+	return q.and(fmt.Sprintf("StartTime < '%s'", t.UTC().Format(time.RFC3339Nano)))
 }
 
 // String is the query's text.
@@ -286,6 +292,40 @@ func (f EventFilter) Query() string {
 		q = q.Is(AttrStatus, string(f.State))
 	}
 	return q.StartedSince(f.Since).StartedUntil(f.Until).String()
+}
+
+// EndpointStates are the states an EndpointFilter can select: an endpoint's circuit state
+// (policy.CircuitState), or disabled.
+var EndpointStates = []string{"closed", "open", "half_open", "disabled"}
+
+// EndpointFilter selects registered endpoints for the endpoint list, by their search
+// attributes; empty fields select all.
+type EndpointFilter struct {
+	// Tenant keeps the endpoints of one tenant (HeraldTenant; DefaultTenant for those put
+	// without one): the condition of a tenant's listing, always a top-level AND of the
+	// query. Endpoints registered before 0.2.0 carry it once herald migrate has run.
+	Tenant string `json:"tenant,omitempty"`
+	// State is one of EndpointStates: a circuit state (HeraldCircuit), or disabled
+	// (HeraldDisabled set, whatever the circuit).
+	State string `json:"state,omitempty"`
+}
+
+// Query is the visibility query for the running, registered endpoint workflows f selects
+// (HeraldCircuit is set once an endpoint is registered). Check f with Validate first: the
+// query quotes every value, but only a valid one selects what it says.
+func (f EndpointFilter) Query() Query {
+	q := Workflows(EndpointWorkflow).Running().Has(AttrCircuit)
+	if f.Tenant != "" {
+		q = q.Is(AttrTenant, f.Tenant)
+	}
+	switch f.State {
+	case "":
+	case "disabled":
+		q = q.Has(AttrDisabled)
+	default:
+		q = q.Is(AttrCircuit, f.State)
+	}
+	return q
 }
 
 // ListedState is the state of a delivery as a listing shows it, from its HeraldStatus

@@ -43,6 +43,7 @@ func (o *Ops) EmitOps(ctx context.Context, ev herald.Event) (bool, error) {
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			herald.AttrEndpoint.ValueSet(ev.EndpointID),
 			herald.AttrEventType.ValueSet(ev.Type),
+			herald.AttrEventID.ValueSet(ev.ID), // an operator's search by event id finds it
 		),
 		StaticSummary: fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID),
 	}, herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev})

@@ -250,22 +250,6 @@ func (s *Server) apiReplay(ctx context.Context, _ http.ResponseWriter, r *http.R
 	return http.StatusAccepted, replayResponse{ID: id, Replayed: rep.Fanout == nil || len(done.Endpoints) > 0, Endpoints: done.Endpoints}, nil
 }
 
-// endpointList answers GET /v1/endpoints.
-type endpointList struct {
-	Endpoints []herald.EndpointState `json:"endpoints"`
-}
-
-func (s *Server) apiListEndpoints(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
-	list, err := s.visibleEndpoints(ctx, p)
-	if err != nil {
-		return 0, nil, err
-	}
-	for i := range list {
-		list[i] = forViewer(p, list[i])
-	}
-	return http.StatusOK, endpointList{Endpoints: list}, nil
-}
-
 func (s *Server) apiGetEndpoint(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
 	st, err := s.endpointFor(ctx, p, r.PathValue("id"))
 	if err != nil {

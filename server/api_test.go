@@ -58,7 +58,7 @@ func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
 	if got["tenant"] != "acme" || got["max_in_flight"] == nil {
 		t.Fatalf("endpoint state lacks tenant or cap: %v", got)
 	}
-	code, list := call(t, "GET", "/v1/endpoints", shared.acme, nil)
+	code, list := call(t, "GET", "/v1/endpoints?limit=500", shared.acme, nil)
 	want(t, "list endpoints", code, http.StatusOK, list)
 	if !slices.Contains(endpointIDs(list), ep) {
 		t.Fatalf("acme's list lacks %s: %v", ep, endpointIDs(list))
@@ -309,7 +309,7 @@ func TestTenantIsolation(t *testing.T) {
 	if slices.Contains(deadLetterIDs(dl), ev) {
 		t.Fatal("globex's dead letters show acme's")
 	}
-	_, list = call(t, "GET", "/v1/endpoints", shared.operator, nil)
+	_, list = call(t, "GET", "/v1/endpoints?tenant=acme&limit=500", shared.operator, nil)
 	if !slices.Contains(endpointIDs(list), ep) {
 		t.Fatal("the operator's endpoint list lacks acme's endpoint")
 	}

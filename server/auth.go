@@ -178,21 +178,6 @@ func (s *Server) mayReplayTo(ctx context.Context, p principal, id, endpoint stri
 	return nil
 }
 
-// visibleEndpoints lists the endpoints p may see.
-func (s *Server) visibleEndpoints(ctx context.Context, p principal) ([]herald.EndpointState, error) {
-	all, err := s.opts.Starter.ListEndpoints(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]herald.EndpointState, 0, len(all))
-	for _, e := range all {
-		if p.canSeeEndpoint(e.Tenant, e.ID) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
 // Session cookies. A session is signed, not stored: the cookie holds the token id, an
 // expiry and a random nonce, with an HMAC under the tokens file's session key, so every
 // server sharing the file accepts it. Revoking the token ends the session; so does signing

@@ -82,6 +82,7 @@ type view struct {
 	Zone string
 
 	Endpoints   []endpointView
+	Listing     endpointsView
 	Endpoint    endpointView
 	Deliveries  []deliveryView
 	Chart       chartView

@@ -156,8 +156,27 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	return v
 }
 
+// endpointsView is the endpoint list page's listing: its filter and the links to the
+// pages around it.
+type endpointsView struct {
+	Search                     endpointSearch
+	States                     []stateOption
+	FirstURL, PrevURL, NextURL string
+	Paged, Filtered            bool
+}
+
+// endpointsPage shows one page of the endpoints p may see (starter.DefaultEndpointPage
+// unless limit says otherwise), with the banners and delivery rates of that page's
+// endpoints only: its cost is bounded by the page, whatever the number of endpoints.
 func (s *Server) endpointsPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	eps, err := s.visibleEndpoints(ctx, p)
+	es, err := readEndpointSearch(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	if es.Limit == 0 {
+		es.Limit = starter.DefaultEndpointPage
+	}
+	eps, next, err := s.listEndpoints(ctx, p, es)
 	if err != nil {
 		return err
 	}
@@ -167,6 +186,14 @@ func (s *Server) endpointsPage(ctx context.Context, w http.ResponseWriter, r *ht
 	for _, e := range eps {
 		v.Endpoints = append(v.Endpoints, s.endpointView(e))
 	}
+	q := es.query()
+	links := pagerLinks("/endpoints", q, r, es.cursor != nil, next)
+	lv := endpointsView{Search: es, FirstURL: links.First, PrevURL: links.Prev, NextURL: links.Next, Paged: es.cursor != nil,
+		Filtered: es.Tenant != "" || es.State != ""}
+	for _, st := range herald.EndpointStates {
+		lv.States = append(lv.States, stateOption{st, stateLabel(st)})
+	}
+	v.Listing = lv
 	if len(v.Endpoints) <= maxRatedEndpoints {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 6)
@@ -185,8 +212,8 @@ func (s *Server) endpointsPage(ctx context.Context, w http.ResponseWriter, r *ht
 	return nil
 }
 
-// maxRatedEndpoints is how many endpoints the list page counts deliveries of (three
-// visibility counts each); beyond it the list shows "–" and each endpoint's page has it.
+// maxRatedEndpoints is how many endpoints a page of the list counts deliveries of (three
+// visibility counts each); a larger page (limit) shows "–" and each endpoint's page has it.
 const maxRatedEndpoints = 50
 
 // deliveryView is one recent delivery of an endpoint.

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -94,6 +95,51 @@ func readBack(q url.Values) ([]string, bool) {
 	return back, true
 }
 
+// pageLinks are the links of a page of a paged list: First is the list without a cursor,
+// Prev the page before (empty on the first page, and when the way back is not known),
+// Next the page after (empty on the last).
+type pageLinks struct{ First, Prev, Next string }
+
+// pagerLinks are the links of the page of list path that request r shows: q is the
+// list's query without its cursor, paged says r shows a page past the first, and next is
+// the cursor of the page after it ("" on the last). The way back travels in the back
+// parameter (readBack).
+func pagerLinks(path string, q url.Values, r *http.Request, paged bool, next string) pageLinks {
+	at := func(q url.Values) string {
+		if len(q) == 0 {
+			return path
+		}
+		return path + "?" + q.Encode()
+	}
+	l := pageLinks{First: at(q)}
+	back, known := readBack(r.URL.Query())
+	if paged && known {
+		l.Prev = l.First
+		if n := len(back); n > 0 {
+			pq := maps.Clone(q)
+			pq.Set("cursor", back[n-1])
+			if n > 1 {
+				pq.Set("back", strings.Join(back[:n-1], backSep))
+			}
+			l.Prev = at(pq)
+		}
+	}
+	if next != "" {
+		nq := maps.Clone(q)
+		nq.Set("cursor", next)
+		if paged {
+			// The way back: the cursors of the pages before this one, and this one's.
+			if trail := strings.Join(append(back, r.URL.Query().Get("cursor")), backSep); known && len(trail) <= maxBackTrail {
+				nq.Set("back", trail)
+			} else {
+				nq.Set("back", backUnknown)
+			}
+		}
+		l.Next = at(nq)
+	}
+	return l
+}
+
 // query is the search as a URL query (without the cursor), for links.
 func (es eventSearch) query() url.Values {
 	q := url.Values{}
@@ -164,27 +210,12 @@ func (s *Server) filter(ctx context.Context, p principal, es eventSearch) (f her
 	if f.EventID == "" {
 		return f, false, nil // an operator, every tenant
 	}
-	// An operator, every tenant: event ids are looked up in each tenant that has endpoints.
-	eps, err := s.opts.Starter.ListEndpoints(ctx, "")
-	if err != nil {
-		return f, false, err
-	}
-	f.Tenants = tenantsOf(eps)
-	if !slices.Contains(f.Tenants, herald.DefaultTenant) {
-		f.Tenants = append(f.Tenants, herald.DefaultTenant)
-	}
+	// An operator, every tenant: a delivery carries its event id in HeraldEventId (since
+	// 0.2.0 also one sent to an endpoint by id, and an operational one); one sent so before
+	// 0.2.0 is found by its workflow id here in the default and operational tenants, in
+	// another tenant by that tenant's search. No listing of endpoints or tenants.
+	f.Tenants = []string{herald.DefaultTenant, herald.OpsTenant}
 	return f, false, f.Validate()
-}
-
-func tenantsOf(eps []herald.EndpointState) []string {
-	var out []string
-	for _, e := range eps {
-		if t := herald.TenantOrDefault(e.Tenant); !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // searchEvents runs the search for p: one page and the cursor of the next ("" on the last).
@@ -192,7 +223,7 @@ func (s *Server) searchEvents(ctx context.Context, p principal, es eventSearch) 
 	var cursor []byte
 	if es.cursor != nil {
 		var err error
-		if cursor, err = s.openCursor(p, es.cursor); err != nil {
+		if cursor, err = s.openCursor(p, eventCursorKind, es.cursor); err != nil {
 			return nil, "", err
 		}
 	}
@@ -206,7 +237,7 @@ func (s *Server) searchEvents(ctx context.Context, p principal, es eventSearch) 
 	}
 	next := ""
 	if len(page.Next) > 0 {
-		sealed, err := s.sealCursor(p, page.Next)
+		sealed, err := s.sealCursor(p, eventCursorKind, page.Next)
 		if err != nil {
 			return nil, "", err
 		}
@@ -215,13 +246,18 @@ func (s *Server) searchEvents(ctx context.Context, p principal, es eventSearch) 
 	return page.Events, next, nil
 }
 
-// Event search cursors are bound to the scope they were issued for. The cursor a client
-// sees is a MAC and the visibility store's page token: the MAC (HMAC-SHA256 with the
-// tokens file's session key, cut to cursorMACLen bytes) covers the token and the
-// principal's scope (operator; or tenant, and the one endpoint of a portal session). A
-// cursor is honoured only for the same scope: an operator's is refused from a tenant
-// token, one tenant's from another, and one made up is refused before the store sees it.
+// Cursors of paged lists (event search, endpoint listing) are bound to the scope they were
+// issued for. The cursor a client sees is a MAC and the visibility store's page token (for
+// endpoints, the starter's cursor): the MAC (HMAC-SHA256 with the tokens file's session
+// key, cut to cursorMACLen bytes) covers the token, the kind of list (with an endpoint
+// listing's tenant and state) and the principal's scope (operator; or tenant, and the one
+// endpoint of a portal session). A cursor is honoured only for the same list and scope: an
+// operator's is refused from a tenant token, one tenant's from another, one of the event
+// search for the endpoint listing, and one made up is refused before the store sees it.
 const cursorMACLen = 16
+
+// eventCursorKind is what an event search's cursor is bound to besides the scope.
+const eventCursorKind = "event-cursor"
 
 // cursorScope is what a cursor issued to p is bound to.
 func cursorScope(p principal) string {
@@ -237,36 +273,36 @@ func (s *Server) cursorKey() ([]byte, error) {
 	key := s.opts.Tokens.sessionKey()
 	if len(key) == 0 {
 		if err := s.opts.Tokens.update(func(*tokensFile) error { return nil }); err != nil {
-			return nil, fmt.Errorf("event search cursor: %w", err)
+			return nil, fmt.Errorf("list cursor: %w", err)
 		}
 		key = s.opts.Tokens.sessionKey()
 	}
 	return key, nil
 }
 
-// sealCursor binds the visibility page token to p's scope.
-func (s *Server) sealCursor(p principal, token []byte) ([]byte, error) {
+// sealCursor binds a page token of a list of kind to p's scope.
+func (s *Server) sealCursor(p principal, kind string, token []byte) ([]byte, error) {
 	key, err := s.cursorKey()
 	if err != nil {
 		return nil, err
 	}
-	return append(mac(key, "event-cursor", cursorScope(p), string(token))[:cursorMACLen:cursorMACLen], token...), nil
+	return append(mac(key, kind, cursorScope(p), string(token))[:cursorMACLen:cursorMACLen], token...), nil
 }
 
-// openCursor returns the page token of a cursor sealed for p's scope, or an error (400)
-// for any other cursor.
-func (s *Server) openCursor(p principal, cursor []byte) ([]byte, error) {
+// openCursor returns the page token of a cursor sealed for a list of kind and p's scope,
+// or an error (400) for any other cursor.
+func (s *Server) openCursor(p principal, kind string, cursor []byte) ([]byte, error) {
 	key, err := s.cursorKey()
 	if err != nil {
 		return nil, err
 	}
 	if len(cursor) > cursorMACLen {
 		sum, token := cursor[:cursorMACLen], cursor[cursorMACLen:]
-		if hmac.Equal(sum, mac(key, "event-cursor", cursorScope(p), string(token))[:cursorMACLen]) {
+		if hmac.Equal(sum, mac(key, kind, cursorScope(p), string(token))[:cursorMACLen]) {
 			return token, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: cursor is not one this server gave you for this search: start from the first page (leave cursor out)", starter.ErrInvalid)
+	return nil, fmt.Errorf("%w: cursor is not one this server gave you for this list: start from the first page (leave cursor out)", starter.ErrInvalid)
 }
 
 // eventList is the body of GET /v1/events.
@@ -300,7 +336,6 @@ type eventRow struct {
 type eventsView struct {
 	Search     eventSearch
 	States     []stateOption
-	Endpoints  []string
 	Rows       []eventRow
 	NextURL    string
 	FirstURL   string
@@ -325,18 +360,8 @@ func (s *Server) eventsPage(ctx context.Context, w http.ResponseWriter, r *http.
 	for _, st := range herald.EventStates {
 		ev.States = append(ev.States, stateOption{string(st), stateLabel(string(st))})
 	}
-	if eps, lerr := s.visibleEndpoints(ctx, p); lerr == nil {
-		for _, e := range eps {
-			ev.Endpoints = append(ev.Endpoints, e.ID)
-		}
-		slices.Sort(ev.Endpoints)
-	}
 	q := es.query()
 	ev.Filtered = len(q) > 0 && !(len(q) == 1 && q.Has("limit"))
-	ev.FirstURL = "/events"
-	if len(q) > 0 {
-		ev.FirstURL += "?" + q.Encode()
-	}
 	var evs []starter.ListedEvent
 	next := ""
 	if err == nil {
@@ -355,31 +380,8 @@ func (s *Server) eventsPage(ctx context.Context, w http.ResponseWriter, r *http.
 			SentAt: s.stamp(e.SentAt), ClosedAt: s.stamp(e.ClosedAt),
 		})
 	}
-	back, known := readBack(r.URL.Query())
-	if es.cursor != nil && known {
-		ev.PrevURL = ev.FirstURL
-		if n := len(back); n > 0 {
-			pq := es.query()
-			pq.Set("cursor", back[n-1])
-			if n > 1 {
-				pq.Set("back", strings.Join(back[:n-1], backSep))
-			}
-			ev.PrevURL = "/events?" + pq.Encode()
-		}
-	}
-	if next != "" {
-		nq := es.query()
-		nq.Set("cursor", next)
-		if es.cursor != nil {
-			// The way back: the cursors of the pages before this one, and this one's.
-			if trail := strings.Join(append(back, r.URL.Query().Get("cursor")), backSep); known && len(trail) <= maxBackTrail {
-				nq.Set("back", trail)
-			} else {
-				nq.Set("back", backUnknown)
-			}
-		}
-		ev.NextURL = "/events?" + nq.Encode()
-	}
+	links := pagerLinks("/events", q, r, es.cursor != nil, next)
+	ev.FirstURL, ev.PrevURL, ev.NextURL = links.First, links.Prev, links.Next
 	v.Events = ev
 	s.render(w, r, http.StatusOK, "events.html", v)
 	return nil

@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/netguard"
-	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 )
 
@@ -229,61 +225,4 @@ func (s *Client) updateEndpoint(ctx context.Context, id, verb, name string, args
 	}
 	addCounts(&st, counts)
 	return st, nil
-}
-
-// ListEndpoints returns every registered endpoint's state, sorted by id. A non-empty
-// circuit ("closed", "open" or "half_open") keeps only endpoints in that state; "disabled"
-// keeps the disabled endpoints.
-func (s *Client) ListEndpoints(ctx context.Context, circuit string) ([]herald.EndpointState, error) {
-	// HeraldCircuit is set once an endpoint is registered.
-	q := herald.Workflows(herald.EndpointWorkflow).Running().Has(herald.AttrCircuit)
-	switch c := policy.CircuitState(circuit); c {
-	case "":
-	case policy.CircuitClosed, policy.CircuitOpen, policy.CircuitHalfOpen:
-		q = q.Is(herald.AttrCircuit, circuit)
-	case "disabled":
-		q = q.Has(herald.AttrDisabled)
-	default:
-		return nil, fmt.Errorf("%w: state %q: use closed, open, half_open or disabled", ErrInvalid, circuit)
-	}
-	var listed []herald.EndpointState
-	for ex, err := range herald.Executions(ctx, s.c, q.String(), 500) {
-		if err != nil {
-			return nil, fmt.Errorf("list endpoints: %w", err)
-		}
-		id, ok := herald.ParseEndpointWorkflowID(ex.GetExecution().GetWorkflowId())
-		if !ok {
-			continue
-		}
-		st := herald.EndpointState{ID: id, Registered: true}
-		st.Circuit.State = policy.CircuitState(keyword(ex.GetSearchAttributes().GetIndexedFields()[herald.AttrCircuit.GetName()].GetData()))
-		listed = append(listed, st)
-	}
-	sort.Slice(listed, func(i, j int) bool { return listed[i].ID < listed[j].ID })
-	// Read each endpoint's state, a few at a time; one that does not answer (no worker
-	// polls its task queue) is listed with what visibility knows and the error.
-	out := make([]herald.EndpointState, len(listed))
-	errs := make([]error, len(listed))
-	eachAtOnce(len(listed), 8, func(i int) {
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		st, err := s.GetEndpoint(qctx, listed[i].ID)
-		if err != nil {
-			st = listed[i]
-			st.Error = err.Error()
-			errs[i] = err
-		}
-		out[i] = st
-	})
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	// Keys that cannot read the endpoints' answers are this client's problem, not the
-	// endpoints': listing them all with an error each would look like empty endpoints.
-	for _, err := range errs {
-		if codec.IsUndecryptable(err) {
-			return nil, fmt.Errorf("list endpoints: %w", err)
-		}
-	}
-	return out, nil
 }

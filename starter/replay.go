@@ -143,12 +143,10 @@ func (s *Client) redeliver(ctx context.Context, wfID, eventID string, st herald.
 	attrs := []temporal.SearchAttributeUpdate{
 		herald.AttrEndpoint.ValueSet(ev.EndpointID),
 		herald.AttrEventType.ValueSet(ev.Type),
+		herald.AttrEventID.ValueSet(ev.ID), // a delivery stays listed with its event
 	}
 	if tenant, _, ok := herald.ParseDeliveryID(wfID); ok {
 		attrs = append(attrs, herald.AttrTenant.ValueSet(tenant)) // a replay stays with the tenant that sent it
-	}
-	if _, _, _, fanout := herald.ParseFanoutDeliveryID(wfID); fanout {
-		attrs = append(attrs, herald.AttrEventID.ValueSet(ev.ID)) // a fan-out delivery stays listed with its event
 	}
 	_, err = s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       wfID,

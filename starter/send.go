@@ -105,7 +105,8 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
 	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
-		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
+		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)),
+		herald.AttrEventID.ValueSet(ev.ID)) // found by its id in every tenant at once (an operator's search)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
 	}

@@ -88,7 +88,9 @@ func TestEndpointListWithWrongKey(t *testing.T) {
 	var list []herald.EndpointState
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		list, err = stk.Starter.ListEndpoints(ctx, "")
+		var page starter.EndpointPage
+		page, err = stk.Starter.ListEndpoints(ctx, herald.EndpointFilter{}, nil, 0)
+		list = page.Endpoints
 		if err == nil && len(list) == 1 && list[0].URL == rcv.URL {
 			break
 		}
@@ -105,7 +107,7 @@ func TestEndpointListWithWrongKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, s := stk.producer(t, tc.keys)
-			list, err := s.ListEndpoints(ctx, "")
+			list, err := s.ListEndpoints(ctx, herald.EndpointFilter{}, nil, 0)
 			if err == nil {
 				t.Fatalf("ListEndpoints = %+v, nil; want an error about the keys", list)
 			}

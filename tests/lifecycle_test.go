@@ -132,10 +132,7 @@ func TestEndpointGoneDisables(t *testing.T) {
 		}
 		return false
 	})
-	list, err := shared.starter.ListEndpoints(ctx, "disabled")
-	if err != nil {
-		t.Fatal(err)
-	}
+	list, _ := listAll(t, shared.starter, herald.EndpointFilter{State: "disabled"}, starter.MaxEndpointPage, nil)
 	if !slices.ContainsFunc(list, func(st herald.EndpointState) bool { return st.ID == "gone" && st.Disabled != nil }) {
 		t.Errorf("endpoint list --state disabled lacks the endpoint that answered 410")
 	}

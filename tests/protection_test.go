@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
 )
 
 // scaledBreaker is the article's breaker with seconds for minutes.
@@ -111,9 +112,9 @@ func TestCircuitBreaker(t *testing.T) {
 	if gap := reqs[6].At.Sub(reqs[5].At); gap < 4*time.Second {
 		t.Errorf("second probe came %s after the failed one, want at least the doubled 4s", gap)
 	}
-	list, err := shared.starter.ListEndpoints(context.Background(), "closed")
-	if err != nil || !containsEndpoint(list, "breaker") {
-		t.Errorf("endpoint list --state closed: %v, %v", list, err)
+	list, _ := listAll(t, shared.starter, herald.EndpointFilter{State: "closed"}, starter.MaxEndpointPage, nil)
+	if !containsEndpoint(list, "breaker") {
+		t.Errorf("endpoint list --state closed lacks breaker: %v", list)
 	}
 }
 

@@ -270,32 +270,6 @@ func newEndpointGetCmd(g *globals) *cobra.Command {
 	}
 }
 
-func newEndpointListCmd(g *globals) *cobra.Command {
-	var state string
-	cmd := &cobra.Command{
-		Use:   "list [--state open]",
-		Short: "List registered endpoints, with their circuit state (or disabled)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return showList(g, cmd, func(ctx context.Context, s *starter.Client) ([]herald.EndpointState, error) {
-				return s.ListEndpoints(ctx, state)
-			}, "No endpoints yet. Register one: "+g.herald("endpoint", "put", "ID", "--url", "URL"), func(w io.Writer, list []herald.EndpointState) error {
-				tw := newTable(w, "ID", "CIRCUIT", "IN-FLIGHT/CAP", "QUEUE", "ATTEMPTS", "FAILED", "URL")
-				for _, e := range list {
-					circuit := string(e.Circuit.State)
-					if e.Disabled != nil {
-						circuit = "disabled (" + string(e.Disabled.Cause) + ")"
-					}
-					tw.row(e.ID, circuit, fmt.Sprintf("%d/%d", e.InFlight, e.Cap), e.Queue, e.Counters.Attempts, e.Counters.Failures, e.URL)
-				}
-				return tw.flush()
-			})
-		},
-	}
-	cmd.Flags().StringVar(&state, "state", "", "only endpoints whose circuit is closed, open or half_open, or those disabled")
-	return cmd
-}
-
 func newEndpointResetCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "reset ID",
