@@ -15,7 +15,6 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -283,19 +282,6 @@ func forViewer(p principal, st herald.EndpointState) herald.EndpointState {
 	return st
 }
 
-// putEndpointRequest is the body of PUT /v1/endpoints/{id}; absent fields keep what is
-// stored. The settings are herald.EndpointChange's, translated and checked by it as for
-// the CLI: a field given is used as given (0 is refused where the range starts above 0),
-// and a breaker change keeps the breaker settings it does not name.
-type putEndpointRequest struct {
-	URL    string `json:"url,omitempty"`
-	Secret string `json:"secret,omitempty"`
-	Tenant string `json:"tenant,omitempty"`
-	herald.EndpointChange
-	// ClearOverrides returns the endpoint to the worker's defaults before applying the rest.
-	ClearOverrides bool `json:"clear_overrides,omitempty"`
-}
-
 // putEndpointResponse answers PUT /v1/endpoints/{id}.
 type putEndpointResponse struct {
 	ID      string `json:"id"`
@@ -325,28 +311,17 @@ func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http
 	if !p.operator() {
 		return 0, nil, fmt.Errorf("%w: registering or changing endpoints needs an operator token; ask your Herald operator", errForbidden)
 	}
-	var body putEndpointRequest
+	// The body is a herald.EndpointPut, read and translated as a line of a bulk put is.
+	var body herald.EndpointPut
 	if err := decode(w, r, maxBody, &body); err != nil {
 		return 0, nil, err
 	}
 	if id == herald.OpsEndpointID && body.Tenant != "" && body.Tenant != herald.OpsTenant {
 		return 0, nil, fmt.Errorf("%w: tenant: the operational endpoint belongs to tenant %s; leave tenant out", starter.ErrInvalid, herald.OpsTenant)
 	}
-	req := herald.PutEndpointRequest{ID: id, URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
-	if body.Secret != "" {
-		sec, err := signature.ParseSecret(body.Secret)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%w: secret: %v", starter.ErrInvalid, err)
-		}
-		req.Secret = sec
-	}
-	o, err := body.Overrides()
+	req, err := body.Request(id)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
-	}
-	req.Overrides, req.Types = o, body.Types
-	if req.Headers, err = body.HeaderChange(); err != nil {
-		return 0, nil, fmt.Errorf("%w: headers: %v", starter.ErrInvalid, err)
 	}
 	res, err := put(ctx, req)
 	if err != nil {

@@ -67,6 +67,9 @@ type Options struct {
 	// call of the client: a burst of starts beyond what the workers take at once only
 	// makes every delivery slower. Default 32.
 	FanoutParallelism int
+	// BulkParallelism bounds the puts PutEndpoints sends at once (each an update-with-start
+	// of an endpoint workflow). Default (0 or less) 32.
+	BulkParallelism int
 	// BeforeFanoutStart, if set, is called before Publish starts each endpoint's delivery,
 	// with the endpoint's id: a hook for tests and instrumentation.
 	BeforeFanoutStart func(endpointID string)
@@ -100,6 +103,9 @@ func New(c client.Client, o Options) *Client {
 	o.EventTypeCacheTTL = cmp.Or(o.EventTypeCacheTTL, DefaultEventTypeCacheTTL)
 	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
 	o.FanoutParallelism = cmp.Or(o.FanoutParallelism, 32)
+	if o.BulkParallelism <= 0 {
+		o.BulkParallelism = 32
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
