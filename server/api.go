@@ -33,6 +33,12 @@ type apiHandler func(ctx context.Context, w http.ResponseWriter, r *http.Request
 
 // api authenticates the bearer token and writes the handler's answer or error as JSON.
 func (s *Server) api(h apiHandler) http.HandlerFunc {
+	return s.apiWithin(func() time.Duration { return s.opts.RequestTimeout }, h)
+}
+
+// apiWithin is api for a handler whose calls to Temporal may take timeout() instead of
+// Options.RequestTimeout (a bulk put).
+func (s *Server) apiWithin(timeout func() time.Duration, h apiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		p, code, msg := s.bearer(r)
@@ -41,7 +47,7 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 			writeError(w, code, msg)
 			return
 		}
-		ctx, cancel := s.ctx(r)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout())
 		defer cancel()
 		status, v, err := h(ctx, w, r, p)
 		if err != nil {
@@ -57,8 +63,11 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		what := "event data may be at most 256 KiB compacted; send a reference to large content instead"
-		if strings.HasPrefix(r.URL.Path, "/v1/event-types") {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/event-types"):
 			what = "an event type's schema may be at most 64 KiB compacted"
+		case r.URL.Path == "/v1/endpoints":
+			what = fmt.Sprintf("a bulk put may be at most %d MiB: split the lines into several requests", maxBulkBody>>20)
 		}
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: %s", tooLarge.Limit, what))
 		return
