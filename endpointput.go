@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/duration"
@@ -84,27 +85,45 @@ var ErrTooManyLines = errors.New("too many lines")
 // be read, or holds more than maxLines non-blank lines (ErrTooManyLines; nothing is
 // returned then).
 func ParseEndpointLines(r io.Reader, maxLines int) ([]ParsedLine, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	var out []ParsedLine
-	for n := 1; ; n++ {
-		line, tooLong, err := readLine(br, MaxEndpointLineBytes)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+	for p, err := range EndpointLines(r) {
+		if err != nil {
+			return nil, err
 		}
-		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			if len(out) == maxLines {
-				return nil, fmt.Errorf("%w: more than %d lines: split the input", ErrTooManyLines, maxLines)
-			}
-			p := ParsedLine{Line: n}
-			if tooLong {
-				p.Err = fmt.Errorf("the line is longer than %d bytes", MaxEndpointLineBytes)
-			} else {
-				p.Request, p.Err = parseEndpointLine(line)
-			}
-			out = append(out, p)
+		if len(out) == maxLines {
+			return nil, fmt.Errorf("%w: more than %d lines: split the input", ErrTooManyLines, maxLines)
 		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// EndpointLines reads a bulk put line by line, as ParseEndpointLines does, without holding
+// more than a line at a time: each non-blank line is yielded with its number, and an input
+// that cannot be read ends the sequence with the error.
+func EndpointLines(r io.Reader) iter.Seq2[ParsedLine, error] {
+	return func(yield func(ParsedLine, error) bool) {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for n := 1; ; n++ {
+			line, tooLong, err := readLine(br, MaxEndpointLineBytes)
+			if err != nil && !errors.Is(err, io.EOF) {
+				yield(ParsedLine{}, fmt.Errorf("line %d: %w", n, err))
+				return
+			}
+			if len(bytes.TrimSpace(line)) > 0 || tooLong {
+				p := ParsedLine{Line: n}
+				if tooLong {
+					p.Err = fmt.Errorf("the line is longer than %d bytes", MaxEndpointLineBytes)
+				} else {
+					p.Request, p.Err = parseEndpointLine(line)
+				}
+				if !yield(p, nil) {
+					return
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				return
+			}
 		}
 	}
 }
