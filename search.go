@@ -90,6 +90,11 @@ func (q Query) NotStatus(s string) Query { return q.and("ExecutionStatus != " + 
 // IDIn keeps the workflows whose id is one of ids.
 func (q Query) IDIn(ids ...string) Query { return q.and("WorkflowId IN (" + quoteAll(ids) + ")") }
 
+// TypeNotIn keeps the workflows whose type is none of types.
+func (q Query) TypeNotIn(types ...string) Query {
+	return q.and("WorkflowType NOT IN (" + quoteAll(types) + ")")
+}
+
 // Running keeps the running workflows.
 func (q Query) Running() Query { return q.and("ExecutionStatus = 'Running'") }
 
