@@ -137,3 +137,26 @@ func TestCountLines(t *testing.T) {
 		}
 	}
 }
+
+// TestProgress: on a terminal a bar redrawn in place, ended by finish; elsewhere a plain
+// line at most every interval.
+func TestProgress(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, "lines", 200, time.Hour)
+	p.tty = true
+	p.last = time.Time{}
+	p.set(50)
+	p.finish()
+	if out := b.String(); !strings.HasPrefix(out, "\r[=======") || !strings.Contains(out, "50/200 lines  25%") || !strings.Contains(out, "ETA") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("bar: %q", out)
+	}
+	b.Reset()
+	p = newProgress(&b, "lines", 0, time.Hour)
+	p.set(10) // within the interval: nothing
+	p.last = time.Time{}
+	p.set(20)
+	p.finish()
+	if out := b.String(); !strings.HasPrefix(out, "20 lines, ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("plain progress: %q", out)
+	}
+}
