@@ -155,3 +155,42 @@ func TestBulkPutRefusals(t *testing.T) {
 		t.Errorf("a refused bulk put registered its endpoint: GET answers %d", code)
 	}
 }
+
+// TestBulkPutManyLines: 300 lines in one request, every 50th one broken: each broken line
+// fails alone with its own number, the others are registered, and a send to the tenant
+// right after reaches the last line's endpoint.
+func TestBulkPutManyLines(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 200)
+	tenant := uniq("bulk-many")
+	const n = 300
+	var body bytes.Buffer
+	for i := 1; i <= n; i++ {
+		types := `["many.noise"]`
+		if i == n {
+			types = `["many.last"]`
+		}
+		if i%50 == 0 && i != n {
+			fmt.Fprintf(&body, `{"id":"%s-%d","url":%q,"retries":3}`+"\n", tenant, i, rcv.URL)
+			continue
+		}
+		fmt.Fprintf(&body, `{"id":"%s-%d","tenant":%q,"url":%q,"types":%s,"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`+"\n", tenant, i, tenant, rcv.URL, types)
+	}
+	code, out, raw := bulkPut(t, shared.operator, "application/x-ndjson", body.Bytes())
+	want(t, "bulk put of 300 lines", code, http.StatusOK, raw)
+	if len(out.Results) != n || out.Created != n-5 || out.Failed != 5 {
+		t.Fatalf("%d results, %d created, %d failed; want %d, %d, 5", len(out.Results), out.Created, out.Failed, n, n-5)
+	}
+	for i, r := range out.Results {
+		broken := (i+1)%50 == 0 && i+1 != n
+		if r.Line != i+1 || r.ID != fmt.Sprintf("%s-%d", tenant, i+1) || broken != (r.Outcome == starter.BulkFailed) || broken && !strings.Contains(r.Error, `unknown field "retries"`) {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	code, sent := call(t, "POST", "/v1/events", shared.operator, map[string]any{"tenant": tenant, "type": "many.last", "data": map[string]any{}})
+	want(t, "send to the tenant", code, http.StatusAccepted, sent)
+	if ds, _ := sent["deliveries"].([]any); len(ds) != 1 || ds[0].(map[string]any)["endpoint_id"] != fmt.Sprintf("%s-%d", tenant, n) {
+		t.Fatalf("send reached %v, want the last line's endpoint alone", sent["deliveries"])
+	}
+	eventually(t, "the last line's endpoint to receive the event", func() bool { return rcv.count(sent["id"].(string)) == 1 })
+}
