@@ -94,6 +94,10 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 		todo = append(todo, i)
 	}
 	finished(len(reqs) - len(todo))
+	// Only an endpoint that exists can be left unchanged: ask visibility which do, a batch
+	// of ids at a time, rather than describing every one (a describe of a new endpoint costs
+	// about as much as registering it).
+	exists := s.existing(ctx, reqs, todo)
 
 	// Registered ones go to the index waits in batches while the others register.
 	registered := make(chan int, s.opts.BulkParallelism)
@@ -106,10 +110,12 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 				finished(1)
 				return
 			}
-			if ep, ok := s.unchanged(ctx, reqs[i]); ok {
-				out[i] = BulkResult{Outcome: BulkUnchanged, Result: herald.PutEndpointResult{Endpoint: ep}}
-				registered <- i
-				return
+			if exists[k] || s.isKnown(reqs[i].ID) {
+				if ep, ok := s.unchanged(ctx, reqs[i]); ok {
+					out[i] = BulkResult{Outcome: BulkUnchanged, Result: herald.PutEndpointResult{Endpoint: ep}}
+					registered <- i
+					return
+				}
 			}
 			res, err := s.register(ctx, reqs[i])
 			if err != nil {
@@ -159,6 +165,51 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 	}
 	waits.Wait()
 	return out, nil
+}
+
+// existenceBatch is how many endpoint ids one visibility query of PutEndpoints names.
+const existenceBatch = 200
+
+// existing reports, for each of reqs[todo[k]], whether visibility shows its endpoint
+// workflow running: those are the puts that may change nothing. Visibility lags a little
+// behind, and an endpoint put a moment ago by another process may be missing: its put is
+// then sent (and reported updated, not unchanged). A batch whose query fails is reported
+// as existing, so that each of its endpoints is read on its own.
+func (s *Client) existing(ctx context.Context, reqs []herald.PutEndpointRequest, todo []int) []bool {
+	out := make([]bool, len(todo))
+	batches := (len(todo) + existenceBatch - 1) / existenceBatch
+	eachAtOnce(batches, 4, func(b int) {
+		from, to := b*existenceBatch, min((b+1)*existenceBatch, len(todo))
+		wfIDs := make([]string, 0, to-from)
+		at := make(map[string]int, to-from)
+		for k := from; k < to; k++ {
+			id := herald.EndpointWorkflowID(reqs[todo[k]].ID)
+			wfIDs = append(wfIDs, id)
+			at[id] = k
+		}
+		q := herald.Workflows(herald.EndpointWorkflow).Running().IDIn(wfIDs...).String()
+		for ex, err := range herald.Executions(ctx, s.c, q, int32(len(wfIDs))) {
+			if err != nil {
+				for k := from; k < to; k++ {
+					out[k] = true
+				}
+				return
+			}
+			if k, ok := at[ex.GetExecution().GetWorkflowId()]; ok {
+				out[k] = true
+			}
+		}
+	})
+	return out
+}
+
+// isKnown reports whether this client registered or saw endpoint id lately
+// (Options.EndpointCacheTTL).
+func (s *Client) isKnown(id string) bool {
+	s.mu.Lock()
+	k, ok := s.known[id]
+	s.mu.Unlock()
+	return ok && s.opts.Now().Sub(k.seen) < s.opts.EndpointCacheTTL
 }
 
 // checkPut refuses a request PutEndpoint would refuse before asking anything: the
