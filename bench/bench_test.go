@@ -310,6 +310,9 @@ func TestScaleTiny(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
+	if b, err := json.Marshal(rep); err != nil || !strings.Contains(string(b), `"singletons"`) {
+		t.Errorf("report as JSON: %v\n%s", err, b)
+	}
 	for _, want := range []string{"registration ÷ engine", "fan-out send", "tenant event search", "largest singleton input"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
