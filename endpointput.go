@@ -166,7 +166,11 @@ func parseEndpointLine(line []byte) (PutEndpointRequest, error) {
 		return PutEndpointRequest{ID: idOf(line)}, errors.New("data after the JSON object: give one object per line")
 	}
 	if err := duration.RequireUnits(line, &l); err != nil {
-		return PutEndpointRequest{ID: l.ID}, errors.New(clip(err.Error()))
+		var id string
+		if ValidateEndpointID(l.ID) == nil {
+			id = l.ID
+		}
+		return PutEndpointRequest{ID: id}, errors.New(clip(err.Error()))
 	}
 	if l.ID == "" {
 		return PutEndpointRequest{}, errors.New(`id is missing: give the endpoint's id, e.g. {"id":"acme-prod","url":"https://..."}`)
