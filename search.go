@@ -102,6 +102,11 @@ func (q Query) HasAny(a temporal.SearchAttributeKeyKeywordList, vs ...string) Qu
 	return q.and(a.GetName() + " IN (" + quoteAll(vs) + ")")
 }
 
+// TypeNotIn keeps the workflows whose type is none of types.
+func (q Query) TypeNotIn(types ...string) Query {
+	return q.and("WorkflowType NOT IN (" + quoteAll(types) + ")")
+}
+
 // Running keeps the running workflows.
 func (q Query) Running() Query { return q.and("ExecutionStatus = 'Running'") }
 

@@ -41,14 +41,19 @@ const (
 	Cap        = "cap"
 	Breaker    = "breaker"
 	Backlog    = "backlog"
+	Scale      = "scale"
 )
 
 // Scenarios lists every scenario, in the order Run runs them.
-var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog}
+var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale}
+
+// DefaultScenarios are the scenarios Run runs when Config.Scenarios is empty: all but
+// scale, whose default size takes as long as 100,000 registrations do.
+var DefaultScenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog}
 
 // Config sizes the scenarios. Zero values take the defaults (see DefaultConfig).
 type Config struct {
-	// Scenarios to run; empty runs them all.
+	// Scenarios to run; empty runs DefaultScenarios.
 	Scenarios []string `json:"scenarios"`
 	// DBFile is the SQLite file of the embedded server; "" keeps it in memory.
 	DBFile string `json:"db_file,omitempty"`
@@ -118,6 +123,14 @@ type Config struct {
 	BacklogCap    int               `json:"backlog_cap"`
 	BacklogDelay  duration.Duration `json:"backlog_delay"`
 
+	// ScaleEndpoints are registered by the scale scenario through the bulk path, half in a
+	// tenant of their own and half in the default tenant; ScaleEngineStarts engine-limit
+	// workflows are started to compare with; ScaleSends fan-out sends (and a fifth as many
+	// tenant searches) are timed in each tenant.
+	ScaleEndpoints    int `json:"scale_endpoints"`
+	ScaleEngineStarts int `json:"scale_engine_starts"`
+	ScaleSends        int `json:"scale_sends"`
+
 	// Progress, if set, receives a line as each phase starts.
 	Progress io.Writer `json:"-"`
 	// Logger receives the server's and worker's logs; default: discarded.
@@ -125,7 +138,9 @@ type Config struct {
 }
 
 // DefaultConfig returns the sizes `herald bench` uses: each scenario takes under two
-// minutes on a 2-core machine, except backlog (a few minutes; every wait in it is bounded).
+// minutes on a 2-core machine, except backlog (a few minutes; every wait in it is bounded)
+// and scale (100,000 registrations: about as many seconds as the registration rate
+// allows).
 func DefaultConfig() Config {
 	return Config{
 		Events: 1000, Endpoints: 10, Senders: 50, Rate: 50,
@@ -135,6 +150,7 @@ func DefaultConfig() Config {
 		CapEvents: 200, CapLimit: 5, CapDelay: duration.Duration(50 * time.Millisecond),
 		BreakerEvents: 30, BreakerFor: duration.Duration(15 * time.Second), ProbeDelay: duration.Duration(2 * time.Second),
 		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: duration.Duration(20 * time.Second), BacklogCap: 20, BacklogDelay: duration.Duration(20 * time.Millisecond),
+		ScaleEndpoints: 100_000, ScaleEngineStarts: 5000, ScaleSends: 50,
 	}
 }
 
@@ -148,7 +164,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	if len(c.Scenarios) == 0 {
-		c.Scenarios = Scenarios
+		c.Scenarios = DefaultScenarios
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -181,6 +197,7 @@ type Report struct {
 	Cap        *CapResult         `json:"cap,omitempty"`
 	Breaker    *BreakerResult     `json:"breaker,omitempty"`
 	Backlog    *BacklogResult     `json:"backlog,omitempty"`
+	Scale      *ScaleResult       `json:"scale,omitempty"`
 	Errors     map[string]string  `json:"errors,omitempty"`
 	Durations  map[string]Seconds `json:"durations"`
 }
@@ -222,6 +239,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Cap:        into(&rep.Cap, e.capScenario),
 		Breaker:    into(&rep.Breaker, e.breaker),
 		Backlog:    into(&rep.Backlog, e.backlog),
+		Scale:      into(&rep.Scale, e.scale),
 	}
 	for _, name := range Scenarios {
 		if !slices.Contains(cfg.Scenarios, name) {

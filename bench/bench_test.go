@@ -36,7 +36,7 @@ func TestAllScenariosTiny(t *testing.T) {
 	for name, msg := range rep.Errors {
 		t.Errorf("scenario %s failed: %s", name, msg)
 	}
-	for _, name := range Scenarios {
+	for _, name := range DefaultScenarios {
 		if _, ok := rep.Durations[name]; !ok {
 			t.Errorf("scenario %s did not run", name)
 		}
@@ -263,5 +263,59 @@ func TestThroughputFanoutTiny(t *testing.T) {
 	}
 	if tp.VsEngine <= 0 {
 		t.Errorf("throughput vs engine %v", tp.VsEngine)
+	}
+}
+
+// TestScaleTiny runs the scale scenario at a size that takes seconds: every endpoint is
+// registered, the engine baseline ran, every send reached its 10 endpoints, the searches
+// answered, and the census found the singletons (the stats shards, the directories).
+func TestScaleTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	cfg := Config{Scenarios: []string{Scale}, ScaleEndpoints: 60, ScaleEngineStarts: 20, ScaleSends: 5}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := rep.Errors[Scale]; msg != "" {
+		t.Fatalf("scale failed: %s", msg)
+	}
+	s := rep.Scale
+	if s == nil {
+		t.Fatal("no scale result")
+	}
+	if s.TenantEndpoints != 30 || s.DefaultEndpoints != 30 || s.Failed != 0 || s.Registration.Arrived != 60 || s.Registration.PerSecond <= 0 {
+		t.Errorf("registration: %+v", s)
+	}
+	if s.Engine.Arrived != 20 || s.Engine.PerSecond <= 0 || s.VsEngine <= 0 {
+		t.Errorf("engine: %+v, ratio %v", s.Engine, s.VsEngine)
+	}
+	if s.FanoutError != "" || s.SearchError != "" {
+		t.Errorf("errors: fan-out %q, search %q", s.FanoutError, s.SearchError)
+	}
+	for name, l := range map[string]Latency{"fan-out tenant": s.FanoutTenant, "fan-out default": s.FanoutDefault, "fan-out small": s.FanoutSmall} {
+		if l.Count != 5 || l.P50 <= 0 {
+			t.Errorf("%s: %+v, want 5 timed sends", name, l)
+		}
+	}
+	if s.SearchTenant.Count != 1 || s.SearchDefault.Count != 1 || s.FanoutRatio <= 0 {
+		t.Errorf("searches %+v %+v, ratio %v", s.SearchTenant, s.SearchDefault, s.FanoutRatio)
+	}
+	c := s.Singletons
+	if c.Error != "" || c.Executions == 0 || c.Input.Value <= 0 || c.HistoryEvents.Value <= 0 || c.HistoryBytes.Value <= 0 || c.Types["Delivery"] != 0 || c.Types["Endpoint"] != 0 {
+		t.Errorf("singletons: %+v", c)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := json.Marshal(rep); err != nil || !strings.Contains(string(b), `"singletons"`) {
+		t.Errorf("report as JSON: %v\n%s", err, b)
+	}
+	for _, want := range []string{"registration ÷ engine", "fan-out send", "tenant event search", "largest singleton input"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, text.String())
+		}
 	}
 }

@@ -152,7 +152,61 @@ func (r *Report) Rows() []Row {
 	if b := r.Backlog; b != nil {
 		rows = append(rows, backlogRows(b)...)
 	}
+	if sc := r.Scale; sc != nil {
+		rows = append(rows, scaleRows(sc)...)
+	}
 	return rows
+}
+
+func scaleRows(sc *ScaleResult) []Row {
+	s := Scale
+	reg := fmt.Sprintf("%.1f/s  (%d/%d in %.1fs: %d in tenant %s, %d in the default tenant; %d puts at once)",
+		sc.Registration.PerSecond, sc.Registration.Arrived, sc.Registration.Events, float64(sc.Registration.Seconds),
+		sc.TenantEndpoints, sc.Tenant, sc.DefaultEndpoints, sc.Concurrency)
+	if sc.Failed > 0 {
+		reg += fmt.Sprintf("; %d failed, first: %s", sc.Failed, sc.FirstError)
+	}
+	fanout := func(l Latency) string {
+		v := lat(l)
+		if sc.FanoutError != "" {
+			v += "; first error: " + sc.FanoutError
+		}
+		return v
+	}
+	search := func(l Latency) string {
+		v := lat(l)
+		if sc.SearchError != "" {
+			v += "; first error: " + sc.SearchError
+		}
+		return v
+	}
+	largest := func(l Largest, unit string) string {
+		if l.Workflow == "" {
+			return "-"
+		}
+		return fmt.Sprintf("%d %s (%s)", l.Value, unit, l.Workflow)
+	}
+	c := sc.Singletons
+	census := fmt.Sprintf("%d executions: %s", c.Executions, dash(joinSorted(c.Types, ", ", func(k string, v int) string { return fmt.Sprintf("%s %d", k, v) })))
+	if c.Error != "" {
+		census += "; " + c.Error
+	}
+	return []Row{
+		{s, "registration through the bulk path", reg, "", ""},
+		phaseRow(s, fmt.Sprintf("engine limit: %d starts, %d at once", sc.EngineStarts, sc.Concurrency), sc.Engine),
+		{s, "registration ÷ engine start rate", fmt.Sprintf("%.2f×", sc.VsEngine), "≥ 0.5×", verdict(sc.VsEngine >= 0.5)},
+		{s, fmt.Sprintf("fan-out send to %d of %d endpoints (tenant)", scaleMatching, sc.TenantEndpoints), fanout(sc.FanoutTenant), "", ""},
+		{s, fmt.Sprintf("fan-out send to %d of %d+ endpoints (default tenant)", scaleMatching, sc.DefaultEndpoints), fanout(sc.FanoutDefault), "", ""},
+		{s, fmt.Sprintf("fan-out send to %d of %d endpoints (small tenant)", scaleMatching, scaleSmall), fanout(sc.FanoutSmall), "", ""},
+		{s, "fan-out send p50, large ÷ small tenant", fmt.Sprintf("%.2f×", sc.FanoutRatio), "≤ 1.5×", verdict(sc.FanoutRatio > 0 && sc.FanoutRatio <= 1.5)},
+		{s, fmt.Sprintf("tenant event search, %d endpoints (first page of 50)", sc.TenantEndpoints), search(sc.SearchTenant), "p50 < 1s", verdict(sc.SearchTenant.Count > 0 && sc.SearchTenant.P50.Std() < time.Second)},
+		{s, "tenant event search, default tenant", search(sc.SearchDefault), "", ""},
+		{s, "singleton workflows (types other than Delivery and Endpoint)", census, "", ""},
+		{s, "largest singleton input (first event)", largest(c.Input, "bytes"), "≤ 65536 bytes", verdict(c.Input.Value <= 64<<10)},
+		{s, "largest singleton memo (published state)", largest(c.Memo, "bytes"), "", ""},
+		{s, "longest singleton history", largest(c.HistoryEvents, "events"), "", ""},
+		{s, "largest singleton history", largest(c.HistoryBytes, "bytes"), "", ""},
+	}
 }
 
 func backlogRows(b *BacklogResult) []Row {

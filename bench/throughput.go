@@ -156,12 +156,12 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	}
 	if !cfg.SkipNaive {
 		e.progress("throughput: naive workflow (one regular activity), %d events", cfg.Events)
-		if res.Naive, err = e.baseline(ctx, naiveQueue, naiveWorkflow, naive, false); err != nil {
+		if res.Naive, err = e.baseline(ctx, naiveQueue, naiveWorkflow, naive, false, cfg.Events, cfg.Senders); err != nil {
 			return nil, err
 		}
 	}
 	e.progress("throughput: engine limit (eager start, one local activity), %d events", cfg.Events)
-	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true); err != nil {
+	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true, cfg.Events, cfg.Senders); err != nil {
 		return nil, err
 	}
 	e.progress("throughput: Herald at a steady %.0f/s, %d events", cfg.Rate, cfg.Events)
@@ -174,8 +174,9 @@ func (e *env) throughput(ctx context.Context) (*ThroughputResult, error) {
 	return res, nil
 }
 
-// baseline runs the same load through a baseline workflow on its own task queue.
-func (e *env) baseline(ctx context.Context, queue, name string, wf any, eager bool) (Phase, error) {
+// baseline runs n workflows of a baseline on its own task queue, started by senders
+// concurrent senders at once (after a warm-up of up to 100).
+func (e *env) baseline(ctx context.Context, queue, name string, wf any, eager bool, n, senders int) (Phase, error) {
 	f := &effects{at: map[string]time.Time{}}
 	w, err := startBaseline(e.client, queue, name, wf, f)
 	if err != nil {
@@ -190,16 +191,16 @@ func (e *env) baseline(ctx context.Context, queue, name string, wf any, eager bo
 		return err
 	}
 	closed := herald.Workflows(name).Closed().String()
-	warm := newIDs(min(100, e.cfg.Events))
+	warm := newIDs(min(100, n))
 	warmBase := max(e.countVisible(ctx, closed), 0)
-	drive(ctx, len(warm), e.cfg.Senders, 0, func(ctx context.Context, i int) error { return start(ctx, warm[i]) })
+	drive(ctx, len(warm), senders, 0, func(ctx context.Context, i int) error { return start(ctx, warm[i]) })
 	waitUntil(ctx, time.Minute, func() bool { return countSet(f.seen(warm)) == len(warm) })
 	e.awaitVisible(ctx, closed, warmBase+int64(len(warm)), time.Minute)
 
-	ids := newIDs(e.cfg.Events)
+	ids := newIDs(n)
 	base := max(e.countVisible(ctx, closed), 0)
 	cpu := startCPU()
-	sentAt, failed, ferr := drive(ctx, len(ids), e.cfg.Senders, 0, func(ctx context.Context, i int) error { return start(ctx, ids[i]) })
+	sentAt, failed, ferr := drive(ctx, len(ids), senders, 0, func(ctx context.Context, i int) error { return start(ctx, ids[i]) })
 	if failed > 0 {
 		return Phase{}, fmt.Errorf("%s: %d starts failed, first: %w", name, failed, ferr)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -34,6 +33,12 @@ type apiHandler func(ctx context.Context, w http.ResponseWriter, r *http.Request
 
 // api authenticates the bearer token and writes the handler's answer or error as JSON.
 func (s *Server) api(h apiHandler) http.HandlerFunc {
+	return s.apiWithin(func() time.Duration { return s.opts.RequestTimeout }, h)
+}
+
+// apiWithin is api for a handler whose calls to Temporal may take timeout() instead of
+// Options.RequestTimeout (a bulk put).
+func (s *Server) apiWithin(timeout func() time.Duration, h apiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		p, code, msg := s.bearer(r)
@@ -42,7 +47,7 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 			writeError(w, code, msg)
 			return
 		}
-		ctx, cancel := s.ctx(r)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout())
 		defer cancel()
 		status, v, err := h(ctx, w, r, p)
 		if err != nil {
@@ -58,8 +63,11 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		what := "event data may be at most 256 KiB compacted; send a reference to large content instead"
-		if strings.HasPrefix(r.URL.Path, "/v1/event-types") {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/event-types"):
 			what = "an event type's schema may be at most 64 KiB compacted"
+		case r.URL.Path == "/v1/endpoints":
+			what = fmt.Sprintf("a bulk put may be at most %d MiB: split the lines into several requests", maxBulkBody>>20)
 		}
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes: %s", tooLarge.Limit, what))
 		return
@@ -267,19 +275,6 @@ func forViewer(p principal, st herald.EndpointState) herald.EndpointState {
 	return st
 }
 
-// putEndpointRequest is the body of PUT /v1/endpoints/{id}; absent fields keep what is
-// stored. The settings are herald.EndpointChange's, translated and checked by it as for
-// the CLI: a field given is used as given (0 is refused where the range starts above 0),
-// and a breaker change keeps the breaker settings it does not name.
-type putEndpointRequest struct {
-	URL    string `json:"url,omitempty"`
-	Secret string `json:"secret,omitempty"`
-	Tenant string `json:"tenant,omitempty"`
-	herald.EndpointChange
-	// ClearOverrides returns the endpoint to the worker's defaults before applying the rest.
-	ClearOverrides bool `json:"clear_overrides,omitempty"`
-}
-
 // putEndpointResponse answers PUT /v1/endpoints/{id}.
 type putEndpointResponse struct {
 	ID      string `json:"id"`
@@ -309,28 +304,17 @@ func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http
 	if !p.operator() {
 		return 0, nil, fmt.Errorf("%w: registering or changing endpoints needs an operator token; ask your Herald operator", errForbidden)
 	}
-	var body putEndpointRequest
+	// The body is a herald.EndpointPut, read and translated as a line of a bulk put is.
+	var body herald.EndpointPut
 	if err := decode(w, r, maxBody, &body); err != nil {
 		return 0, nil, err
 	}
 	if id == herald.OpsEndpointID && body.Tenant != "" && body.Tenant != herald.OpsTenant {
 		return 0, nil, fmt.Errorf("%w: tenant: the operational endpoint belongs to tenant %s; leave tenant out", starter.ErrInvalid, herald.OpsTenant)
 	}
-	req := herald.PutEndpointRequest{ID: id, URL: body.URL, Tenant: body.Tenant, ClearOverrides: body.ClearOverrides}
-	if body.Secret != "" {
-		sec, err := signature.ParseSecret(body.Secret)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%w: secret: %v", starter.ErrInvalid, err)
-		}
-		req.Secret = sec
-	}
-	o, err := body.Overrides()
+	req, err := body.Request(id)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", starter.ErrInvalid, err)
-	}
-	req.Overrides, req.Types = o, body.Types
-	if req.Headers, err = body.HeaderChange(); err != nil {
-		return 0, nil, fmt.Errorf("%w: headers: %v", starter.ErrInvalid, err)
 	}
 	res, err := put(ctx, req)
 	if err != nil {

@@ -64,6 +64,9 @@ type Options struct {
 	SessionTTL time.Duration
 	// RequestTimeout bounds each request's calls to Temporal; default 15s.
 	RequestTimeout time.Duration
+	// BulkTimeout bounds a bulk put's calls to Temporal (POST /v1/endpoints, up to
+	// starter.MaxPutEndpoints lines); default 10m.
+	BulkTimeout time.Duration
 	// RefreshInterval is how often an open dashboard page refreshes its live part; default 3s.
 	RefreshInterval time.Duration
 	// Location is the time zone of times on the dashboard; default time.Local.
@@ -120,6 +123,7 @@ func New(o Options) (*Server, error) {
 	o.TemporalUI = strings.TrimRight(o.TemporalUI, "/")
 	o.SessionTTL = cmp.Or(o.SessionTTL, 12*time.Hour)
 	o.RequestTimeout = cmp.Or(o.RequestTimeout, 15*time.Second)
+	o.BulkTimeout = cmp.Or(o.BulkTimeout, 10*time.Minute)
 	o.RefreshInterval = cmp.Or(o.RefreshInterval, 3*time.Second)
 	o.Location = cmp.Or(o.Location, time.Local)
 	o.Logger = cmp.Or(o.Logger, slog.Default())
@@ -160,6 +164,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/endpoints", true, s.api(s.apiListEndpoints)},
 		{"GET", "/v1/endpoints/{id}", true, s.api(s.apiGetEndpoint)},
 		{"PUT", "/v1/endpoints/{id}", true, s.api(s.apiPutEndpoint)},
+		{"POST", "/v1/endpoints", true, s.apiWithin(func() time.Duration { return s.opts.BulkTimeout }, s.apiPutEndpoints)},
 		{"POST", "/v1/endpoints/{id}/reset", true, s.api(s.apiReset)},
 		{"POST", "/v1/endpoints/{id}/disable", true, s.api(s.apiDisable)},
 		{"PUT", "/v1/ops-endpoint", true, s.api(s.apiPutOpsEndpoint)},

@@ -17,8 +17,8 @@ import (
 const (
 	// indexPatience is the longest a put waits for the visibility store to show it.
 	indexPatience = 30 * time.Second
-	// indexBatch is how many endpoints one visibility read checks.
-	indexBatch = 200
+	// indexQueryBatch is how many endpoints one visibility read checks.
+	indexQueryBatch = 200
 	// indexFirstPoll and indexLastPoll bound the pause between two reads.
 	indexFirstPoll = 5 * time.Millisecond
 	indexLastPoll  = 250 * time.Millisecond
@@ -81,7 +81,7 @@ func (s *Client) awaitIndexed(ctx context.Context, eps ...herald.Endpoint) error
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
-		for batch := range slices.Chunk(ids, indexBatch) {
+		for batch := range slices.Chunk(ids, indexQueryBatch) {
 			if err := s.checkIndexed(ctx, batch, want, time.Since(start) > indexPatience/4); err != nil {
 				return err
 			}

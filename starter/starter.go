@@ -67,10 +67,17 @@ type Options struct {
 	// call of the client: a burst of starts beyond what the workers take at once only
 	// makes every delivery slower. Default 32.
 	FanoutParallelism int
+	// BulkParallelism bounds the puts PutEndpoints sends at once (each an update-with-start
+	// of an endpoint workflow). Default (0 or less) DefaultBulkParallelism.
+	BulkParallelism int
 	// BeforeFanoutStart, if set, is called before Publish starts each endpoint's delivery,
 	// with the endpoint's id: a hook for tests and instrumentation.
 	BeforeFanoutStart func(endpointID string)
 }
+
+// DefaultBulkParallelism is how many puts PutEndpoints sends at once unless
+// Options.BulkParallelism says otherwise.
+const DefaultBulkParallelism = 32
 
 // Client is Herald's producer and operator API over a Temporal client.
 type Client struct {
@@ -100,6 +107,9 @@ func New(c client.Client, o Options) *Client {
 	o.EventTypeCacheTTL = cmp.Or(o.EventTypeCacheTTL, DefaultEventTypeCacheTTL)
 	o.DataConverter = cmp.Or(o.DataConverter, converter.GetDefaultDataConverter())
 	o.FanoutParallelism = cmp.Or(o.FanoutParallelism, 32)
+	if o.BulkParallelism <= 0 {
+		o.BulkParallelism = DefaultBulkParallelism
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

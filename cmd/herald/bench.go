@@ -23,12 +23,12 @@ func newBenchCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure Herald on this machine: throughput, history cost, retry storm, isolation, cap, breaker, backlog",
+		Short: "Measure Herald on this machine: throughput, history cost, retry storm, isolation, cap, breaker, backlog, scale",
 		Long: `Measure Herald on this machine. The bench starts its own embedded Temporal server (in
 memory unless --db-file is given), a Herald worker and HTTP receivers on 127.0.0.1, all in
 this process; it needs nothing else running and touches nothing outside a --db-file.
 
-Scenarios (--scenario, repeatable; default all, in this order):
+Scenarios (--scenario, repeatable; default all but scale, in this order):
   throughput  N events over M endpoints whose receivers answer 204 at once: deliveries per
               second and the latency from just before Send to the receiver's first request,
               at full load (C concurrent senders) and at a steady rate; the same N through a
@@ -56,6 +56,15 @@ Scenarios (--scenario, repeatable; default all, in this order):
               requests its receiver saw while open; then its receiver recovers, the circuit
               is closed by hand, and the drain rate and the most concurrent requests (against
               --backlog-cap). Every wait is bounded; takes a few minutes.
+  scale       --scale-endpoints N registered through the bulk path (herald endpoint
+              import's), half in a tenant of their own and half in the default tenant:
+              registrations per second against the engine's own start rate in the same
+              run (--scale-engine-starts workflows, as many at once as the puts); the
+              latency of a fan-out send to 10 matching endpoints in each of the two and in
+              a tenant of 100 (--scale-sends, one at a time); a tenant event search's
+              latency; and the largest input, memo and history of any workflow that is
+              not one per delivery or per endpoint (stats shards, directories...). Takes
+              as long as N registrations do: not in the default set.
 
 With --address HOST:PORT (and --namespace) the bench runs on that Temporal instead, e.g. a
 cluster on PostgreSQL: its worker, baselines and receivers stay in this process, and any
@@ -70,6 +79,7 @@ on the same machine. -o json prints everything measured.`,
   herald bench --scenario throughput --fanout 10
   herald bench --scenario storm --storm-rung 10s
   herald bench --scenario backlog --backlog-events 20000
+  herald bench --scenario scale --scale-endpoints 100000 --db-file /tmp/scale.db
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
   herald bench --address 127.0.0.1:7233 --namespace herald --scenario throughput,cost
   herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
@@ -171,6 +181,9 @@ on the same machine. -o json prints everything measured.`,
 	f.DurationVar((*time.Duration)(&cfg.BacklogFor), "backlog-for", cfg.BacklogFor.Std(), "backlog: how long each of the healthy endpoints' two runs sends")
 	f.IntVar(&cfg.BacklogCap, "backlog-cap", cfg.BacklogCap, "backlog: the blocked endpoint's max in-flight requests (1-500)")
 	f.DurationVar((*time.Duration)(&cfg.BacklogDelay), "backlog-delay", cfg.BacklogDelay.Std(), "backlog: how long the blocked endpoint's receiver takes to answer once it recovers")
+	f.IntVar(&cfg.ScaleEndpoints, "scale-endpoints", cfg.ScaleEndpoints, "scale: endpoints to register (half in a tenant, half in the default tenant)")
+	f.IntVar(&cfg.ScaleEngineStarts, "scale-engine-starts", cfg.ScaleEngineStarts, "scale: engine-limit workflows started to compare the registration rate with")
+	f.IntVar(&cfg.ScaleSends, "scale-sends", cfg.ScaleSends, "scale: fan-out sends timed in each tenant")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to `FILE`; read it with go tool pprof")
 	return cmd
 }

@@ -21,7 +21,7 @@ func newEndpointCmd(g *globals) *cobra.Command {
 		Short: "Register, inspect and list endpoints (the receivers events are sent to)",
 	}
 	cmd.AddCommand(newEndpointPutCmd(g), newEndpointGetCmd(g), newEndpointListCmd(g), newEndpointRotateCmd(g), newEndpointResetCmd(g),
-		newEndpointDisableCmd(g), newEndpointEnableCmd(g))
+		newEndpointDisableCmd(g), newEndpointEnableCmd(g), newEndpointImportCmd(g))
 	return cmd
 }
 
