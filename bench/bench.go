@@ -339,7 +339,7 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		{"server", "embedded Temporal (internal/devserver), " + storage + ", 1 history shard (fixed by devserver)"},
 		{"storage", tuning},
 		{"sqlite pragmas", formatMap(pragmas)},
-		{"dynamic config", formatAny(dyn, "server defaults (plus frontend visibility RPS 100)")},
+		{"dynamic config", formatAny(dyn, "server defaults (plus frontend visibility RPS 5000)")},
 	}
 	if cfg.Address != "" {
 		server = []Setting{{"server", fmt.Sprintf("external Temporal at %s, namespace %s (its own storage and dynamic config); other workers on the namespace share the load", cfg.Address, cfg.Namespace)}}

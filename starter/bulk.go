@@ -167,13 +167,14 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 	return out, nil
 }
 
-// existenceBatch is how many endpoint ids one visibility query of PutEndpoints names.
+// existenceBatch is how many endpoints one step of PutEndpoints's existence check reads
+// (runningRecords: one visibility read by id each).
 const existenceBatch = 200
 
 // existing reports, for each of reqs[todo[k]], whether visibility shows its endpoint
 // workflow running: those are the puts that may change nothing. Visibility lags a little
 // behind, and an endpoint put a moment ago by another process may be missing: its put is
-// then sent (and reported updated, not unchanged). A batch whose query fails is reported
+// then sent (and reported updated, not unchanged). A batch whose reads fail is reported
 // as existing, so that each of its endpoints is read on its own.
 func (s *Client) existing(ctx context.Context, reqs []herald.PutEndpointRequest, todo []int) []bool {
 	out := make([]bool, len(todo))
@@ -181,23 +182,12 @@ func (s *Client) existing(ctx context.Context, reqs []herald.PutEndpointRequest,
 	eachAtOnce(batches, 4, func(b int) {
 		from, to := b*existenceBatch, min((b+1)*existenceBatch, len(todo))
 		wfIDs := make([]string, 0, to-from)
-		at := make(map[string]int, to-from)
 		for k := from; k < to; k++ {
-			id := herald.EndpointWorkflowID(reqs[todo[k]].ID)
-			wfIDs = append(wfIDs, id)
-			at[id] = k
+			wfIDs = append(wfIDs, herald.EndpointWorkflowID(reqs[todo[k]].ID))
 		}
-		q := herald.Workflows(herald.EndpointWorkflow).Running().IDIn(wfIDs...).String()
-		for ex, err := range herald.Executions(ctx, s.c, q, int32(len(wfIDs))) {
-			if err != nil {
-				for k := from; k < to; k++ {
-					out[k] = true
-				}
-				return
-			}
-			if k, ok := at[ex.GetExecution().GetWorkflowId()]; ok {
-				out[k] = true
-			}
+		records, err := s.runningRecords(ctx, wfIDs)
+		for k := from; k < to; k++ {
+			out[k] = err != nil || records[k-from] != nil
 		}
 	})
 	return out

@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -107,27 +108,52 @@ func (s *Client) awaitIndexed(ctx context.Context, eps ...herald.Endpoint) error
 // want those that show what was put. With late set, an endpoint that shows something else
 // is asked for its version: one a later put changed is not waited for.
 func (s *Client) checkIndexed(ctx context.Context, ids []string, want map[string]herald.Endpoint, late bool) error {
-	// By id alone: a condition on the status would let the store scan every record.
-	q := herald.Where().IDIn(ids...)
-	for ex, err := range herald.Executions(ctx, s.c, q.String(), int32(len(ids))) {
-		if err != nil {
-			return fmt.Errorf("read the endpoints' visibility records: %w", err)
-		}
-		wfID := ex.GetExecution().GetWorkflowId()
-		ep, ok := want[wfID]
-		if !ok || ex.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	records, err := s.runningRecords(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, ex := range records {
+		if ex == nil {
 			continue
 		}
+		ep := want[ids[i]]
 		tenant, tokens := indexed(ex)
 		if tenant == herald.TenantOrDefault(ep.Tenant) && slices.Equal(tokens, herald.SubscriptionTokens(ep.Tenant, ep.Types)) {
-			delete(want, wfID)
+			delete(want, ids[i])
 			continue
 		}
 		if late && len(tokens) > 0 {
 			if v, err := herald.ReadAdmission(ctx, s.c, ep.ID); err == nil && v.Endpoint.Version > ep.Version {
-				delete(want, wfID)
+				delete(want, ids[i])
 			}
 		}
 	}
 	return nil
+}
+
+// recordReads is how many visibility reads by id runningRecords makes at once.
+const recordReads = 16
+
+// runningRecords returns the visibility record of the running execution of each workflow of
+// ids (nil for one not running or not shown yet). Each is read by its id alone, with one
+// equality (WorkflowId = ...): the store answers it from its index on workflow ids, in a
+// time that does not grow with the installation, where a list of ids (WorkflowId IN ...)
+// or a condition on the type or status lets SQLite scan every record (200 ids: 36-46 ms at
+// 20,000 endpoints, 124-131 ms at 100,000).
+func (s *Client) runningRecords(ctx context.Context, ids []string) ([]*workflowpb.WorkflowExecutionInfo, error) {
+	out := make([]*workflowpb.WorkflowExecutionInfo, len(ids))
+	errs := make([]error, len(ids))
+	eachAtOnce(len(ids), recordReads, func(i int) {
+		for ex, err := range herald.Executions(ctx, s.c, herald.WorkflowID(ids[i]).String(), 10) {
+			if err != nil {
+				errs[i] = fmt.Errorf("read the visibility record of %s: %w", ids[i], err)
+				return
+			}
+			if ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				out[i] = ex
+				return
+			}
+		}
+	})
+	return out, errors.Join(errs...)
 }

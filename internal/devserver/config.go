@@ -224,9 +224,13 @@ func newTemporalServer(o Options, db stores, frontendPort, httpPort int, interna
 		return nil, fmt.Errorf("temporal server: claim mapper: %w", err)
 	}
 
+	const visibilityRPS = 5000
 	dynamic := dynamicconfig.StaticClient{
-		// The UI lists workflows often; the default of 10/s throttles it.
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// Visibility reads are on Herald's hot paths: a send to a tenant finds its endpoints
+		// with one, and a put reads its endpoint's record by id until it shows the put
+		// (indexed reads of about a millisecond each); the UI lists workflows often too. The
+		// default of 10/s would cap sends to tenants at 10/s.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): visibilityRPS,
 	}
 	if !o.Stock {
 		// One matching host: a task queue's 4 default partitions only forward polls and
