@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -170,14 +169,5 @@ func save(t *testing.T, name, workflowID string) {
 // workflowHistory returns the events of workflowID's current run.
 func workflowHistory(t *testing.T, workflowID string) []*historypb.HistoryEvent {
 	t.Helper()
-	it := shared.client.GetWorkflowHistory(context.Background(), workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var evs []*historypb.HistoryEvent
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	return evs
+	return historyOf(t, shared.client, workflowID, "")
 }
