@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/heraldhq/herald"
 )
@@ -90,8 +89,7 @@ type Client struct {
 	workerKeys workerKeys
 	types      typeCache
 
-	fanout    chan struct{}      // a slot per fan-out start in progress (Options.FanoutParallelism)
-	backfills singleflight.Group // tenant → its directory's backfill in progress
+	fanout chan struct{} // a slot per fan-out start in progress (Options.FanoutParallelism)
 }
 
 // knownEndpoint is what Send remembers of an endpoint.
