@@ -51,21 +51,12 @@ func SubscriptionTokens(tenant string, types []string) []string {
 }
 
 // MatchingTokens returns every token (both forms) of a subscription of tenant that
-// receives events of eventType (policy.MatchesType): the type itself, each prefix
-// wildcard that covers it ("order.*" for "order.paid") and "*".
+// receives events of eventType: those of policy.PatternsMatching.
 func MatchingTokens(tenant, eventType string) []string {
 	tenant = TenantOrDefault(tenant)
-	patterns := []string{"*", eventType}
-	for i := 1; i < len(eventType)-1; i++ {
-		if eventType[i] == '.' {
-			patterns = append(patterns, eventType[:i+1]+"*")
-		}
-	}
+	patterns := policy.PatternsMatching(eventType)
 	out := make([]string, 0, 2*len(patterns))
 	for _, p := range patterns {
-		if !policy.MatchesType([]string{p}, eventType) {
-			continue
-		}
 		t := tenant + "/" + p
 		out = append(out, t, hashedToken(t))
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -33,6 +34,21 @@ func MatchesType(patterns []string, eventType string) bool {
 		}
 	}
 	return false
+}
+
+// PatternsMatching returns every pattern of one element that MatchesType accepts for
+// eventType: "*", eventType itself, and each prefix wildcard that covers it ("order.*" and
+// "order.refund.*" for "order.refund.created"). A subscription receives eventType exactly
+// when it holds one of them, so a store can find the subscriptions of a type by these
+// patterns alone.
+func PatternsMatching(eventType string) []string {
+	out := []string{"*", eventType}
+	for i := 1; i < len(eventType)-1; i++ {
+		if eventType[i] == '.' {
+			out = append(out, eventType[:i+1]+"*")
+		}
+	}
+	return slices.DeleteFunc(out, func(p string) bool { return !MatchesType([]string{p}, eventType) })
 }
 
 // ValidateEventType checks an event type against the grammar of types: 1 to

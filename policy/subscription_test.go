@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,4 +135,18 @@ func FuzzValidateTypePatterns(f *testing.F) {
 			t.Fatalf("%q does not match pattern %q", name+".x", p)
 		}
 	})
+}
+
+// TestPatternsMatching: a subscription receives a type exactly when it holds one of the
+// patterns PatternsMatching names for it.
+func TestPatternsMatching(t *testing.T) {
+	patterns := []string{"*", "order", "order.*", "order.paid", "order.paid.*", "order.refund.*", "a..*", "a.*", "Order.paid"}
+	for _, typ := range []string{"order.paid", "order.refund.created", "order", "a..b", "order.paid.x", "Order.paid"} {
+		named := PatternsMatching(typ)
+		for _, p := range patterns {
+			if got, want := slices.Contains(named, p), MatchesType([]string{p}, typ); got != want {
+				t.Errorf("type %s, pattern %s: named %v, matches %v", typ, p, got, want)
+			}
+		}
+	}
 }

@@ -205,8 +205,8 @@ func (s *Client) isKnown(id string) bool {
 // checkPut refuses a request PutEndpoint would refuse before asking anything: the
 // reserved operational endpoint, and bad input (the same text as a single put's).
 func checkPut(req herald.PutEndpointRequest) error {
-	if req.ID == herald.OpsEndpointID {
-		return fmt.Errorf("%w: endpoint id %s is reserved for the operational endpoint: register it with herald ops-endpoint put", ErrInvalid, req.ID)
+	if err := refuseReserved(req.ID); err != nil {
+		return err
 	}
 	if err := herald.ValidatePut(req, true, anyAddress); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)

@@ -20,10 +20,19 @@ import (
 // generated one (PutEndpointResult.SecretGenerated; show it to the user once). Bad input
 // is refused before anything is started; the worker refuses URLs its SSRF policy forbids.
 func (s *Client) PutEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
-	if req.ID == herald.OpsEndpointID {
-		return herald.PutEndpointResult{}, fmt.Errorf("%w: endpoint id %s is reserved for the operational endpoint: register it with herald ops-endpoint put", ErrInvalid, req.ID)
+	if err := refuseReserved(req.ID); err != nil {
+		return herald.PutEndpointResult{}, err
 	}
 	return s.putEndpoint(ctx, req)
+}
+
+// refuseReserved refuses a put of the reserved operational endpoint id through the puts of
+// ordinary endpoints.
+func refuseReserved(id string) error {
+	if id == herald.OpsEndpointID {
+		return fmt.Errorf("%w: endpoint id %s is reserved for the operational endpoint: register it with herald ops-endpoint put", ErrInvalid, id)
+	}
+	return nil
 }
 
 // PutOpsEndpoint registers the operational endpoint, or changes it: the endpoint that

@@ -32,8 +32,17 @@ type MigrateResult struct {
 func (s *Client) Migrate(ctx context.Context) (MigrateResult, error) {
 	var res MigrateResult
 	q := herald.Workflows(herald.EndpointWorkflow).Running()
+	// A page at a time, so that memory stays bounded however many endpoints there are.
 	var stale []string
-	for ex, err := range herald.Executions(ctx, s.c, q.String(), 1000) {
+	var failed []error
+	publish := func() {
+		unregistered, errs := s.publishStale(ctx, stale)
+		res.Unregistered += unregistered
+		res.Published += len(stale) - unregistered - len(errs)
+		failed = append(failed, errs...)
+		stale = stale[:0]
+	}
+	for ex, err := range herald.Executions(ctx, s.c, q.String(), migratePage) {
 		if err != nil {
 			return res, fmt.Errorf("list the endpoints: %w", err)
 		}
@@ -45,42 +54,13 @@ func (s *Client) Migrate(ctx context.Context) (MigrateResult, error) {
 		if _, tokens := indexed(ex); len(tokens) == 0 {
 			stale = append(stale, id)
 		}
-	}
-	errs := make([]error, len(stale))
-	unregistered := make([]bool, len(stale))
-	eachAtOnce(len(stale), 16, func(i int) {
-		err := whenReady(ctx, unreadyPatience, func() error {
-			h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: herald.EndpointWorkflowID(stale[i]), UpdateName: herald.UpdateIndex,
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err == nil {
-				err = h.Get(ctx, nil)
-			}
-			return err
-		})
-		switch {
-		case err != nil && strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()), isNotFound(err):
-			unregistered[i] = true
-		case err != nil && strings.Contains(err.Error(), "unknown update"):
-			errs[i] = fmt.Errorf("endpoint %s: its worker runs a Herald older than 0.2.0: upgrade every worker first", stale[i])
-		case err != nil:
-			errs[i] = fmt.Errorf("endpoint %s: %w", stale[i], err)
-		}
-	})
-	var failed []error
-	for i := range stale {
-		switch {
-		case errs[i] != nil:
-			failed = append(failed, errs[i])
-		case unregistered[i]:
-			res.Unregistered++
-		default:
-			res.Published++
+		if len(stale) == migratePage {
+			publish()
 		}
 	}
+	publish()
 	if len(failed) > 0 {
-		return res, fmt.Errorf("%d of %d endpoints could not publish their subscription (run herald migrate again): %w", len(failed), len(stale), errors.Join(failed[:min(len(failed), 5)]...))
+		return res, fmt.Errorf("%d endpoints could not publish their subscription (run herald migrate again): %w", len(failed), errors.Join(failed[:min(len(failed), 5)]...))
 	}
 	// The endpoints are found without the directories now: end them.
 	dq := herald.Workflows(herald.LegacySubscriptionsWorkflow).Running()
@@ -95,4 +75,44 @@ func (s *Client) Migrate(ctx context.Context) (MigrateResult, error) {
 		res.Directories++
 	}
 	return res, nil
+}
+
+// migratePage is how many endpoints Migrate lists, and asks to publish, at a time.
+const migratePage = 1000
+
+// publishStale asks each endpoint of ids to publish its tenant and subscription
+// (herald.UpdateIndex), 16 at a time, and returns how many hold no endpoint (skipped) and
+// the errors of those that failed.
+func (s *Client) publishStale(ctx context.Context, ids []string) (unregistered int, failed []error) {
+	errs := make([]error, len(ids))
+	skipped := make([]bool, len(ids))
+	eachAtOnce(len(ids), 16, func(i int) {
+		err := whenReady(ctx, unreadyPatience, func() error {
+			h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID: herald.EndpointWorkflowID(ids[i]), UpdateName: herald.UpdateIndex,
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err == nil {
+				err = h.Get(ctx, nil)
+			}
+			return err
+		})
+		switch {
+		case err != nil && strings.Contains(err.Error(), herald.ErrNoEndpoint.Error()), isNotFound(err):
+			skipped[i] = true
+		case err != nil && strings.Contains(err.Error(), "unknown update"):
+			errs[i] = fmt.Errorf("endpoint %s: its worker runs a Herald older than 0.2.0: upgrade every worker first", ids[i])
+		case err != nil:
+			errs[i] = fmt.Errorf("endpoint %s: %w", ids[i], err)
+		}
+	})
+	for i := range ids {
+		if skipped[i] {
+			unregistered++
+		}
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
+		}
+	}
+	return unregistered, failed
 }

@@ -211,7 +211,7 @@ func (s *Client) eventStatus(ctx context.Context, tenant, eventID string) (heral
 	// Endpoints that subscribe to the type now and have no delivery: a send cut short, or
 	// a subscription added since. Sending the event again adds them.
 	for i, ep := range ids {
-		if !found[i] && slices.Contains(subscribed, ep) {
+		if _, now := slices.BinarySearch(subscribed, ep); !found[i] && now {
 			view.Deliveries = append(view.Deliveries, herald.DeliveryView{EndpointID: ep, WorkflowID: views[i].WorkflowID, Missing: true})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -155,7 +156,13 @@ func TestRecordHistories(t *testing.T) {
 
 func save(t *testing.T, name, workflowID string) {
 	t.Helper()
-	h := &historypb.History{Events: workflowHistory(t, workflowID)}
+	saveFrom(t, shared.client, name, workflowID)
+}
+
+// saveFrom records the current run of workflowID, read through c, under name.
+func saveFrom(t *testing.T, c client.Client, name, workflowID string) {
+	t.Helper()
+	h := &historypb.History{Events: historyOf(t, c, workflowID, "")}
 	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
 	if err != nil {
 		t.Fatal(err)

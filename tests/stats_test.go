@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +15,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/testkit"
@@ -376,15 +373,6 @@ func TestRecordStatsHistories(t *testing.T) {
 			return e.GetEventType() == enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED
 		}) == 1
 	})
-	for name, wid := range map[string]string{"endpoint_stats_spill.json": shard, "endpoint_spilled_counts.json": herald.EndpointWorkflowID(ids[0])} {
-		h := &historypb.History{Events: historyOf(t, stk.Client, wid, "")}
-		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(historyDir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("recorded %s (%d events)", name, len(h.Events))
-	}
+	saveFrom(t, stk.Client, "endpoint_stats_spill.json", shard)
+	saveFrom(t, stk.Client, "endpoint_spilled_counts.json", herald.EndpointWorkflowID(ids[0]))
 }
