@@ -130,6 +130,10 @@ type Config struct {
 	ScaleEndpoints    int `json:"scale_endpoints"`
 	ScaleEngineStarts int `json:"scale_engine_starts"`
 	ScaleSends        int `json:"scale_sends"`
+	// ScaleFor, when set, ends the scale scenario's registration once it has run this
+	// long (the call of starter.MaxPutEndpoints in flight finishes): the largest number
+	// registered within a time (0: all ScaleEndpoints).
+	ScaleFor duration.Duration `json:"scale_for,omitempty"`
 
 	// Progress, if set, receives a line as each phase starts.
 	Progress io.Writer `json:"-"`

@@ -163,6 +163,9 @@ func scaleRows(sc *ScaleResult) []Row {
 	reg := fmt.Sprintf("%.1f/s  (%d/%d in %.1fs: %d in tenant %s, %d in the default tenant; %d puts at once)",
 		sc.Registration.PerSecond, sc.Registration.Arrived, sc.Registration.Events, float64(sc.Registration.Seconds),
 		sc.TenantEndpoints, sc.Tenant, sc.DefaultEndpoints, sc.Concurrency)
+	if sc.Registration.CPUms > 0 {
+		reg += fmt.Sprintf("  %.1f ms CPU each", sc.Registration.CPUms)
+	}
 	if sc.Failed > 0 {
 		reg += fmt.Sprintf("; %d failed, first: %s", sc.Failed, sc.FirstError)
 	}
@@ -195,6 +198,7 @@ func scaleRows(sc *ScaleResult) []Row {
 		{s, "registration through the bulk path", reg, "", ""},
 		phaseRow(s, fmt.Sprintf("engine limit: %d starts, %d at once", sc.EngineStarts, sc.Concurrency), sc.Engine),
 		{s, "registration ÷ engine start rate", fmt.Sprintf("%.2f×", sc.VsEngine), "≥ 0.5×", verdict(sc.VsEngine >= 0.5)},
+		{s, "engine CPU per start ÷ registration CPU per put", fmt.Sprintf("%.2f×", sc.CPUVsEngine), "", ""},
 		{s, fmt.Sprintf("fan-out send to %d of %d endpoints (tenant)", scaleMatching, sc.TenantEndpoints), fanout(sc.FanoutTenant), "", ""},
 		{s, fmt.Sprintf("fan-out send to %d of %d+ endpoints (default tenant)", scaleMatching, sc.DefaultEndpoints), fanout(sc.FanoutDefault), "", ""},
 		{s, fmt.Sprintf("fan-out send to %d of %d endpoints (small tenant)", scaleMatching, scaleSmall), fanout(sc.FanoutSmall), "", ""},

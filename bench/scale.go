@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -48,6 +49,9 @@ type ScaleResult struct {
 	EngineStarts int     `json:"engine_starts"`
 	Engine       Phase   `json:"engine"`
 	VsEngine     float64 `json:"vs_engine"`
+	// CPUVsEngine is the engine's CPU per start ÷ registration's CPU per put (Phase.CPUms):
+	// the same comparison, hardly moved by the rest of the machine's load.
+	CPUVsEngine float64 `json:"cpu_vs_engine,omitempty"`
 	// Sends to scaleMatching endpoints among each tenant's (starter.Publish, one at a time):
 	// the call's latency in the large tenant, the default tenant and a tenant of
 	// scaleSmall; FanoutRatio is large ÷ small, p50.
@@ -65,6 +69,13 @@ type ScaleResult struct {
 	// Singletons: every execution (open or closed) of a workflow type other than Delivery
 	// and Endpoint (and the bench's baselines), up to scaleSingletons, and the largest.
 	Singletons SingletonCensus `json:"singletons"`
+}
+
+// scaleHalf is one of the scale scenario's two tenants: the puts planned in it and those
+// done so far.
+type scaleHalf struct {
+	prefix, tenant string
+	planned, done  int
 }
 
 // SingletonCensus is the largest input, state and history among the executions of the
@@ -126,43 +137,78 @@ func (e *env) scale(ctx context.Context) (*ScaleResult, error) {
 	}
 	e.progress("scale: registering %d endpoints in tenant %s and %d in the default tenant, %d puts at once",
 		res.TenantEndpoints, res.Tenant, res.DefaultEndpoints, res.Concurrency)
-	began := time.Now()
+	if cfg.ScaleFor > 0 {
+		e.progress("scale: registration ends after %s (the call in flight finishes)", cfg.ScaleFor.Std())
+	}
+	// The two tenants take calls of starter.MaxPutEndpoints in turn, so that a run cut
+	// short by ScaleFor leaves both about as large.
+	halves := []*scaleHalf{{prefix: "sct", tenant: res.Tenant, planned: res.TenantEndpoints}, {prefix: "scd", planned: res.DefaultEndpoints}}
+	began, cpu := time.Now(), processCPU()
 	last := began
+	registered := 0
 	report := func(done int) {
 		if time.Since(last) >= 10*time.Second {
 			last = time.Now()
-			e.progress("scale: %d of %d registered, %.0f/s", done, cfg.ScaleEndpoints, float64(done)/time.Since(began).Seconds())
+			e.progress("scale: %d of %d registered, %.0f/s", registered+done, cfg.ScaleEndpoints, float64(registered+done)/time.Since(began).Seconds())
 		}
 	}
-	failed, firstErr, err := e.bulkPut(ctx, res.TenantEndpoints, func(i int) herald.PutEndpointRequest {
-		return put("sct", res.Tenant, res.TenantEndpoints, i)
-	}, report)
-	if err == nil {
-		var f int
-		var fe error
-		f, fe, err = e.bulkPut(ctx, res.DefaultEndpoints, func(i int) herald.PutEndpointRequest {
-			return put("scd", "", res.DefaultEndpoints, i)
-		}, func(done int) { report(res.TenantEndpoints + done) })
+	var failed int
+	var firstErr error
+	for k := 0; halves[0].done < halves[0].planned || halves[1].done < halves[1].planned; k++ {
+		h := halves[k%2]
+		if h.done == h.planned {
+			continue
+		}
+		if cfg.ScaleFor > 0 && time.Since(began) >= cfg.ScaleFor.Std() {
+			break
+		}
+		n := min(starter.MaxPutEndpoints, h.planned-h.done)
+		f, fe, err := e.bulkPut(ctx, n, func(i int) herald.PutEndpointRequest { return put(h.prefix, h.tenant, h.planned, h.done+i) }, report)
+		if err != nil {
+			return nil, err
+		}
+		h.done += n
+		registered += n
 		failed += f
 		firstErr = cmpErr(firstErr, fe)
 	}
-	if err != nil {
-		return nil, err
-	}
 	took := time.Since(began)
+	used := processCPU() - cpu
 	res.Failed = failed
 	if firstErr != nil {
 		res.FirstError = firstErr.Error()
 	}
-	res.Registration = Phase{Events: cfg.ScaleEndpoints, Arrived: cfg.ScaleEndpoints - failed, Seconds: secs(took),
-		PerSecond: float64(cfg.ScaleEndpoints-failed) / took.Seconds()}
-	e.progress("scale: %d registered in %.1fs (%.1f/s), %d failed", cfg.ScaleEndpoints-failed, took.Seconds(), res.Registration.PerSecond, failed)
+	res.Registration = Phase{Events: registered, Arrived: registered - failed, Seconds: secs(took),
+		PerSecond: float64(registered-failed) / took.Seconds()}
+	if cpu > 0 && registered > 0 {
+		res.Registration.CPUms = float64(used) / float64(time.Millisecond) / float64(registered)
+	}
+	e.progress("scale: %d registered in %.1fs (%.1f/s), %d failed", registered-failed, took.Seconds(), res.Registration.PerSecond, failed)
+	// A run cut short still needs the endpoints the sends match: those not reached are
+	// put now, outside the timed phase.
+	for _, h := range halves {
+		var rest []herald.PutEndpointRequest
+		for i := h.done; i < h.planned; i++ {
+			if r := put(h.prefix, h.tenant, h.planned, i); slices.Equal(r.Types, []string{rare}) {
+				rest = append(rest, r)
+			}
+		}
+		if len(rest) > 0 {
+			if _, _, err := e.bulkPut(ctx, len(rest), func(i int) herald.PutEndpointRequest { return rest[i] }, nil); err != nil {
+				return nil, err
+			}
+		}
+		h.done += len(rest)
+	}
+	res.TenantEndpoints, res.DefaultEndpoints = halves[0].done, halves[1].done
+	res.Endpoints = res.TenantEndpoints + res.DefaultEndpoints
 
 	e.progress("scale: engine limit, %d workflow starts, %d at once", cfg.ScaleEngineStarts, res.Concurrency)
 	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true, cfg.ScaleEngineStarts, res.Concurrency); err != nil {
 		return nil, err
 	}
 	res.VsEngine = ratio(res.Registration.PerSecond, res.Engine.PerSecond)
+	res.CPUVsEngine = ratio(res.Engine.CPUms, res.Registration.CPUms)
 
 	e.progress("scale: %d fan-out sends to %d matching endpoints in each tenant", cfg.ScaleSends, scaleMatching)
 	var large, def, smallTook []time.Duration

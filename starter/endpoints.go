@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 )
 
@@ -74,13 +75,18 @@ func (s *Client) register(ctx context.Context, req herald.PutEndpointRequest) (h
 		}
 		req.DefaultSecret = sec
 	}
-	// A new endpoint starts with its tenant and subscription published; a put to one that
-	// exists publishes them itself when they change (the start is not used).
+	// A new endpoint starts with what its first put publishes: its tenant and subscription,
+	// and its circuit, closed, in the attribute and in the run's input, so that the run's
+	// first workflow task has nothing to upsert but its admission memo. (Any release's run
+	// takes the input's circuit as the one written, so this needs no versioned change.) A
+	// put to an endpoint that exists does not use the start, and publishes what it changes.
 	tenant := herald.TenantOrDefault(req.Tenant)
 	start, err := s.updateWithStart(ctx, startUpdate{
 		ID: herald.EndpointWorkflowID(req.ID), Type: herald.EndpointWorkflow, Summary: "endpoint " + req.ID,
-		Input: herald.EndpointInput{ID: req.ID}, Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID),
-			herald.AttrTenant.ValueSet(tenant), herald.AttrSubscriptions.ValueSet(herald.SubscriptionTokens(tenant, herald.NormalizeTypes(req.Types)))),
+		Input: herald.EndpointInput{ID: req.ID, Circuit: policy.CircuitClosed},
+		Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID), herald.AttrTenant.ValueSet(tenant),
+			herald.AttrSubscriptions.ValueSet(herald.SubscriptionTokens(tenant, herald.NormalizeTypes(req.Types))),
+			herald.AttrCircuit.ValueSet(string(policy.CircuitClosed))),
 		Name: herald.UpdatePutEndpoint, Arg: req,
 	}, &res)
 	if err != nil {

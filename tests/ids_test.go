@@ -228,3 +228,35 @@ func TestRefusedPutLeavesNoWorkflow(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistrationWritesVisibilityOnce checks what a new endpoint costs the visibility
+// store: its start carries the tenant, subscription and circuit, so the put's workflow
+// task upserts nothing but the admission memo (each upsert is one more write of the
+// endpoint's visibility record), and the listing shows it closed from the start.
+func TestRegistrationWritesVisibilityOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	id := "registered-once"
+	if _, err := shared.starter.PutEndpoint(ctx, putReq(id, "http://127.0.0.1:9/hook")); err != nil {
+		t.Fatal(err)
+	}
+	var upserts, memos int
+	for _, ev := range workflowHistory(t, herald.EndpointWorkflowID(id)) {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			upserts++
+		case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+			memos++
+		}
+	}
+	if upserts != 0 || memos != 1 {
+		t.Fatalf("registration wrote %d search attribute upserts and %d memo upserts, want 0 and 1", upserts, memos)
+	}
+	st, err := shared.starter.GetEndpoint(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Circuit.State != "closed" {
+		t.Fatalf("circuit %q after registration, want closed", st.Circuit.State)
+	}
+}

@@ -184,6 +184,7 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.ScaleEndpoints, "scale-endpoints", cfg.ScaleEndpoints, "scale: endpoints to register (half in a tenant, half in the default tenant)")
 	f.IntVar(&cfg.ScaleEngineStarts, "scale-engine-starts", cfg.ScaleEngineStarts, "scale: engine-limit workflows started to compare the registration rate with")
 	f.IntVar(&cfg.ScaleSends, "scale-sends", cfg.ScaleSends, "scale: fan-out sends timed in each tenant")
+	f.DurationVar((*time.Duration)(&cfg.ScaleFor), "scale-for", 0, "scale: end the registration after this long, e.g. 1h (the call of 10,000 puts in flight finishes; default: register all of --scale-endpoints)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to `FILE`; read it with go tool pprof")
 	return cmd
 }
