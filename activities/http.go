@@ -3,9 +3,9 @@ package activities
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
