@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -49,6 +50,9 @@ type Options struct {
 	// come from the client's interceptor (tracing.Tracing.Interceptor in
 	// client.Options.Interceptors), which the worker takes from its client.
 	Tracing *tracing.Tracing
+	// RootCAs, if set, are the certificate authorities receivers' (and OAuth2 token
+	// servers') certificates must chain to; nil means the system's.
+	RootCAs *x509.CertPool
 	// StatsCapacity, if set, is how many endpoints a stats shard that this worker's gate
 	// starts holds before it spills (herald.StatsInput.Capacity); default
 	// herald.StatsCapacity. A shard keeps the capacity it started with. For tests, which
@@ -109,7 +113,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, o.Logger)
 	Register(w)
-	var hopts activities.HTTPOptions
+	hopts := activities.HTTPOptions{RootCAs: o.RootCAs}
 	if o.Tracing.Enabled() {
 		hopts.Wrap = o.Tracing.Transport
 	}
