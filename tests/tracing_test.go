@@ -204,5 +204,3 @@ type atomicString struct {
 
 func (a *atomicString) set(s string) { a.mu.Lock(); a.s = s; a.mu.Unlock() }
 func (a *atomicString) get() string  { a.mu.Lock(); defer a.mu.Unlock(); return a.s }
-
-
