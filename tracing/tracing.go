@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -79,13 +80,14 @@ func propagator() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
-// FromEnv sets tracing up from the OpenTelemetry environment read with getenv
-// (os.Getenv): nil, and no error, when it is off. It is on when OTEL_TRACES_EXPORTER is
+// FromEnv sets tracing up from the process's OpenTelemetry environment (the exporters
+// read their OTEL_EXPORTER_OTLP_* settings from it too): nil, and no error, when it is off. It is on when OTEL_TRACES_EXPORTER is
 // otlp, or an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT,
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OTEL_TRACES_EXPORTER is not none; OTEL_SDK_DISABLED=true
 // turns it off whatever the rest says. service is the default service name
 // (OTEL_SERVICE_NAME wins). Shut it down to flush the spans.
-func FromEnv(ctx context.Context, getenv func(string) string, service string) (*Tracing, error) {
+func FromEnv(ctx context.Context, service string) (*Tracing, error) {
+	getenv := os.Getenv
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return nil, nil
 	}

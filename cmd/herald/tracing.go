@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"go.temporal.io/sdk/interceptor"
@@ -15,7 +14,7 @@ import (
 // when the OpenTelemetry environment asks for it (tracing.FromEnv): the Temporal client,
 // the worker and the HTTP server then trace. stop flushes the spans not yet exported.
 func (g *globals) startTracing(ctx context.Context) (stop func(), err error) {
-	t, err := tracing.FromEnv(ctx, os.Getenv, "herald")
+	t, err := tracing.FromEnv(ctx, "herald")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
