@@ -136,6 +136,22 @@ func FromEnv(ctx context.Context, service string) (*Tracing, error) {
 	return t, nil
 }
 
+// Discard is tracing that records and batches every span as FromEnv's does, then drops
+// it instead of exporting it: what tracing costs a process, without a collector (herald
+// bench --trace).
+func Discard() *Tracing {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
+	t := New(tp)
+	t.shutdown = tp.Shutdown
+	return t
+}
+
+// discard is a span exporter that drops the spans.
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
 // Enabled reports whether t traces.
 func (t *Tracing) Enabled() bool { return t != nil && t.Provider != nil }
 
