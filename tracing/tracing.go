@@ -13,7 +13,7 @@
 //   - the Temporal client and workers carry the trace through Temporal's headers with the
 //     SDK's tracing interceptor (Interceptor): StartWorkflow, RunWorkflow, StartActivity,
 //     RunActivity, signals, queries and updates each have a span, and workflow code stays
-//     deterministic (the interceptor opens no span when a workflow task replays);
+//     deterministic (the interceptor's spans never enter a workflow's decisions);
 //   - each attempt (package activities) opens a span named AttemptSpan with the event,
 //     the endpoint, the attempt's number and its outcome, and inside it the HTTP client
 //     span of the POST, whose W3C traceparent header goes to the receiver: a receiver that
