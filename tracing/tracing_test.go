@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -104,5 +106,53 @@ func TestFromEnvExportsOverOTLP(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != AttemptSpan || len(services) != 1 || services[0] != "herald-test" {
 		t.Fatalf("the collector got spans %q from services %q", names, services)
+	}
+}
+
+// grpcCollector is an OTLP/gRPC trace service that keeps the span names it gets.
+type grpcCollector struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *grpcCollector) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				c.names = append(c.names, sp.Name)
+			}
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// With OTEL_EXPORTER_OTLP_PROTOCOL=grpc the spans go over OTLP/gRPC.
+func TestFromEnvExportsOverOTLPgRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := &grpcCollector{}
+	srv := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(srv, col)
+	go srv.Serve(ln)
+	defer srv.Stop()
+	setEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + ln.Addr().String(), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+	tr, err := FromEnv(context.Background(), "herald")
+	if err != nil || !tr.Enabled() {
+		t.Fatalf("FromEnv: %v, %v", tr, err)
+	}
+	_, span := tr.Tracer().Start(context.Background(), AttemptSpan)
+	span.End()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatalf("shutdown (flush): %v", err)
+	}
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if len(col.names) != 1 || col.names[0] != AttemptSpan {
+		t.Fatalf("the gRPC collector got %q", col.names)
 	}
 }
