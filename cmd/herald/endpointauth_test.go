@@ -59,3 +59,17 @@ func TestEndpointPutAuthFlags(t *testing.T) {
 		t.Fatalf("authText of none: %q", got)
 	}
 }
+
+// herald endpoint get prints the authentication's kind, never a secret.
+func TestEndpointGetShowsAuth(t *testing.T) {
+	var st herald.EndpointState
+	st.ID = "acme"
+	st.Auth = (herald.EndpointAuth{Basic: &herald.BasicAuth{Username: "herald", Password: "get-s3cret"}}).View()
+	var b strings.Builder
+	if err := (&globals{}).printEndpoint(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Auth       basic (user herald, password set)") || strings.Contains(b.String(), "get-s3cret") {
+		t.Fatalf("endpoint get:\n%s", b.String())
+	}
+}
