@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +125,9 @@ func (c *credentials) token(ctx context.Context, id string, o herald.OAuth2Auth,
 		if err != nil {
 			return nil, err
 		}
+		if err := checkToken(tok); err != nil {
+			return nil, err
+		}
 		c.mu.Lock()
 		c.tokens[id] = tokenEntry{config: key, token: tok}
 		c.mu.Unlock()
@@ -133,6 +137,35 @@ func (c *credentials) token(ctx context.Context, id string, o herald.OAuth2Auth,
 		return "", false, err
 	}
 	return authorization(v.(*oauth2.Token)), true, nil
+}
+
+// maxTokenBytes bounds an access token Herald sends on.
+const maxTokenBytes = 8 << 10
+
+// checkToken checks what a token server answered before it goes into a header: a bearer
+// token (token_type bearer, in any case, or none) whose access_token is 1 to maxTokenBytes
+// visible ASCII characters (RFC 6750's b64token is a subset).
+func checkToken(tok *oauth2.Token) error {
+	if tok.TokenType != "" && !strings.EqualFold(tok.TokenType, "bearer") {
+		return fmt.Errorf("the token server issued a token of type %q; Herald sends bearer tokens", clipType(tok.TokenType))
+	}
+	if n := len(tok.AccessToken); n == 0 || n > maxTokenBytes {
+		return fmt.Errorf("the token server's access_token is %d bytes long; want 1 to %d", n, maxTokenBytes)
+	}
+	for i := 0; i < len(tok.AccessToken); i++ {
+		if c := tok.AccessToken[i]; c < 0x21 || c > 0x7e {
+			return errors.New("the token server's access_token has characters a header cannot carry")
+		}
+	}
+	return nil
+}
+
+// clipType is a token type as an error may quote it: short, printable.
+func clipType(s string) string {
+	if len(s) > 20 {
+		s = s[:20]
+	}
+	return strings.ToValidUTF8(s, "?")
 }
 
 // authorization is the Authorization header's value for tok.

@@ -21,6 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/oauth2"
+
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/netguard"
 )
@@ -266,4 +269,41 @@ func TestClientCertificate(t *testing.T) {
 // certificate issued by pool.
 func newRequireClientCert(pool *x509.CertPool) *tls.Config {
 	return &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// Whatever a token server answers, a token checkToken accepts makes a valid Authorization
+// header value.
+func FuzzCheckToken(f *testing.F) {
+	for _, s := range [][2]string{{"bearer", "abc.def-ghi_jkl~+/="}, {"", "x"}, {"mac", "x"}, {"Bearer", "a b"}, {"bearer", "a\r\nX: y"}, {"bearer", ""}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, typ, access string) {
+		tok := &oauth2.Token{TokenType: typ, AccessToken: access}
+		if checkToken(tok) != nil {
+			return
+		}
+		v := authorization(tok)
+		if !httpguts.ValidHeaderFieldValue(v) || !strings.HasPrefix(v, "Bearer ") || strings.ContainsAny(v[len("Bearer "):], " \t") {
+			t.Fatalf("accepted %q, %q: header value %q", typ, access, v)
+		}
+	})
+}
+
+// A token that is not a bearer token, or could not go in a header, is not sent.
+func TestOAuth2OddTokenRefused(t *testing.T) {
+	var hits atomic.Int64
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer rcv.Close()
+	for _, answer := range []string{`{"access_token":"x","token_type":"mac"}`, `{"access_token":"a\r\nX-Evil: 1","token_type":"bearer"}`, `{"access_token":"","token_type":"bearer"}`} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, answer)
+		}))
+		ep := herald.Endpoint{ID: "ep", URL: rcv.URL, Auth: herald.EndpointAuth{OAuth2: &herald.OAuth2Auth{TokenURL: ts.URL, ClientID: "c", ClientSecret: "s"}}}
+		res := deliverTo(t, NewHTTP(loopback, HTTPOptions{}), ep)
+		ts.Close()
+		if res.Delivered() || !strings.HasPrefix(res.Error, "oauth2 token: ") || hits.Load() != 0 {
+			t.Fatalf("token %s: %+v, %d requests to the receiver", answer, res, hits.Load())
+		}
+	}
 }
