@@ -30,10 +30,13 @@ type Endpoint struct {
 	// Types are the event types the endpoint receives when events are sent to its tenant:
 	// exact names, prefixes such as "order.*", or "*"; none means every type
 	// (policy.MatchesType).
-	Types     []string  `json:"types,omitempty"`
-	Version   int       `json:"version"`
-	CreatedAt time.Time `json:"created_at,omitzero"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	Types []string `json:"types,omitempty"`
+	// Auth is how Herald authenticates to the receiver (basic auth, OAuth2, a client
+	// certificate); its secrets are never shown (EndpointAuth.View).
+	Auth      EndpointAuth `json:"auth,omitzero"`
+	Version   int          `json:"version"`
+	CreatedAt time.Time    `json:"created_at,omitzero"`
+	UpdatedAt time.Time    `json:"updated_at,omitzero"`
 }
 
 // Secrets returns the secrets that sign an attempt made at t: the current one first,
@@ -296,6 +299,11 @@ type PutEndpointRequest struct {
 	// registering an id cannot change (or take over) an endpoint that has it. The endpoint
 	// workflow checks it, atomically with the put.
 	CreateOnly bool `json:"create_only,omitempty"`
+	// Auth, when set, replaces the parts of the endpoint's authentication it gives
+	// (EndpointAuth.Merge).
+	Auth *EndpointAuth `json:"auth,omitempty"`
+	// ClearAuth drops the endpoint's authentication first.
+	ClearAuth bool `json:"clear_auth,omitempty"`
 }
 
 // Validate makes the structural checks of a put: everything but the URL's address, which
@@ -353,6 +361,11 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 	if err := policy.ValidateTypePatterns(req.Types); err != nil {
 		return fmt.Errorf("endpoint %s: types: %w", req.ID, err)
 	}
+	if req.Auth != nil {
+		if err := req.Auth.Validate(); err != nil {
+			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
 	return nil
 }
 
@@ -374,6 +387,11 @@ func ValidatePut(req PutEndpointRequest, registered bool, net netguard.Policy) e
 	if req.URL != "" {
 		if _, err := net.CheckURL(req.URL); err != nil {
 			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	if req.Auth != nil && req.Auth.OAuth2 != nil {
+		if _, err := net.CheckURL(req.Auth.OAuth2.TokenURL); err != nil {
+			return fmt.Errorf("endpoint %s: auth.oauth2.token_url: %w", req.ID, err)
 		}
 	}
 	return nil

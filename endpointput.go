@@ -24,6 +24,11 @@ type EndpointPut struct {
 	EndpointChange
 	// ClearOverrides returns the endpoint to the worker's defaults before applying the rest.
 	ClearOverrides bool `json:"clear_overrides,omitempty"`
+	// Auth replaces the parts of the endpoint's authentication to its receiver it gives
+	// (EndpointAuth.Merge).
+	Auth *EndpointAuth `json:"auth,omitempty"`
+	// ClearAuth drops the endpoint's authentication before applying Auth.
+	ClearAuth bool `json:"clear_auth,omitempty"`
 }
 
 // Request is the put of endpoint id that p describes, with each value checked on its own
@@ -46,6 +51,12 @@ func (p EndpointPut) Request(id string) (PutEndpointRequest, error) {
 	if req.Headers, err = p.HeaderChange(); err != nil {
 		return req, fmt.Errorf("headers: %v", err)
 	}
+	if p.Auth != nil {
+		if err := p.Auth.Validate(); err != nil {
+			return req, err
+		}
+	}
+	req.Auth, req.ClearAuth = p.Auth, p.ClearAuth
 	return req, nil
 }
 

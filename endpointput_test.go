@@ -92,6 +92,9 @@ func FuzzParseEndpointLines(f *testing.F) {
 		`{"id":"a","timeout":"5s","schedule":["1s","1m"],"attempts":3,"jitter":0.2,"breaker":{"consecutive_failures":5}}`,
 		`{"id":"a","headers":{"X-A":"b"},"max_in_flight":4,"rate_limit":0,"clear_overrides":true}`,
 		"{\"id\":\"a\"}\r\n\n{\"id\":\"b\"}\n",
+		`{"id":"a","auth":{"basic":{"username":"u","password":"p"}},"clear_auth":true}`,
+		`{"id":"a","auth":{"oauth2":{"token_url":"https://t.example/token","client_id":"c","client_secret":"s","scopes":["a"]}}}`,
+		`{"id":"a","auth":{"client_cert":{"cert_pem":"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n","key_pem":"x"}}}`,
 		`{"id":"a","timeout":5}`, `{"id":"a","bogus":1}`, `[1,2]`, `null`, `"x"`, "\x00\xff", "{\"id\":\"" + strings.Repeat("é", 200) + "\"}",
 	} {
 		f.Add([]byte(s))
@@ -143,6 +146,11 @@ func FuzzParseEndpointLines(f *testing.F) {
 			if r.Headers != nil {
 				if _, err := NormalizeHeaders(*r.Headers); err != nil {
 					t.Fatalf("line %d: headers that fail their check: %v", p.Line, err)
+				}
+			}
+			if r.Auth != nil {
+				if err := r.Auth.Validate(); err != nil {
+					t.Fatalf("line %d: authentication that fails its check: %v", p.Line, err)
 				}
 			}
 			if r.Secret != "" {

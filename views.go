@@ -19,7 +19,10 @@ type EndpointState struct {
 	// credentials: never shown).
 	HeaderNames []string `json:"header_names,omitempty"`
 	// Types are the event types the endpoint subscribes to; none means every type.
-	Types     []string  `json:"types,omitempty"`
+	Types []string `json:"types,omitempty"`
+	// Auth is the endpoint's authentication to its receiver, without its secrets; nil when
+	// there is none.
+	Auth      *AuthView `json:"auth,omitempty"`
 	Version   int       `json:"version"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/heraldhq/herald"
@@ -47,6 +48,8 @@ type Activities struct {
 	Metrics *metrics.Recorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tracer, if set, gives each attempt that sends a request a span (trace.go).
+	Tracer trace.Tracer
 }
 
 // Attempt makes one attempt to deliver an event to its endpoint's current URL. It
@@ -101,9 +104,13 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 
 // send makes the request of one admitted attempt, started (and signed) at now: it builds
 // the request (newRequest) and hands it to the destination.
-func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoint, now time.Time) herald.Result {
+func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoint, now time.Time) (res herald.Result) {
+	if a.Tracer != nil {
+		var span trace.Span
+		ctx, span = startAttemptSpan(ctx, a.Tracer, in, ep)
+		defer func() { endAttemptSpan(span, res) }()
+	}
 	settings := a.Defaults.Apply(ep.Overrides)
-	var res herald.Result
 	if req, err := newRequest(in.Event, ep, now, settings.Timeout.Std()); err != nil {
 		res.Outcome, res.Error = herald.OutcomeRefused, err.Error()
 	} else {

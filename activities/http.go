@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -32,40 +33,96 @@ const (
 // HTTP is the HTTP destination: it POSTs the request to the endpoint's URL and classifies
 // the answer. A 2xx delivers; any other status, redirects included (never followed), is
 // OutcomeHTTPStatus; no answer in time, a network or a TLS error, or an address the SSRF
-// guard refuses is the outcome of that name.
+// guard refuses is the outcome of that name. It authenticates to receivers that ask for it
+// (auth.go): basic auth, an OAuth2 token, a TLS client certificate.
 type HTTP struct {
 	// Client sends the requests; it must not follow redirects (NewHTTP's does not).
 	Client *http.Client
+	// creds makes the clients of endpoints with a client certificate and fetches OAuth2
+	// tokens (NewHTTP sets it; without it, only basic auth is possible).
+	creds *credentials
 }
 
-// NewHTTP returns the HTTP destination whose client dials through the SSRF guard p, never
-// follows redirects and never uses a proxy from the environment.
-func NewHTTP(p netguard.Policy) *HTTP {
-	return &HTTP{Client: &http.Client{
-		Transport: p.Transport(),
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}}
+// HTTPOptions adjust NewHTTP's destination; the zero value is the default.
+type HTTPOptions struct {
+	// Wrap, if set, wraps every transport the destination makes (tracing.Tracing.Transport).
+	Wrap func(http.RoundTripper) http.RoundTripper
+	// RootCAs are the certificate authorities receivers' and token servers' certificates
+	// must chain to; nil means the system's.
+	RootCAs *x509.CertPool
+}
+
+// NewHTTP returns the HTTP destination whose clients dial through the SSRF guard p (the
+// OAuth2 token requests too), never follow redirects and never use a proxy from the
+// environment.
+func NewHTTP(p netguard.Policy, o HTTPOptions) *HTTP {
+	c := newCredentials(p, o)
+	return &HTTP{Client: c.client(nil), creds: c}
 }
 
 // Deliver POSTs req and returns the outcome with the HTTP exchange: the status, the
 // Retry-After and Date headers, the headers sent (secret-free) and the first ones received,
-// and the start of the response body.
+// and the start of the response body. An endpoint with OAuth2 that answers 401 to a token
+// this worker had kept gets the attempt once more with a new token.
 func (d *HTTP) Deliver(ctx context.Context, req *Request) herald.Result {
 	var res herald.Result
 	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
+	client := d.Client
+	if cc := req.Auth.ClientCert; cc != nil {
+		c, err := d.creds.certClient(req.EndpointID, *cc)
+		if err != nil {
+			res.Outcome, res.Error = herald.OutcomeRefused, "client certificate: "+err.Error()
+			return res
+		}
+		client = c
+	}
+	if b := req.Auth.Basic; b != nil {
+		d.setAuthorization(req, "Basic "+base64.StdEncoding.EncodeToString([]byte(b.Username+":"+string(b.Password))))
+	}
+	o := req.Auth.OAuth2
+	var tok string
+	var fresh bool
+	if o != nil {
+		var err error
+		if tok, fresh, err = d.creds.token(ctx, req.EndpointID, *o, ""); err != nil {
+			return tokenFailure(err, req.Timeout)
+		}
+		d.setAuthorization(req, tok)
+	}
+	res = d.post(ctx, client, req)
+	if o != nil && !fresh && res.HTTPExchange.StatusCode == http.StatusUnauthorized {
+		// The token this worker kept may have been revoked: a new one, once.
+		var err error
+		if tok, _, err = d.creds.token(ctx, req.EndpointID, *o, tok); err != nil {
+			return tokenFailure(err, req.Timeout)
+		}
+		d.setAuthorization(req, tok)
+		res = d.post(ctx, client, req)
+	}
+	return res
+}
+
+// setAuthorization sets req's Authorization header to v, recorded as redacted.
+func (d *HTTP) setAuthorization(req *Request, v string) {
+	req.Header.Set("Authorization", v)
+	if !slices.Contains(req.secret, "Authorization") {
+		req.secret = append(req.secret, "Authorization")
+	}
+}
+
+// post sends req once with client and classifies what happened.
+func (d *HTTP) post(ctx context.Context, client *http.Client, req *Request) herald.Result {
+	var res herald.Result
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		res.Outcome, res.Error = herald.OutcomeRefused, fmt.Sprintf("bad endpoint URL: %v", err)
 		return res
 	}
-	hreq.Header = req.Header
+	hreq.Header = req.Header.Clone()
 	x := &res.HTTPExchange
 	x.RequestHeaders = req.Recorded()
-
-	resp, err := d.Client.Do(hreq)
+	resp, err := client.Do(hreq)
 	if err != nil {
 		res.Outcome, res.Error = classify(err, req.Timeout)
 		return res

@@ -29,6 +29,11 @@ type Request struct {
 	Body []byte
 	// Timeout bounds the whole exchange (the endpoint's attempt timeout).
 	Timeout time.Duration
+	// EndpointID is the endpoint's id, under which a destination keeps what it learns of
+	// the endpoint's authentication (a token, a client).
+	EndpointID string
+	// Auth is how the destination authenticates to the receiver (HTTP: auth.go).
+	Auth herald.EndpointAuth
 	// secret names the headers whose values are not recorded (canonical names).
 	secret []string
 }
@@ -42,7 +47,7 @@ func newRequest(ev herald.Event, ep herald.Endpoint, now time.Time, timeout time
 	if err != nil {
 		return nil, fmt.Errorf("encode body: %v", err)
 	}
-	req := &Request{URL: ep.URL, Header: http.Header{}, Body: body, Timeout: timeout,
+	req := &Request{URL: ep.URL, Header: http.Header{}, Body: body, Timeout: timeout, EndpointID: ep.ID, Auth: ep.Auth,
 		secret: []string{http.CanonicalHeaderKey(signature.HeaderSignature)}}
 	for _, h := range ep.Headers {
 		req.Header.Set(h.Name, h.Value) // never one of Herald's own (herald.NormalizeHeaders)

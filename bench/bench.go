@@ -29,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker"
 )
 
@@ -65,6 +66,12 @@ type Config struct {
 	StockEngine bool `json:"stock_engine,omitempty"`
 	// Plaintext turns payload encryption off (it is on in production and by default here).
 	Plaintext bool `json:"plaintext"`
+	// Tracing, if set, traces the bench's client and worker as a traced production process
+	// does (the Temporal interceptor, the attempts' spans, traceparent to the receivers).
+	// The embedded server only: with Address, the bench's own worker is not traced.
+	Tracing *tracing.Tracing `json:"-"`
+	// Traced says Tracing was set, in the report.
+	Traced bool `json:"traced,omitempty"`
 	// Address, when set, is the frontend (host:port) of an external Temporal to run on
 	// instead of the embedded server, in Namespace (which must hold Herald's search
 	// attributes). The bench's worker, baselines and receivers still run in this process;
@@ -298,7 +305,15 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		}
 	}
 	// The production default: the gate renews its leases every second.
-	wopts := worker.Options{RenewInterval: time.Second, Logger: cfg.Logger}
+	wopts := worker.Options{RenewInterval: time.Second, Logger: cfg.Logger, Tracing: cfg.Tracing}
+	var traced func(*client.Options)
+	if cfg.Tracing.Enabled() {
+		icpt, err := cfg.Tracing.Interceptor()
+		if err != nil {
+			return nil, nil, err
+		}
+		traced = func(o *client.Options) { o.Interceptors = append(o.Interceptors, icpt) }
+	}
 	var stk *testkit.Stack
 	var err error
 	if cfg.Address != "" {
@@ -312,6 +327,7 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 				Stock: cfg.StockEngine},
 			Keys:   keys,
 			Worker: wopts,
+			Client: traced,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start the embedded Temporal server and the Herald worker: %w", err)
@@ -354,6 +370,9 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		{"herald worker", "worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers; 8 workflow pollers on the endpoints' queue; 1000 workflow tasks / 1000 local activities / 1000 activities at once), gate renews its leases every 1s"},
 		{"starter", "eager start (the client has the worker in-process)"},
 		{"receivers", "one net/http server on 127.0.0.1, in-process"},
+	}
+	if cfg.Tracing.Enabled() {
+		settings = append(settings, Setting{"tracing", "on (--trace): Temporal interceptor on client and worker, a span per attempt, traceparent to the receivers"})
 	}
 	settings = slices.Insert(settings, 1, server...)
 	return e, settings, nil

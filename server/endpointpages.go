@@ -51,6 +51,9 @@ type endpointView struct {
 	DisabledAt     string
 	// Types are the event types the endpoint subscribes to, comma-separated; "*" for all.
 	Types string
+	// Auth is the kind of authentication to the receiver (herald.AuthView.Kind), never
+	// its secrets.
+	Auth string
 }
 
 // rateTTL is how long an endpoint's delivery counts are reused.
@@ -119,6 +122,7 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 	if v.Tenant == "" {
 		v.Tenant = herald.DefaultTenant
 	}
+	v.Auth = e.Auth.Kind()
 	v.Types = "*"
 	if len(e.Types) > 0 {
 		v.Types = strings.Join(e.Types, ", ")

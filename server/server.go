@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/tracing"
 )
 
 //go:embed openapi.json
@@ -84,12 +85,18 @@ type Options struct {
 	// may frame it. When set, portal links' session cookies are SameSite=None, Secure and
 	// Partitioned, so that they reach the frame.
 	FrameAncestors []string
+	// Tracing, if set, gives each request a server span named after its route ("POST
+	// /v1/events"), continuing the caller's traceparent; the calls to Temporal it makes
+	// carry the trace when the client has the tracing interceptor.
+	Tracing *tracing.Tracing
 }
 
 // Server serves the JSON API and the dashboard.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// handler is serve, traced when Options.Tracing is set.
+	handler http.Handler
 	// rates caches endpoints' delivery counts (see deliveryRate).
 	rates struct {
 		sync.Mutex
@@ -151,6 +158,10 @@ func New(o Options) (*Server, error) {
 	}
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("/v1/", s.noRoute)
+	s.handler = http.HandlerFunc(s.serve)
+	if o.Tracing.Enabled() {
+		s.handler = o.Tracing.Handler(s.handler)
+	}
 	return s, nil
 }
 
@@ -227,8 +238,11 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s does not take %s: use %s (see /v1/openapi.json)", r.URL.Path, r.Method, strings.Join(allow, " or ")))
 }
 
-// ServeHTTP adds the security headers to every answer and routes the request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves r, in a span of its own when tracing is on.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serve adds the security headers to every answer and routes the request.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	frames := "'none'"
 	if len(s.opts.FrameAncestors) > 0 {

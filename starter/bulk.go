@@ -234,6 +234,23 @@ func (s *Client) unchanged(ctx context.Context, req herald.PutEndpointRequest) (
 	return ep, true
 }
 
+// sameAuth reports whether req leaves ep's authentication as it is.
+func sameAuth(ep herald.Endpoint, req herald.PutEndpointRequest) bool {
+	if req.Auth == nil && !req.ClearAuth {
+		return true
+	}
+	a := ep.Auth
+	if req.ClearAuth {
+		a = herald.EndpointAuth{}
+	}
+	if req.Auth != nil {
+		a = a.Merge(*req.Auth)
+	}
+	was, err1 := json.Marshal(ep.Auth)
+	now, err2 := json.Marshal(a)
+	return err1 == nil && err2 == nil && string(was) == string(now)
+}
+
 // sameAsStored reports whether every field req gives equals ep's: the put would leave ep
 // as it is.
 func sameAsStored(ep herald.Endpoint, req herald.PutEndpointRequest) bool {
@@ -243,7 +260,8 @@ func sameAsStored(ep herald.Endpoint, req herald.PutEndpointRequest) bool {
 		req.Secret != "" && (req.Secret != ep.Secret || ep.PreviousSecret != ""),
 		ep.Secret == "",
 		req.Headers != nil && !slices.Equal(*req.Headers, ep.Headers),
-		req.Types != nil && !slices.Equal(herald.NormalizeTypes(req.Types), ep.Types):
+		req.Types != nil && !slices.Equal(herald.NormalizeTypes(req.Types), ep.Types),
+		!sameAuth(ep, req):
 		return false
 	}
 	if req.Overrides == nil && !req.ClearOverrides {

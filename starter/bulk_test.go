@@ -34,6 +34,8 @@ func TestSameAsStored(t *testing.T) {
 		{"cleared and set back as stored", herald.PutEndpointRequest{ID: "a", ClearOverrides: true, Overrides: &herald.Overrides{Timeout: five}}, true},
 		{"headers removed", herald.PutEndpointRequest{ID: "a", Headers: headers()}, false},
 		{"other types", herald.PutEndpointRequest{ID: "a", Types: []string{"*"}}, false},
+		{"auth added", herald.PutEndpointRequest{ID: "a", Auth: &herald.EndpointAuth{Basic: &herald.BasicAuth{Username: "u", Password: "p"}}}, false},
+		{"auth cleared on none", herald.PutEndpointRequest{ID: "a", ClearAuth: true}, true},
 	} {
 		if got := sameAsStored(ep, c.req); got != c.same {
 			t.Errorf("%s: same %v, want %v", c.what, got, c.same)
@@ -44,6 +46,15 @@ func TestSameAsStored(t *testing.T) {
 	all.Types = nil
 	if !sameAsStored(all, herald.PutEndpointRequest{ID: "a", Types: []string{"*"}}) {
 		t.Error(`types ["*"] on an endpoint receiving every type: not the same`)
+	}
+	// Authentication given as stored is the same; another password is not.
+	authed := ep
+	authed.Auth = herald.EndpointAuth{Basic: &herald.BasicAuth{Username: "u", Password: "p"}}
+	if !sameAsStored(authed, herald.PutEndpointRequest{ID: "a", Auth: &herald.EndpointAuth{Basic: &herald.BasicAuth{Username: "u", Password: "p"}}}) {
+		t.Error("basic auth given as stored: not the same")
+	}
+	if sameAsStored(authed, herald.PutEndpointRequest{ID: "a", Auth: &herald.EndpointAuth{Basic: &herald.BasicAuth{Username: "u", Password: "q"}}}) {
+		t.Error("another password: the same")
 	}
 	// A secret still rotating: giving the current one ends the rotation.
 	rotating := ep

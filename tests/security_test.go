@@ -57,7 +57,9 @@ func TestNothingReadableInHistory(t *testing.T) {
 	}))
 	secret, _ := signature.GenerateSecret()
 	zero := 0.0
+	const passwordMarker = "AUTH-PASSWORD-MARKER-3c9e"
 	if _, err := s.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "sealed", URL: rcv.URL, Secret: secret,
+		Auth:      &herald.EndpointAuth{Basic: &herald.BasicAuth{Username: "herald", Password: passwordMarker}},
 		Overrides: &herald.Overrides{Ladder: &policy.LadderOverride{Delays: duration.Of(time.Second), Attempts: 2, Jitter: &zero}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +91,8 @@ func TestNothingReadableInHistory(t *testing.T) {
 	forbidden := map[string]string{
 		"payload":           payloadMarker,
 		"secret":            keyBytes,
+		"password":          passwordMarker,
+		"basic auth":        base64.StdEncoding.EncodeToString([]byte("herald:" + passwordMarker))[:16],
 		"receiver body":     bodyMarker,
 		"payload (base64)":  base64.StdEncoding.EncodeToString([]byte(payloadMarker))[:16],
 		"receiver (base64)": base64.StdEncoding.EncodeToString([]byte(bodyMarker))[:16],

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker/gate"
 	"github.com/heraldhq/herald/workflows"
 )
@@ -43,6 +45,14 @@ type Options struct {
 	// local activities (attempts); default the SDK's (1,000 each). The endpoint workflows
 	// run on a worker of their own with its own slots, whatever this is.
 	DeliverySlots int
+	// Tracing, if set, gives each attempt a span (tracing.AttemptSpan) with its HTTP
+	// client span inside, and sends the receiver a traceparent header. The Temporal spans
+	// come from the client's interceptor (tracing.Tracing.Interceptor in
+	// client.Options.Interceptors), which the worker takes from its client.
+	Tracing *tracing.Tracing
+	// RootCAs, if set, are the certificate authorities receivers' (and OAuth2 token
+	// servers') certificates must chain to; nil means the system's.
+	RootCAs *x509.CertPool
 	// StatsCapacity, if set, is how many endpoints a stats shard that this worker's gate
 	// starts holds before it spills (herald.StatsInput.Capacity); default
 	// herald.StatsCapacity. A shard keeps the capacity it started with. For tests, which
@@ -103,11 +113,16 @@ func New(c client.Client, o Options) (*Worker, error) {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, o.Logger)
 	Register(w)
+	hopts := activities.HTTPOptions{RootCAs: o.RootCAs}
+	if o.Tracing.Enabled() {
+		hopts.Wrap = o.Tracing.Transport
+	}
 	w.RegisterActivity(&activities.Activities{
 		Gate:        g,
-		Destination: activities.NewHTTP(o.Net),
+		Destination: activities.NewHTTP(o.Net, hopts),
 		Defaults:    o.Defaults,
 		Metrics:     o.Metrics,
+		Tracer:      o.Tracing.Tracer(),
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
 	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}

@@ -148,6 +148,7 @@ func (e *endpointRun) view(now time.Time) herald.EndpointState {
 		for _, h := range ep.Headers {
 			s.HeaderNames = append(s.HeaderNames, h.Name)
 		}
+		s.Auth = ep.Auth.View()
 	}
 	return s
 }
@@ -219,6 +220,12 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	}
 	if req.Types != nil {
 		ep.Types = herald.NormalizeTypes(req.Types)
+	}
+	if req.ClearAuth {
+		ep.Auth = herald.EndpointAuth{}
+	}
+	if req.Auth != nil {
+		ep.Auth = ep.Auth.Merge(*req.Auth)
 	}
 	ep.Version++
 	ep.UpdatedAt = now

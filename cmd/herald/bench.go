@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/bench"
+	"github.com/heraldhq/herald/tracing"
 )
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -20,6 +22,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		dynamic    []string
 		pragmas    []string
 		cpuProfile string
+		trace      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -119,6 +122,22 @@ on the same machine. -o json prints everything measured.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if trace {
+				if cmd.Flags().Changed("address") {
+					return fmt.Errorf("%w: --trace traces the embedded server's bench; give one or the other", errUsage)
+				}
+				stopTracing, err := g.startTracing(cmd.Context())
+				if err != nil {
+					return err
+				}
+				defer stopTracing()
+				cfg.Tracing = g.tracing
+				if !cfg.Tracing.Enabled() {
+					cfg.Tracing = tracing.Discard()
+					defer cfg.Tracing.Shutdown(context.Background())
+				}
+				cfg.Traced = true
+			}
 			ctx, stop := untilInterrupt(cmd)
 			defer stop()
 			cfg.Progress = cmd.ErrOrStderr()
@@ -156,6 +175,7 @@ on the same machine. -o json prints everything measured.`,
 	f.StringSliceVar(&pragmas, "sqlite-pragma", nil, "SQLite pragma for the embedded server, KEY=VALUE (repeatable), e.g. synchronous=full")
 	f.StringSliceVar(&dynamic, "dynamic-config", nil, "Temporal dynamic config for the embedded server, KEY=VALUE (repeatable), e.g. matching.numTaskqueueReadPartitions=1")
 	f.BoolVar(&cfg.StockEngine, "stock-engine", false, "run the embedded server's storage as Temporal ships it (one database, every visibility index), to compare with Herald's tuning")
+	f.BoolVar(&trace, "trace", false, "trace the bench's client and worker as OTEL_* would (OpenTelemetry; spans go to the OTLP endpoint the environment names, else are dropped once batched): run with and without to see what tracing costs")
 	f.BoolVar(&cfg.Plaintext, "plaintext", false, "do not encrypt payloads (production encrypts them; so does the bench by default)")
 	f.IntVar(&cfg.Events, "events", cfg.Events, "throughput: events per phase (N)")
 	f.IntVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "throughput: endpoints the events are spread over (M)")

@@ -40,6 +40,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		disableAfter          time.Duration
 		headers               []string
 		clearHeaders          bool
+		auth                  authFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "put ID --url URL",
@@ -61,12 +62,17 @@ disabled, as is one that answers 410 Gone; see herald endpoint enable.
 order.refund.created) or * for every type. An endpoint registered without --types receives
 every type. The put returns once sends to the tenant use the new list.
 
+` + authHelp + `
+
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4
   herald endpoint put acme --rate-limit 5
   herald endpoint put acme --header 'X-Team: billing' --disable-after 72h
-  herald endpoint put acme-billing --tenant acme --url https://acme.example.com/billing --types order.paid,invoice.*`,
+  herald endpoint put acme-billing --tenant acme --url https://acme.example.com/billing --types order.paid,invoice.*
+  herald endpoint put acme --auth-basic herald:s3cret
+  herald endpoint put acme --oauth2-token-url https://auth.acme.example.com/token --oauth2-client-id herald --oauth2-client-secret s3cret
+  herald endpoint put acme --client-cert herald.crt --client-key herald.key`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -119,13 +125,21 @@ every type. The put returns once sends to the tenant use the new list.
 			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
 				return err
 			}
+			if req.Auth, err = auth.change(fl); err != nil {
+				return err
+			}
+			req.ClearAuth = auth.clear
 			return runPut(g, cmd, req, (*starter.Client).PutEndpoint, func(res herald.PutEndpointResult) string {
 				verb := "Updated"
 				if res.Created {
 					verb = "Registered"
 				}
-				return fmt.Sprintf("%s endpoint %s → %s (version %d)\nReceives %s from tenant %s", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version,
+				line := fmt.Sprintf("%s endpoint %s → %s (version %d)\nReceives %s from tenant %s", verb, res.Endpoint.ID, res.Endpoint.URL, res.Endpoint.Version,
 					typesText(res.Endpoint.Types), res.Endpoint.Tenant)
+				if v := res.Endpoint.Auth.View(); v != nil {
+					line += "\nAuthenticates with " + authText(v)
+				}
+				return line
 			})
 		},
 	}
@@ -145,6 +159,7 @@ every type. The put returns once sends to the tenant use the new list.
 	f.DurationVar(&disableAfter, "disable-after", policy.DefaultDisableAfter, "disable the endpoint once every attempt has failed for this long (1h..2160h)")
 	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
 	f.BoolVar(&clearHeaders, "clear-headers", false, "remove the endpoint's custom headers")
+	auth.bind(f)
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
 }

@@ -37,12 +37,14 @@ func newOpsEndpointPutCmd(g *globals) *cobra.Command {
 		url, secret  string
 		headers      []string
 		clearHeaders bool
+		auth         authFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "put --url URL",
 		Short: "Register the operational endpoint, or change it",
 		Example: `  herald ops-endpoint put --url https://ops.example.com/herald-events
-  herald ops-endpoint put --header 'Authorization: Bearer ...'`,
+  herald ops-endpoint put --header 'Authorization: Bearer ...'
+  herald ops-endpoint put --auth-basic herald:s3cret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := herald.PutEndpointRequest{URL: url}
@@ -57,6 +59,10 @@ func newOpsEndpointPutCmd(g *globals) *cobra.Command {
 			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
 				return err
 			}
+			if req.Auth, err = auth.change(cmd.Flags()); err != nil {
+				return err
+			}
+			req.ClearAuth = auth.clear
 			return runPut(g, cmd, req, (*starter.Client).PutOpsEndpoint, func(res herald.PutEndpointResult) string {
 				return fmt.Sprintf("Operational events go to %s (endpoint %s, version %d)", res.Endpoint.URL, res.Endpoint.ID, res.Endpoint.Version)
 			})
@@ -67,5 +73,6 @@ func newOpsEndpointPutCmd(g *globals) *cobra.Command {
 	f.StringVar(&secret, "secret", "", "signing secret (whsec_...); generated when omitted")
 	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every event, as 'Name: value' (repeatable)")
 	f.BoolVar(&clearHeaders, "clear-headers", false, "remove the custom headers")
+	auth.bind(f) // as herald endpoint put's (see its --help)
 	return cmd
 }

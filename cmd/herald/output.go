@@ -111,6 +111,7 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 		fmt.Fprintf(w, " (previous secret also signs until %s)", fmtTime(st.Rotating))
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Auth       %s\n", authText(st.Auth))
 	o := st.Overrides
 	var ov []string
 	if o.Ladder != nil {

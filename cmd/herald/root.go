@@ -14,12 +14,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker"
 )
 
@@ -38,6 +40,10 @@ type globals struct {
 	verbose   bool
 	keyFile   string
 	keys      *codec.Keyring // loaded by PersistentPreRunE; nil: payloads in plain text
+	// tracing and interceptors are set by startTracing when the environment turns
+	// tracing on; nil otherwise.
+	tracing      *tracing.Tracing
+	interceptors []interceptor.ClientInterceptor
 }
 
 func envOr(name, def string) string {
@@ -110,7 +116,8 @@ func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Op
 		FailureConverter: codec.FailureConverter(g.keys),
 		// Workers advertise their release and the ids of their keys, so producers can
 		// check theirs.
-		Identity: worker.Identity("", g.keys),
+		Identity:     worker.Identity("", g.keys),
+		Interceptors: g.interceptors,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/server"
 	"github.com/heraldhq/herald/starter"
+	"github.com/heraldhq/herald/tracing"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -42,7 +43,9 @@ browser would never send it back. Force it with --cookie-secure always|never.
 Portal links (herald portal-link, POST /v1/portal-links) sign a customer in to one tenant's
 dashboard; --public-url is the address they open it at. To show the dashboard inside your
 product's pages (an iframe), list your product's origins with --frame-ancestors: other
-sites may not frame it.`,
+sites may not frame it.
+
+` + tracing.EnvHelp,
 		Example: `  herald token create --operator
   herald serve --listen 127.0.0.1:8080 --temporal-ui http://127.0.0.1:8233`,
 		Args: cobra.NoArgs,
@@ -54,6 +57,11 @@ sites may not frame it.`,
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
+			stopTracing, err := g.startTracing(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			c, err := client.NewLazyClient(g.clientOptions(g.address, nil))
 			if err != nil {
 				//lint:ignore ST1005 "Temporal" is a name, capitalised wherever it stands
@@ -63,7 +71,7 @@ sites may not frame it.`,
 			h, err := server.New(server.Options{
 				Starter: starter.New(c, g.starterOptions()), Client: c, Tokens: tokens,
 				Namespace: g.namespace, TemporalUI: temporalUI, CookieSecure: cookieSecure, Logger: g.logger(),
-				PublicURL: publicURL, FrameAncestors: frameAncestors,
+				PublicURL: publicURL, FrameAncestors: frameAncestors, Tracing: g.tracing,
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)

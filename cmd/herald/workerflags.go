@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker"
 )
 
@@ -49,13 +50,18 @@ func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 // arguments, f's flags bound (allowDefault is --allow-cidr's default), zeroRule at the end
 // of Long, and run called with the worker options the flags give.
 func (f *workerFlags) command(g *globals, cmd *cobra.Command, allowDefault []string, run func(cmd *cobra.Command, opts worker.Options) error) *cobra.Command {
-	cmd.Long += "\n\n" + zeroRule
+	cmd.Long += "\n\n" + zeroRule + "\n\n" + tracing.EnvHelp
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		opts, err := f.options(cmd.Flags(), g.taskQueue)
 		if err != nil {
 			return err
 		}
+		stop, err := g.startTracing(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer stop()
 		return run(cmd, opts)
 	}
 	f.bind(cmd.Flags(), allowDefault)
@@ -96,7 +102,7 @@ func (f *workerFlags) options(fs *pflag.FlagSet, taskQueue string) (worker.Optio
 // startWorker starts a worker on c with opts, logging to g's logger and recording its
 // attempts to rec (nil: no metrics).
 func startWorker(c client.Client, opts worker.Options, g *globals, rec *metrics.Recorder) (*worker.Worker, error) {
-	opts.Logger, opts.Metrics = g.logger(), rec
+	opts.Logger, opts.Metrics, opts.Tracing = g.logger(), rec, g.tracing
 	w, err := worker.New(c, opts)
 	if err != nil {
 		return nil, err
