@@ -19,7 +19,10 @@ type EndpointState struct {
 	// credentials: never shown).
 	HeaderNames []string `json:"header_names,omitempty"`
 	// Types are the event types the endpoint subscribes to; none means every type.
-	Types     []string  `json:"types,omitempty"`
+	Types []string `json:"types,omitempty"`
+	// Filter and Transform are the endpoint's CEL expressions (none: empty).
+	Filter    string    `json:"filter,omitempty"`
+	Transform string    `json:"transform,omitempty"`
 	Version   int       `json:"version"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`

@@ -284,6 +284,9 @@ type putEndpointResponse struct {
 	Created bool   `json:"created"`
 	// Types are the event types the endpoint subscribes to; empty means every type.
 	Types []string `json:"types"`
+	// Filter and Transform are the endpoint's CEL expressions, when it has them.
+	Filter    string `json:"filter,omitempty"`
+	Transform string `json:"transform,omitempty"`
 	// Secret is the generated signing secret, present only when Herald generated one (once).
 	Secret string `json:"secret,omitempty"`
 }
@@ -320,7 +323,8 @@ func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http
 	if err != nil {
 		return 0, nil, err
 	}
-	out := putEndpointResponse{ID: res.Endpoint.ID, Tenant: res.Endpoint.Tenant, URL: res.Endpoint.URL, Version: res.Endpoint.Version, Created: res.Created, Types: res.Endpoint.Types}
+	out := putEndpointResponse{ID: res.Endpoint.ID, Tenant: res.Endpoint.Tenant, URL: res.Endpoint.URL, Version: res.Endpoint.Version, Created: res.Created, Types: res.Endpoint.Types,
+		Filter: res.Endpoint.Filter, Transform: res.Endpoint.Transform}
 	if out.Types == nil {
 		out.Types = []string{}
 	}
