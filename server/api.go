@@ -179,6 +179,8 @@ type publishResponse struct {
 	// NoDestination is set when no endpoint of the tenant subscribes to the type.
 	NoDestination bool                     `json:"no_destination"`
 	Deliveries    []starter.FanoutDelivery `json:"deliveries"`
+	// Filtered are the subscribed endpoints whose filter kept the event from them.
+	Filtered []starter.FilteredEndpoint `json:"filtered,omitempty"`
 }
 
 func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -199,7 +201,7 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries}, nil
+		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries, Filtered: res.Filtered}, nil
 	}
 	if !p.operator() {
 		if _, err := s.endpointFor(ctx, p, req.EndpointID); err != nil {
