@@ -151,6 +151,9 @@ func positioned(k Kind, errs []*common.Error) error {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "line %d, column %d: %s", e.Location.Line(), e.Location.Column()+1, e.Message)
+		if strings.Contains(e.Message, "'_?_:_'") {
+			b.WriteString(` (the two branches give different types: wrap each in dyn(), e.g. c ? dyn({"cancel": "why"}) : dyn({"body": ...}))`)
+		}
 	}
 	return &CompileError{Kind: k, Msg: b.String()}
 }

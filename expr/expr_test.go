@@ -64,6 +64,7 @@ func TestCompileErrors(t *testing.T) {
 		{KindFilter, ` `, "empty"},
 		{KindFilter, strings.Repeat("true && ", MaxFilterBytes/8) + "true", "the limit is 2048"},
 		{KindTransform, `"text"`, "a transformation must give a map"},
+		{KindTransform, `data.n == 0 ? {"cancel": "none"} : {"body": {"text": "x"}}`, "line 1, column 13: found no matching overload for '_?_:_'"},
 		{KindTransform, `{"body": `, "line 1, column 10"},
 		{KindTransform, strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200), "recursion"},
 	} {
@@ -109,6 +110,7 @@ func TestTransform(t *testing.T) {
 		{src: `{"body": {"n": data.note}}`, body: `{"n":"<b>&</b>"}`},
 		{src: `{"headers": {"X-Tenant": tenant}}`, headers: map[string]string{"X-Tenant": "acme"}},
 		{src: `data.amount == 0 ? {"cancel": "nothing to pay"} : {"body": data}`, cancel: "nothing to pay"},
+		{src: `data.amount == 0 ? dyn({"cancel": "nothing to pay"}) : dyn({"body": {"text": "x"}})`, cancel: "nothing to pay"},
 		{src: `{"cancel": ""}`, err: "non-empty"},
 		{src: `{"cancel": "x", "body": 1}`, err: "alone"},
 		{src: `{"bdy": 1}`, err: `unknown key "bdy"`},
