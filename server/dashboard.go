@@ -87,6 +87,8 @@ type view struct {
 	Deliveries  []deliveryView
 	Chart       chartView
 	DeadLetters []deadLetterView
+	// FilterTest is the answer of the endpoint page's sample event test (filtertest.go).
+	FilterTest *filterTestView
 	Event       eventView
 	Events      eventsView
 	// Self is what the self-service pages show (selfservice.go).
