@@ -1,24 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/expr"
 )
-
-// maxSampleEvent bounds the sample event the endpoint page's test form takes.
-const maxSampleEvent = 64 << 10
-
-// defaultSample fills the test form's box before a first test.
-const defaultSample = `{"type": "order.paid", "data": {"order_id": 42, "amount": 150}}`
 
 // filterTestView is what the endpoint page's "test against a sample event" form found: the
 // filter's answer and, for an endpoint with a transformation, what it makes of the event.
@@ -35,49 +25,10 @@ type filterTestView struct {
 	Body, Headers, Cancel, TransformError string
 }
 
-// sampleEvent is the sample the test form takes: the event's type and data, and an id.
-type sampleEvent struct {
-	ID   string          `json:"id"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
-// parseSample reads the test form's sample: a JSON object with a type in the event type
-// grammar, data (any JSON value) and optionally an id in the event id grammar.
-func parseSample(text string) (sampleEvent, error) {
-	var ev sampleEvent
-	if len(text) > maxSampleEvent {
-		return ev, fmt.Errorf("the sample is %d bytes long; the limit is %d", len(text), maxSampleEvent)
-	}
-	if !utf8.ValidString(text) {
-		return ev, errors.New("the sample is not UTF-8 text")
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ev); err != nil {
-		return ev, fmt.Errorf(`not a sample event: %v; give {"type": "order.paid", "data": {...}} and optionally "id"`, err)
-	}
-	if dec.More() {
-		return ev, errors.New("data after the sample event's JSON object")
-	}
-	if err := herald.ValidateEventTypeName(ev.Type); err != nil {
-		return ev, fmt.Errorf("type: %v", err)
-	}
-	if ev.ID == "" {
-		ev.ID = "evt_sample"
-	} else if err := herald.ValidateEventID(ev.ID); err != nil {
-		return ev, fmt.Errorf("id: %v", err)
-	}
-	if len(bytes.TrimSpace(ev.Data)) == 0 {
-		ev.Data = json.RawMessage("null")
-	}
-	return ev, nil
-}
-
 // testFilter evaluates endpoint e's filter and transformation on the sample text.
 func testFilter(ctx context.Context, e herald.EndpointState, text string) *filterTestView {
 	ft := &filterTestView{Sample: text}
-	ev, err := parseSample(text)
+	ev, err := herald.ParseSampleEvent(text)
 	if err != nil {
 		ft.Invalid = err.Error()
 		return ft

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/testkit/check"
 )
 
@@ -72,7 +73,7 @@ func TestFilterTestForm(t *testing.T) {
 		t.Errorf("post with a forged CSRF token: status %d, want 403", code)
 	}
 	req, _ := http.NewRequest(http.MethodPost, shared.http.URL+"/endpoints/"+url.PathEscape(ep)+"/filter-test",
-		strings.NewReader(url.Values{"csrf": {m[1]}, "event": {strings.Repeat(" ", maxSampleEvent+1)}}.Encode()))
+		strings.NewReader(url.Values{"csrf": {m[1]}, "event": {strings.Repeat(" ", herald.MaxSampleEvent+1)}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := c.Do(req)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestFilterTestForm(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(b), "the limit is") && resp.StatusCode == http.StatusOK {
-		t.Errorf("a sample past %d bytes was taken: %s", maxSampleEvent, resultOf(string(b)))
+		t.Errorf("a sample past %d bytes was taken: %s", herald.MaxSampleEvent, resultOf(string(b)))
 	}
 }
 
