@@ -15,7 +15,8 @@ import (
 // TestFilterTestForm: the endpoint page shows the endpoint's filter and transformation, and
 // its test form answers true, false or the error for a sample event, and what the
 // transformation makes of it; a sample that is not an event is refused with why; a post
-// without the page's CSRF token is refused. The filter is put through the API, whose
+// without the page's CSRF token is refused; the event page shows the body the
+// transformation sent. The filter is put through the API, whose
 // errors name the expression's line and column.
 func TestFilterTestForm(t *testing.T) {
 	t.Parallel()
@@ -69,6 +70,16 @@ func TestFilterTestForm(t *testing.T) {
 			t.Errorf("test with %s: status %d, want 200 with %q; result: %s", tc.sample, code, tc.want, resultOf(body))
 		}
 	}
+	// The event page shows the body the transformation sent.
+	ev := uniq("evt_transformed")
+	code, out = call(t, "POST", "/v1/events", shared.acme, map[string]any{"endpoint_id": ep, "id": ev, "type": "order.paid", "data": map[string]any{"order_id": 42}})
+	want(t, "send to "+ep, code, http.StatusAccepted, out)
+	waitState(t, ev, "delivered")
+	_, page = get(t, c, "/events/"+ev)
+	if !strings.Contains(html.UnescapeString(page), `<pre class="code transformed-body" tabindex="0">{"text":"Order 42 paid"}</pre>`) {
+		t.Errorf("event page does not show the transformed body:\n%s", page)
+	}
+
 	if code, _ := post("forged", `{"type": "order.paid", "data": {}}`); code != http.StatusForbidden {
 		t.Errorf("post with a forged CSRF token: status %d, want 403", code)
 	}
