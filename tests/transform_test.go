@@ -93,3 +93,26 @@ func TestTransformSlack(t *testing.T) {
 		t.Fatalf("put of a broken transformation: %v, want an error naming line 2", err)
 	}
 }
+
+// TestRecordTransformHistories records the histories of the paths filters and
+// transformations add: a delivery its endpoint's transformation cancelled, and an endpoint
+// whose put set a filter and a transformation. It runs only with -record.
+func TestRecordTransformHistories(t *testing.T) {
+	if !*record {
+		t.Skip("records histories only with -record")
+	}
+	ctx := context.Background()
+	rcv := newReceiver(t, status(http.StatusOK))
+	putEndpoint(t, "rec-transform", rcv.URL, fast(2, time.Second))
+	filter, tr := `data.amount > 0 || type == "order.refunded"`, `data.amount == 0 ? dyn({"cancel": "nothing to pay"}) : dyn({"body": {"text": "paid"}})`
+	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "rec-transform", Filter: &filter, Transform: &tr}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := shared.starter.Send(ctx, starter.Event{ID: "evt_rec_transform_cancelled", EndpointID: "rec-transform", Type: "order.paid", Data: json.RawMessage(`{"amount": 0}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, res.EventID, herald.StateSkipped)
+	save(t, "delivery_transform_cancelled.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_transform_cancelled"))
+	save(t, "endpoint_put_filter_transform.json", herald.EndpointWorkflowID("rec-transform"))
+}
