@@ -91,10 +91,12 @@ func (s *Client) readFilters(ctx context.Context, subs []subscriber, unread []in
 // subscribed to its type (Subscribers) whose filter, if any, is true on it; and those
 // whose filter kept it from them, with why. A filter that cannot be evaluated on ev (a
 // field ev lacks, the cost limit passed) keeps it from its endpoint. Each filter is
-// compiled once per text (package expr's cache) and ev's data decoded once.
+// compiled once per text (package expr's cache) and ev's data decoded once. A client
+// whose keys cannot decrypt an endpoint's configuration gets an error (codec.IsUndecryptable)
+// rather than a guess.
 func (s *Client) Receivers(ctx context.Context, tenant string, ev Event) ([]string, []FilteredEndpoint, error) {
 	tenant = herald.TenantOrDefault(tenant)
-	subs, err := s.subscribers(ctx, tenant, ev.Type)
+	subs, err := s.subscribers(ctx, tenant, ev.Type, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -37,7 +37,7 @@ const subscriptionPage = 1000
 //
 // Subscribers does not apply the endpoints' filters, which need the event: Receivers does.
 func (s *Client) Subscribers(ctx context.Context, tenant, eventType string) ([]string, error) {
-	subs, err := s.subscribers(ctx, tenant, eventType)
+	subs, err := s.subscribers(ctx, tenant, eventType, false)
 	if err != nil {
 		return nil, err
 	}
@@ -49,10 +49,10 @@ func (s *Client) Subscribers(ctx context.Context, tenant, eventType string) ([]s
 }
 
 // subscribers returns tenant's endpoints that receive events of eventType, sorted by id,
-// with their filters: each from the admission memo the same visibility record holds
-// (memoFilter), or, where that memo cannot be trusted, read from the endpoint
+// and, withFilters, their filters: each from the admission memo the same visibility record
+// holds (memoFilter), or, where that memo cannot be trusted, read from the endpoint
 // (readFilters).
-func (s *Client) subscribers(ctx context.Context, tenant, eventType string) ([]subscriber, error) {
+func (s *Client) subscribers(ctx context.Context, tenant, eventType string, withFilters bool) ([]subscriber, error) {
 	tenant = herald.TenantOrDefault(tenant)
 	q := herald.Where().HasAny(herald.AttrSubscriptions, herald.MatchingTokens(tenant, eventType)...).Running()
 	var subs []subscriber
@@ -70,9 +70,12 @@ func (s *Client) subscribers(ctx context.Context, tenant, eventType string) ([]s
 		if t != tenant || !herald.TokensMatch(tokens, tenant, eventType) {
 			continue
 		}
-		filter, ok := s.memoFilter(ex, id, tenant, tokens)
-		if !ok {
-			unread = append(unread, len(subs))
+		var filter string
+		if withFilters {
+			var ok bool
+			if filter, ok = s.memoFilter(ex, id, tenant, tokens); !ok {
+				unread = append(unread, len(subs))
+			}
 		}
 		subs = append(subs, subscriber{id: id, filter: filter})
 	}

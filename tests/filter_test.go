@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -125,5 +126,42 @@ func TestFanoutFilters(t *testing.T) {
 		if !slices.Equal(got, ev) {
 			t.Errorf("endpoint %s (filter %q) received %v, want %v", id, filters[id], got, ev)
 		}
+	}
+}
+
+// TestFanoutFiltersEncrypted: with payloads encrypted, a send decrypts each filter from the
+// record's memo (no read per endpoint) and applies it; a client without the keys gets an
+// error that says it cannot decrypt, and nothing is delivered.
+func TestFanoutFiltersEncrypted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	keys := newKeys(t, "filters")
+	stk := startKeyed(t, keys)
+	rcv := newReceiver(t, status(http.StatusOK))
+	for id, f := range map[string]string{"enc-big": `data.amount > 100`, "enc-small": `data.amount <= 100`} {
+		req := putReq(id, rcv.URL)
+		req.Tenant, req.Filter = "enc", &f
+		if _, err := stk.Starter.PutEndpoint(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var reads atomic.Int32
+	st := starter.New(stk.Client, starter.Options{EagerStart: true, DataConverter: codec.DataConverter(keys), PayloadKeyID: keys.ActiveKeyID(),
+		OnFilterRead: func(string) { reads.Add(1) }})
+	res, err := st.Publish(ctx, "enc", starter.Event{ID: "enc-1", Type: "order.paid", Data: json.RawMessage(`{"amount": 150}`)})
+	if err != nil || len(res.Deliveries) != 1 || res.Deliveries[0].EndpointID != "enc-big" || len(res.Filtered) != 1 {
+		t.Fatalf("publish: %+v, %v; want enc-big alone, enc-small filtered", res, err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("the send read %d filters from endpoints; the encrypted memos hold them", n)
+	}
+	_, plain := stk.producer(t, nil)
+	_, err = plain.Publish(ctx, "enc", starter.Event{ID: "enc-2", Type: "order.paid", Data: json.RawMessage(`{"amount": 150}`)})
+	if err == nil || !codec.IsUndecryptable(err) || !strings.Contains(err.Error(), "read the filter of endpoint enc-") {
+		t.Fatalf("publish without the keys: %v, want an error saying an endpoint's filter cannot be decrypted", err)
+	}
+	eventually(t, "enc-big to receive enc-1", func() bool { return len(rcv.requests()) >= 1 })
+	if got := webhookIDs(rcv); len(got) != 1 || got[0] != "enc-1" {
+		t.Fatalf("receiver got %v, want enc-1 alone", got)
 	}
 }
