@@ -43,7 +43,7 @@ func TestTransformedRequest(t *testing.T) {
 	}
 
 	for src, want := range map[string]string{
-		`{"headers": {"Webhook-Signature": "v1,forged"}}`:         "reserved",
+		`{"headers": {"Webhook-Signature": "v1,forged"}}`:         "set by Herald itself",
 		`{"headers": {"Content-Type": "a\nb"}}`:                   "not a header value",
 		`{"body": data.nope}`:                                     "no such key",
 		`data.amount == 0 ? {"cancel": "zero"} : {"cancel": "x"}`: "",
