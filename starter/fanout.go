@@ -36,13 +36,12 @@ type FanoutDelivery struct {
 }
 
 // Publish sends ev to every endpoint of tenant that subscribed to ev.Type and whose filter,
-// if it has one, is true on ev (Receivers; the others are listed in
-// PublishResult.Filtered) (fan-out): one
-// delivery workflow per endpoint (herald.FanoutDeliveryID), each with its own ladder and
-// dead letter, and the event id as webhook-id at every endpoint. ev.EndpointID must be
-// empty. It finds the endpoints with Subscribers, which sees every endpoint put that
-// returned before, so an endpoint registered or subscribed before Publish is called
-// receives the event.
+// if it has one, is true on ev (fan-out; Receivers, the others are listed in
+// PublishResult.Filtered): one delivery workflow per endpoint (herald.FanoutDeliveryID),
+// each with its own ladder and dead letter, and the event id as webhook-id at every
+// endpoint. ev.EndpointID must be empty. It finds the endpoints with Receivers, which sees
+// every endpoint put that returned before (its filter too), so an endpoint registered,
+// subscribed or filtered before Publish is called receives the event as that put says.
 //
 // Publish is idempotent and safe to repeat after an error or a crash: sending the same
 // event id again starts nothing twice and adds any delivery a cut-short send left out.

@@ -100,8 +100,9 @@ func indexed(ex *workflowpb.WorkflowExecutionInfo) (string, []string) {
 
 // awaitIndexed waits until the visibility store shows each of eps with the tenant,
 // subscription (herald.SubscriptionTokens) and filter its put left, so that a send from
-// any process finds it and applies that filter: read-your-writes for sends to a tenant. An endpoint whose record shows
-// something else because a later put changed it again is not waited for.
+// any process finds it and applies that filter: read-your-writes for sends to a tenant. An
+// endpoint whose record shows something else because a later put changed it again is not
+// waited for.
 func (s *Client) awaitIndexed(ctx context.Context, eps ...herald.Endpoint) error {
 	want := make(map[string]herald.Endpoint, len(eps))
 	for _, ep := range eps {
