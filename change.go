@@ -34,6 +34,14 @@ type EndpointChange struct {
 	// such as "order.*", or "*" for every type); nil keeps them. It is not an override:
 	// copy it to PutEndpointRequest.Types, which validates it.
 	Types []string `json:"types,omitempty"`
+	// Filter replaces the endpoint's filter, a CEL expression over the event (id, type,
+	// tenant, data) that must give true for the event to go to it; "" removes it; nil keeps
+	// it. Copied to PutEndpointRequest.Filter, which validates it.
+	Filter *string `json:"filter,omitempty"`
+	// Transform replaces the endpoint's transformation, a CEL expression that gives the
+	// request's body and headers, or cancels the delivery (expr.Transform); "" removes it;
+	// nil keeps it. Copied to PutEndpointRequest.Transform, which validates it.
+	Transform *string `json:"transform,omitempty"`
 }
 
 // HeaderChange is the change's custom headers as a put carries them (nil: keep the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/duration"
+	"github.com/heraldhq/herald/expr"
 	"github.com/heraldhq/herald/netguard"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
@@ -33,10 +34,16 @@ type Endpoint struct {
 	Types []string `json:"types,omitempty"`
 	// Auth is how Herald authenticates to the receiver (basic auth, OAuth2, a client
 	// certificate); its secrets are never shown (EndpointAuth.View).
-	Auth      EndpointAuth `json:"auth,omitzero"`
-	Version   int          `json:"version"`
-	CreatedAt time.Time    `json:"created_at,omitzero"`
-	UpdatedAt time.Time    `json:"updated_at,omitzero"`
+	Auth EndpointAuth `json:"auth,omitzero"`
+	// Filter is a CEL expression over the event (package expr) that must give true for an
+	// event sent to the tenant to go to this endpoint; empty lets every subscribed type in.
+	Filter string `json:"filter,omitempty"`
+	// Transform is a CEL expression that shapes each attempt's request (expr.Transform):
+	// its body, headers, or a cancellation; empty sends Herald's envelope.
+	Transform string    `json:"transform,omitempty"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Secrets returns the secrets that sign an attempt made at t: the current one first,
@@ -295,6 +302,12 @@ type PutEndpointRequest struct {
 	// Types replaces the event types the endpoint subscribes to; nil keeps them, ["*"]
 	// subscribes to every type (policy.ValidateTypePatterns).
 	Types []string `json:"types,omitempty"`
+	// Filter, when set, replaces the endpoint's filter (a CEL expression over the event,
+	// package expr); an empty string removes it.
+	Filter *string `json:"filter,omitempty"`
+	// Transform, when set, replaces the endpoint's transformation (expr.Transform); an
+	// empty string removes it.
+	Transform *string `json:"transform,omitempty"`
 	// CreateOnly refuses the put if the endpoint is registered already, so that
 	// registering an id cannot change (or take over) an endpoint that has it. The endpoint
 	// workflow checks it, atomically with the put.
@@ -364,6 +377,25 @@ func (req PutEndpointRequest) Validate(registered bool) error {
 	if req.Auth != nil {
 		if err := req.Auth.Validate(); err != nil {
 			return fmt.Errorf("endpoint %s: %w", req.ID, err)
+		}
+	}
+	if err := ValidateExpressions(req.Filter, req.Transform); err != nil {
+		return fmt.Errorf("endpoint %s: %w", req.ID, err)
+	}
+	return nil
+}
+
+// ValidateExpressions compiles and type-checks a put's filter and transformation (nil or
+// empty: nothing to check); an error names the line and column of the expression's issue.
+func ValidateExpressions(filter, transform *string) error {
+	if filter != nil && *filter != "" {
+		if err := expr.Check(expr.KindFilter, *filter); err != nil {
+			return err
+		}
+	}
+	if transform != nil && *transform != "" {
+		if err := expr.Check(expr.KindTransform, *transform); err != nil {
+			return err
 		}
 	}
 	return nil

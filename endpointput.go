@@ -47,7 +47,7 @@ func (p EndpointPut) Request(id string) (PutEndpointRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	req.Overrides, req.Types = o, p.Types
+	req.Overrides, req.Types, req.Filter, req.Transform = o, p.Types, p.Filter, p.Transform
 	if req.Headers, err = p.HeaderChange(); err != nil {
 		return req, fmt.Errorf("headers: %v", err)
 	}

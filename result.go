@@ -60,6 +60,9 @@ type Result struct {
 	// Spread is a failed attempt's place in its retry's jitter window, given by the gate
 	// so that attempts that failed together retry evenly spread (see policy.Spread).
 	Spread *float64 `json:"spread,omitempty"`
+	// Transformed is what the endpoint's transformation made of the event (what was sent,
+	// or why the delivery was cancelled); nil for an endpoint without one.
+	Transformed *Transformed `json:"transformed,omitempty"`
 	// HTTPExchange is the HTTP detail of an attempt an HTTP destination made; zero for one
 	// that made no request or got no answer. Its fields are on the wire at the top level
 	// of the Result, where recorded histories have them.

@@ -22,7 +22,10 @@ type EndpointState struct {
 	Types []string `json:"types,omitempty"`
 	// Auth is the endpoint's authentication to its receiver, without its secrets; nil when
 	// there is none.
-	Auth      *AuthView `json:"auth,omitempty"`
+	Auth *AuthView `json:"auth,omitempty"`
+	// Filter and Transform are the endpoint's CEL expressions (none: empty).
+	Filter    string    `json:"filter,omitempty"`
+	Transform string    `json:"transform,omitempty"`
 	Version   int       `json:"version"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`

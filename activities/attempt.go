@@ -81,6 +81,12 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 		return res, nil
 	}
 	res = a.send(ctx, in, adm.Endpoint, start)
+	if res.Outcome == herald.OutcomeTransformCancelled {
+		// No request: nothing for the breaker to hear.
+		a.Gate.Release(context.WithoutCancel(ctx), adm)
+		activity.GetLogger(ctx).Info("delivery cancelled by the endpoint's transformation", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "reason", res.Error)
+		return res, ctx.Err()
+	}
 	if ctx.Err() != nil {
 		// The worker is stopping: the request was cut short, not answered.
 		a.Gate.Release(context.WithoutCancel(ctx), adm)
@@ -102,8 +108,9 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 	return res, nil
 }
 
-// send makes the request of one admitted attempt, started (and signed) at now: it builds
-// the request (newRequest) and hands it to the destination.
+// send makes the request of one admitted attempt, started (and signed) at now: it runs the
+// endpoint's transformation if it has one (transform: a cancellation ends here, an error
+// is a refused attempt), builds the request (newRequest) and hands it to the destination.
 func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoint, now time.Time) (res herald.Result) {
 	if a.Tracer != nil {
 		var span trace.Span
@@ -111,11 +118,22 @@ func (a *Activities) send(ctx context.Context, in AttemptInput, ep herald.Endpoi
 		defer func() { endAttemptSpan(span, res) }()
 	}
 	settings := a.Defaults.Apply(ep.Overrides)
-	if req, err := newRequest(in.Event, ep, now, settings.Timeout.Std()); err != nil {
+	tr, err := transform(ctx, in.Event, ep)
+	var req *Request
+	if err == nil && (tr == nil || tr.Cancel == "") {
+		req, err = newRequest(in.Event, ep, tr, now, settings.Timeout.Std())
+	}
+	switch {
+	case err != nil:
 		res.Outcome, res.Error = herald.OutcomeRefused, err.Error()
-	} else {
+	case req == nil:
+		res.Outcome, res.Error = herald.OutcomeTransformCancelled, tr.Cancel
+	default:
 		res = a.Destination.Deliver(ctx, req)
 		res.Duration = herald.Duration(a.now().Sub(now))
+	}
+	if tr != nil {
+		res.Transformed = tr.record()
 	}
 	res.Number, res.StartedAt, res.Policy, res.URL = in.Number, now, settings, displayURL(ep.URL)
 	return res

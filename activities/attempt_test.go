@@ -13,7 +13,7 @@ import (
 func TestRecordedHeadersRedactSecrets(t *testing.T) {
 	ep := herald.Endpoint{ID: "ep", URL: "https://example.test/hook", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 		Headers: []herald.Header{{Name: "authorization", Value: "Bearer token"}}}
-	req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: []byte(`{}`)}, ep, time.Unix(1700000000, 0), time.Second)
+	req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: []byte(`{}`)}, ep, nil, time.Unix(1700000000, 0), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

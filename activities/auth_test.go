@@ -34,7 +34,7 @@ var loopback = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.
 func deliverTo(t *testing.T, d *HTTP, ep herald.Endpoint) herald.Result {
 	t.Helper()
 	ep.Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: json.RawMessage(`{}`)}, ep, time.Now(), 5*time.Second)
+	req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: json.RawMessage(`{}`)}, ep, nil, time.Now(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

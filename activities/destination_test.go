@@ -76,7 +76,7 @@ func TestHTTPDestination(t *testing.T) {
 	ep := herald.Endpoint{ID: "ep", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
 	send := func(path string) herald.Result {
 		ep.URL = srv.URL + path
-		req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: json.RawMessage(`{}`)}, ep, time.Now(), 5*time.Second)
+		req, err := newRequest(herald.Event{ID: "evt_1", Type: "t", Data: json.RawMessage(`{}`)}, ep, nil, time.Now(), 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,13 +39,18 @@ type Request struct {
 }
 
 // newRequest builds the request of one attempt at ev to ep, signed at now: the envelope
-// (the body), the headers, then the signature over the body. A step that changes what is
-// sent (a transformation of the body or the headers) goes here, before the signature,
-// which must cover the bytes that go out.
-func newRequest(ev herald.Event, ep herald.Endpoint, now time.Time, timeout time.Duration) (*Request, error) {
-	body, err := envelope{ID: ev.ID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: ev.Data}.body()
-	if err != nil {
-		return nil, fmt.Errorf("encode body: %v", err)
+// (the body) or the body of the endpoint's transformation tr (nil: none), the headers (the
+// endpoint's custom headers, then tr's), then the signature over the body, which covers
+// the bytes that go out.
+func newRequest(ev herald.Event, ep herald.Endpoint, tr *transformation, now time.Time, timeout time.Duration) (*Request, error) {
+	var body []byte
+	if tr != nil && tr.Body != nil {
+		body = tr.Body
+	} else {
+		var err error
+		if body, err = (envelope{ID: ev.ID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: ev.Data}).body(); err != nil {
+			return nil, fmt.Errorf("encode body: %v", err)
+		}
 	}
 	req := &Request{URL: ep.URL, Header: http.Header{}, Body: body, Timeout: timeout, EndpointID: ep.ID, Auth: ep.Auth,
 		secret: []string{http.CanonicalHeaderKey(signature.HeaderSignature)}}
@@ -53,7 +58,17 @@ func newRequest(ev herald.Event, ep herald.Endpoint, now time.Time, timeout time
 		req.Header.Set(h.Name, h.Value) // never one of Herald's own (herald.NormalizeHeaders)
 		req.secret = append(req.secret, http.CanonicalHeaderKey(h.Name))
 	}
-	req.Header.Set("Content-Type", "application/json")
+	contentType := "application/json"
+	if tr != nil {
+		for _, h := range tr.headers {
+			req.Header.Set(h.Name, h.Value) // never one of Herald's own (herald.NormalizeHeaders)
+			req.secret = append(req.secret, http.CanonicalHeaderKey(h.Name))
+		}
+		if tr.contentType != "" {
+			contentType = tr.contentType
+		}
+	}
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", UserAgent)
 	if err := signature.Headers(req.Header, ev.ID, now, body, ep.Secrets(now)...); err != nil {
 		return nil, fmt.Errorf("sign: %v", err)

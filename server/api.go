@@ -179,6 +179,8 @@ type publishResponse struct {
 	// NoDestination is set when no endpoint of the tenant subscribes to the type.
 	NoDestination bool                     `json:"no_destination"`
 	Deliveries    []starter.FanoutDelivery `json:"deliveries"`
+	// Filtered are the subscribed endpoints whose filter kept the event from them.
+	Filtered []starter.FilteredEndpoint `json:"filtered,omitempty"`
 }
 
 func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -199,7 +201,7 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries}, nil
+		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries, Filtered: res.Filtered}, nil
 	}
 	if !p.operator() {
 		if _, err := s.endpointFor(ctx, p, req.EndpointID); err != nil {
@@ -284,6 +286,9 @@ type putEndpointResponse struct {
 	Created bool   `json:"created"`
 	// Types are the event types the endpoint subscribes to; empty means every type.
 	Types []string `json:"types"`
+	// Filter and Transform are the endpoint's CEL expressions, when it has them.
+	Filter    string `json:"filter,omitempty"`
+	Transform string `json:"transform,omitempty"`
 	// Secret is the generated signing secret, present only when Herald generated one (once).
 	Secret string `json:"secret,omitempty"`
 }
@@ -320,7 +325,8 @@ func (s *Server) putEndpoint(ctx context.Context, w http.ResponseWriter, r *http
 	if err != nil {
 		return 0, nil, err
 	}
-	out := putEndpointResponse{ID: res.Endpoint.ID, Tenant: res.Endpoint.Tenant, URL: res.Endpoint.URL, Version: res.Endpoint.Version, Created: res.Created, Types: res.Endpoint.Types}
+	out := putEndpointResponse{ID: res.Endpoint.ID, Tenant: res.Endpoint.Tenant, URL: res.Endpoint.URL, Version: res.Endpoint.Version, Created: res.Created, Types: res.Endpoint.Types,
+		Filter: res.Endpoint.Filter, Transform: res.Endpoint.Transform}
 	if out.Types == nil {
 		out.Types = []string{}
 	}

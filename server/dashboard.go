@@ -94,6 +94,8 @@ type view struct {
 	// CanRegister is set when the principal may register endpoints (not a session scoped
 	// to one endpoint).
 	CanRegister bool
+	// FilterTest is the answer of the endpoint page's sample event test (filtertest.go).
+	FilterTest *filterTestView
 }
 
 func (s *Server) newView(p principal, title string) view {

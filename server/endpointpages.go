@@ -54,6 +54,8 @@ type endpointView struct {
 	// Auth is the kind of authentication to the receiver (herald.AuthView.Kind), never
 	// its secrets.
 	Auth string
+	// Filter and Transform are the endpoint's CEL expressions (empty: none).
+	Filter, Transform string
 }
 
 // rateTTL is how long an endpoint's delivery counts are reused.
@@ -123,6 +125,7 @@ func (s *Server) endpointView(e herald.EndpointState) endpointView {
 		v.Tenant = herald.DefaultTenant
 	}
 	v.Auth = e.Auth.Kind()
+	v.Filter, v.Transform = e.Filter, e.Transform
 	v.Types = "*"
 	if len(e.Types) > 0 {
 		v.Types = strings.Join(e.Types, ", ")
@@ -299,9 +302,19 @@ func (s *Server) recent(ctx context.Context, id, tenant string) ([]deliveryView,
 }
 
 func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
-	id, e, err := s.pathEndpoint(ctx, r, p)
+	v, _, err := s.endpointPageView(ctx, r, p)
 	if err != nil {
 		return err
+	}
+	s.render(w, r, http.StatusOK, "endpoint.html", v)
+	return nil
+}
+
+// endpointPageView is the endpoint page of the request's path, and the endpoint.
+func (s *Server) endpointPageView(ctx context.Context, r *http.Request, p principal) (view, herald.EndpointState, error) {
+	id, e, err := s.pathEndpoint(ctx, r, p)
+	if err != nil {
+		return view{}, e, err
 	}
 	v := s.newView(p, "Endpoint "+id)
 	v.Nav = "endpoints"
@@ -311,15 +324,14 @@ func (s *Server) endpointPage(ctx context.Context, w http.ResponseWriter, r *htt
 	v.Flash = flash(r)
 	deliveries, statuses, err := s.recent(ctx, id, e.Tenant)
 	if err != nil {
-		return err
+		return view{}, e, err
 	}
 	v.Deliveries = deliveries
 	v.Chart = chartOf(statuses, s.opts.Now(), s.opts.Location)
 	if v.DeadLetters, err = s.deadLetterRows(ctx, id, e.Tenant); err != nil {
-		return err
+		return view{}, e, err
 	}
-	s.render(w, r, http.StatusOK, "endpoint.html", v)
-	return nil
+	return v, e, nil
 }
 
 func (s *Server) resetForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {

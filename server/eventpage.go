@@ -59,6 +59,8 @@ type attemptView struct {
 	HeadersCut      bool
 	URL             string
 	Error           string
+	// Transformed is what the endpoint's transformation sent, or why it cancelled.
+	Transformed *herald.Transformed
 }
 
 // timelineItem is one step of a delivery's timeline.
@@ -211,7 +213,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		res := a.Result
 		av := attemptView{Round: a.Round + 1, Number: a.Number, At: s.stamp(res.StartedAt), OK: res.Delivered(), Result: res.Summary(),
 			Latency: shortDuration(res.Duration.Std()), RetryAfter: "–", Next: "–", Snippet: res.Snippet,
-			Recorded: res.RequestHeaders != nil, RequestHeaders: res.RequestHeaders, ResponseHeaders: res.ResponseHeaders,
+			Recorded: res.RequestHeaders != nil, RequestHeaders: res.RequestHeaders, ResponseHeaders: res.ResponseHeaders, Transformed: res.Transformed,
 			HeadersCut: res.ResponseHeadersCut, URL: res.URL, Error: res.Error}
 		if res.StatusCode != 0 {
 			av.Status = fmt.Sprintf("%d %s", res.StatusCode, http.StatusText(res.StatusCode))

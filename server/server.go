@@ -209,6 +209,7 @@ func (s *Server) routes() []route {
 		{"POST", "/endpoints/{id}/enable", false, s.page(s.enableForm)},
 		{"POST", "/endpoints/{id}/replay", false, s.page(s.bulkReplayForm)},
 		{"POST", "/endpoints/{id}/types", false, s.page(s.typesForm)},
+		{"POST", "/endpoints/{id}/filter-test", false, s.page(s.filterTestForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
 

@@ -261,7 +261,9 @@ func sameAsStored(ep herald.Endpoint, req herald.PutEndpointRequest) bool {
 		ep.Secret == "",
 		req.Headers != nil && !slices.Equal(*req.Headers, ep.Headers),
 		req.Types != nil && !slices.Equal(herald.NormalizeTypes(req.Types), ep.Types),
-		!sameAuth(ep, req):
+		!sameAuth(ep, req),
+		req.Filter != nil && *req.Filter != ep.Filter,
+		req.Transform != nil && *req.Transform != ep.Transform:
 		return false
 	}
 	if req.Overrides == nil && !req.ClearOverrides {

@@ -15,11 +15,15 @@ type PublishResult struct {
 	EventID string `json:"event_id"`
 	Tenant  string `json:"tenant"`
 	Type    string `json:"type"`
-	// NoDestination is set when no endpoint of the tenant subscribed to the type: the event
-	// was recorded (herald.NoDestinationID) and delivered nowhere.
+	// NoDestination is set when no endpoint of the tenant subscribed to the type, or the
+	// filters of all that did kept the event from them: the event was recorded
+	// (herald.NoDestinationID) and delivered nowhere.
 	NoDestination bool `json:"no_destination,omitempty"`
 	// Deliveries are sorted by endpoint id.
 	Deliveries []FanoutDelivery `json:"deliveries"`
+	// Filtered are the endpoints subscribed to the type whose filter kept the event from
+	// them (false, or an error evaluating it), sorted by endpoint id.
+	Filtered []FilteredEndpoint `json:"filtered,omitempty"`
 }
 
 // FanoutDelivery is one endpoint's delivery of a published event.
@@ -31,12 +35,13 @@ type FanoutDelivery struct {
 	Existed bool `json:"existed,omitempty"`
 }
 
-// Publish sends ev to every endpoint of tenant that subscribed to ev.Type (fan-out): one
-// delivery workflow per endpoint (herald.FanoutDeliveryID), each with its own ladder and
-// dead letter, and the event id as webhook-id at every endpoint. ev.EndpointID must be
-// empty. It finds the endpoints with Subscribers, which sees every endpoint put that
-// returned before, so an endpoint registered or subscribed before Publish is called
-// receives the event.
+// Publish sends ev to every endpoint of tenant that subscribed to ev.Type and whose filter,
+// if it has one, is true on ev (fan-out; Receivers, the others are listed in
+// PublishResult.Filtered): one delivery workflow per endpoint (herald.FanoutDeliveryID),
+// each with its own ladder and dead letter, and the event id as webhook-id at every
+// endpoint. ev.EndpointID must be empty. It finds the endpoints with Receivers, which sees
+// every endpoint put that returned before (its filter too), so an endpoint registered,
+// subscribed or filtered before Publish is called receives the event as that put says.
 //
 // Publish is idempotent and safe to repeat after an error or a crash: sending the same
 // event id again starts nothing twice and adds any delivery a cut-short send left out.
@@ -75,10 +80,11 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 		return res, nil
 	}
 	ev.CreatedAt = first.CreatedAt // the deliveries a resend adds carry the event as first sent
-	matches, err := s.Subscribers(ctx, tenant, ev.Type)
+	matches, filtered, err := s.Receivers(ctx, tenant, ev)
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("send event %s to tenant %s: %w", ev.ID, tenant, err)
 	}
+	res.Filtered = filtered
 	if len(matches) == 0 {
 		if err := s.recordNoDestination(ctx, tenant, ev); err != nil {
 			return PublishResult{}, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -33,10 +34,29 @@ const subscriptionPage = 1000
 // HeraldSubscriptions (herald.MatchingTokens): no worker answers it, and its cost grows
 // with the endpoints that match, not with the tenant. Every put that returned before it is
 // seen (awaitIndexed).
+//
+// Subscribers does not apply the endpoints' filters, which need the event: Receivers does.
 func (s *Client) Subscribers(ctx context.Context, tenant, eventType string) ([]string, error) {
+	subs, err := s.subscribers(ctx, tenant, eventType, false)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(subs))
+	for i, sub := range subs {
+		ids[i] = sub.id
+	}
+	return ids, nil
+}
+
+// subscribers returns tenant's endpoints that receive events of eventType, sorted by id,
+// and, withFilters, their filters: each from the admission memo the same visibility record
+// holds (memoFilter), or, where that memo cannot be trusted, read from the endpoint
+// (readFilters).
+func (s *Client) subscribers(ctx context.Context, tenant, eventType string, withFilters bool) ([]subscriber, error) {
 	tenant = herald.TenantOrDefault(tenant)
 	q := herald.Where().HasAny(herald.AttrSubscriptions, herald.MatchingTokens(tenant, eventType)...).Running()
-	var ids []string
+	var subs []subscriber
+	var unread []int
 	for ex, err := range herald.Executions(ctx, s.c, q.String(), subscriptionPage) {
 		if err != nil {
 			return nil, fmt.Errorf("find the endpoints of tenant %s subscribed to %s: %w", tenant, eventType, err)
@@ -47,12 +67,24 @@ func (s *Client) Subscribers(ctx context.Context, tenant, eventType string) ([]s
 		}
 		// The store may compare tokens without regard to case: compare them exactly.
 		t, tokens := indexed(ex)
-		if t == tenant && herald.TokensMatch(tokens, tenant, eventType) {
-			ids = append(ids, id)
+		if t != tenant || !herald.TokensMatch(tokens, tenant, eventType) {
+			continue
 		}
+		var filter string
+		if withFilters {
+			var ok bool
+			if filter, ok = s.memoFilter(ex, id, tenant, tokens); !ok {
+				unread = append(unread, len(subs))
+			}
+		}
+		subs = append(subs, subscriber{id: id, filter: filter})
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	if err := s.readFilters(ctx, subs, unread); err != nil {
+		return nil, fmt.Errorf("find the endpoints of tenant %s subscribed to %s: %w", tenant, eventType, err)
+	}
+	subs = slices.DeleteFunc(subs, func(sub subscriber) bool { return sub.id == "" })
+	slices.SortFunc(subs, func(a, b subscriber) int { return strings.Compare(a.id, b.id) })
+	return slices.CompactFunc(subs, func(a, b subscriber) bool { return a.id == b.id }), nil
 }
 
 // indexed returns the tenant and subscription tokens an endpoint workflow's visibility
@@ -66,10 +98,11 @@ func indexed(ex *workflowpb.WorkflowExecutionInfo) (string, []string) {
 	return keyword(fields[herald.AttrTenant.GetName()].GetData()), tokens
 }
 
-// awaitIndexed waits until the visibility store shows each of eps with the tenant and
-// subscription its put left (herald.SubscriptionTokens), so that a send from any process
-// finds it: read-your-writes for sends to a tenant. An endpoint whose record shows
-// something else because a later put changed it again is not waited for.
+// awaitIndexed waits until the visibility store shows each of eps with the tenant,
+// subscription (herald.SubscriptionTokens) and filter its put left, so that a send from
+// any process finds it and applies that filter: read-your-writes for sends to a tenant. An
+// endpoint whose record shows something else because a later put changed it again is not
+// waited for.
 func (s *Client) awaitIndexed(ctx context.Context, eps ...herald.Endpoint) error {
 	want := make(map[string]herald.Endpoint, len(eps))
 	for _, ep := range eps {
@@ -119,8 +152,12 @@ func (s *Client) checkIndexed(ctx context.Context, ids []string, want map[string
 		ep := want[ids[i]]
 		tenant, tokens := indexed(ex)
 		if tenant == herald.TenantOrDefault(ep.Tenant) && slices.Equal(tokens, herald.SubscriptionTokens(ep.Tenant, ep.Types)) {
-			delete(want, ids[i])
-			continue
+			// The filter too: a send takes it from the record's memo when the memo
+			// matches the record, and reads the endpoint when it does not.
+			if filter, trusted := s.memoFilter(ex, ep.ID, tenant, tokens); !trusted || filter == ep.Filter {
+				delete(want, ids[i])
+				continue
+			}
 		}
 		if late && len(tokens) > 0 {
 			if v, err := herald.ReadAdmission(ctx, s.c, ep.ID); err == nil && v.Endpoint.Version > ep.Version {

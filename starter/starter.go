@@ -72,6 +72,10 @@ type Options struct {
 	// BeforeFanoutStart, if set, is called before Publish starts each endpoint's delivery,
 	// with the endpoint's id: a hook for tests and instrumentation.
 	BeforeFanoutStart func(endpointID string)
+	// OnFilterRead, if set, is called when a send to a tenant reads an endpoint's filter
+	// from the endpoint (its visibility record's memo could not be trusted), with the
+	// endpoint's id: a hook for tests and instrumentation.
+	OnFilterRead func(endpointID string)
 }
 
 // DefaultBulkParallelism is how many puts PutEndpoints sends at once unless

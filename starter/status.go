@@ -139,7 +139,7 @@ func ofTenant(tenant string) string {
 // event's type now (the ids are deterministic; the type is the event's as the record of
 // its id holds it), and lists by event id (HeraldEventId) any other, such as that of an
 // endpoint that has left the tenant or the type since. An endpoint that matches the
-// event's type now but has no delivery is shown as missing. ErrNotFound when the tenant
+// event's type (and whose filter lets it in) now but has no delivery is shown as missing. ErrNotFound when the tenant
 // has no such event.
 func (s *Client) eventStatus(ctx context.Context, tenant, eventID string) (herald.EventView, error) {
 	tenant = herald.TenantOrDefault(tenant)
@@ -155,7 +155,7 @@ func (s *Client) eventStatus(ctx context.Context, tenant, eventID string) (heral
 	ev, held, err := s.sentEvent(ctx, herald.DeliveryID(tenant, eventID))
 	if held = held && err == nil; held {
 		view.Type, view.SentAt = ev.Type, ev.CreatedAt
-		if subscribed, err = s.Subscribers(ctx, tenant, ev.Type); err != nil {
+		if subscribed, _, err = s.Receivers(ctx, tenant, ev); err != nil {
 			return view, err
 		}
 		for _, ep := range subscribed {

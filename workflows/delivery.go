@@ -139,6 +139,17 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		}
 		d.status.Waiting = nil
 		rec := herald.AttemptRecord{Round: round, Number: n, Result: res}
+		if res.Outcome == herald.OutcomeTransformCancelled {
+			// The endpoint's transformation cancelled the delivery: it ends, with the
+			// reason, neither retried nor dead-lettered. (No recorded history holds this
+			// outcome: every run before it replays as it ran.)
+			d.record(rec)
+			d.skipped = true
+			d.status.Reason = "cancelled by the endpoint's transformation: " + res.Error
+			d.setState(ctx, herald.StateSkipped, true)
+			workflow.GetLogger(ctx).Info("cancelled by the endpoint's transformation", "event", ev.ID, "endpoint", ev.EndpointID, "reason", res.Error)
+			return herald.Settings{}, false, nil
+		}
 		if res.Delivered() {
 			d.record(rec)
 			d.status.DeliveredAt = res.StartedAt.Add(res.Duration.Std())

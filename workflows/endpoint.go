@@ -141,6 +141,7 @@ func (e *endpointRun) view(now time.Time) herald.EndpointState {
 	if ep := e.in.Endpoint; ep != nil {
 		s.Registered = true
 		s.URL, s.SecretHint, s.Overrides, s.Tenant, s.Types = ep.URL, ep.Secret.String(), ep.Overrides, ep.Tenant, ep.Types
+		s.Filter, s.Transform = ep.Filter, ep.Transform
 		s.Version, s.CreatedAt, s.UpdatedAt = ep.Version, ep.CreatedAt, ep.UpdatedAt
 		if ep.PreviousSecret != "" {
 			s.Rotating = ep.PreviousUntil
@@ -226,6 +227,12 @@ func (e *endpointRun) put(ctx workflow.Context, req herald.PutEndpointRequest) (
 	}
 	if req.Auth != nil {
 		ep.Auth = ep.Auth.Merge(*req.Auth)
+	}
+	if req.Filter != nil {
+		ep.Filter = *req.Filter
+	}
+	if req.Transform != nil {
+		ep.Transform = *req.Transform
 	}
 	ep.Version++
 	ep.UpdatedAt = now

@@ -41,6 +41,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		headers               []string
 		clearHeaders          bool
 		auth                  authFlags
+		filter, transform     string
 	)
 	cmd := &cobra.Command{
 		Use:   "put ID --url URL",
@@ -64,6 +65,14 @@ every type. The put returns once sends to the tenant use the new list.
 
 ` + authHelp + `
 
+--filter sets a CEL expression over the event (id, type, tenant, data) that must be true
+for an event sent to the tenant to go to this endpoint, e.g. 'data.amount > 100'; --filter ''
+removes it. --transform sets a CEL expression that builds each attempt's request: a map
+with "body" (any JSON value; a string is sent as is), "headers" (name → value), or
+"cancel" (a reason: the delivery ends, cancelled, without a request). Both are checked
+when put: an error names the line and column. See the README, "Filters and
+transformations".
+
 ` + zeroRule,
 		Example: `  herald endpoint put acme --url https://acme.example.com/webhooks
   herald endpoint put acme --schedule 10s,1m,5m --attempts 4
@@ -72,7 +81,10 @@ every type. The put returns once sends to the tenant use the new list.
   herald endpoint put acme-billing --tenant acme --url https://acme.example.com/billing --types order.paid,invoice.*
   herald endpoint put acme --auth-basic herald:s3cret
   herald endpoint put acme --oauth2-token-url https://auth.acme.example.com/token --oauth2-client-id herald --oauth2-client-secret s3cret
-  herald endpoint put acme --client-cert herald.crt --client-key herald.key`,
+  herald endpoint put acme --client-cert herald.crt --client-key herald.key
+
+  herald endpoint put acme-big --filter 'type == "order.paid" && data.amount > 100'
+  herald endpoint put acme-slack --transform '{"body": {"text": "Order " + string(data.order_id) + " paid"}}'`,
 		Args: exactArgs(1, "give the endpoint ID, e.g. herald endpoint put acme --url https://..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseZero(cmd.Flags()); err != nil {
@@ -122,6 +134,15 @@ every type. The put returns once sends to the tenant use the new list.
 				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
 			}
 			req.Overrides, req.Types = o, c.Types
+			if fl.Changed("filter") {
+				req.Filter = &filter
+			}
+			if fl.Changed("transform") {
+				req.Transform = &transform
+			}
+			if err := herald.ValidateExpressions(req.Filter, req.Transform); err != nil {
+				return fmt.Errorf("%w: %v", starter.ErrInvalid, err)
+			}
 			if req.Headers, err = headerFlags(headers, clearHeaders); err != nil {
 				return err
 			}
@@ -160,6 +181,8 @@ every type. The put returns once sends to the tenant use the new list.
 	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
 	f.BoolVar(&clearHeaders, "clear-headers", false, "remove the endpoint's custom headers")
 	auth.bind(f)
+	f.StringVar(&filter, "filter", "", "a CEL expression over the event (id, type, tenant, data) that must be true for it to go to this endpoint; '' removes it")
+	f.StringVar(&transform, "transform", "", `a CEL expression giving each attempt's {"body": ..., "headers": {...}} or {"cancel": "reason"}; '' removes it`)
 	f.BoolVar(&clear, "clear-policy", false, "drop this endpoint's policy overrides first (back to the worker's defaults)")
 	return cmd
 }
@@ -253,6 +276,7 @@ func runPut(g *globals, cmd *cobra.Command, req herald.PutEndpointRequest,
 				"id": res.Endpoint.ID, "url": res.Endpoint.URL, "created": res.Created,
 				"version": res.Endpoint.Version, "secret": secretOnce(res),
 				"tenant": res.Endpoint.Tenant, "types": res.Endpoint.Types,
+				"filter": res.Endpoint.Filter, "transform": res.Endpoint.Transform,
 			})
 		}
 		w := cmd.OutOrStdout()

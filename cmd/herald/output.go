@@ -112,6 +112,12 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Auth       %s\n", authText(st.Auth))
+	if st.Filter != "" {
+		fmt.Fprintf(w, "Filter     %s\n", strings.ReplaceAll(st.Filter, "\n", "\n           "))
+	}
+	if st.Transform != "" {
+		fmt.Fprintf(w, "Transform  %s\n", strings.ReplaceAll(st.Transform, "\n", "\n           "))
+	}
 	o := st.Overrides
 	var ov []string
 	if o.Ladder != nil {

@@ -91,6 +91,14 @@ which rule, and so is a type that is not registered when strict types are on.`,
 // printPublished prints where a send to a tenant went: each endpoint's delivery.
 func (g *globals) printPublished(w io.Writer, res starter.PublishResult) error {
 	follow := g.herald(statusArgs(res.EventID, res.Tenant)...)
+	for _, f := range res.Filtered {
+		fmt.Fprintf(w, "Not sent to %s: %s\n", f.EndpointID, f.Reason)
+	}
+	if res.NoDestination && len(res.Filtered) > 0 {
+		_, err := fmt.Fprintf(w, "Recorded %s (%s) with no destination: the filters of tenant %s's endpoints kept it from them.\nFollow it: %s\n",
+			res.EventID, res.Type, res.Tenant, follow)
+		return err
+	}
 	if res.NoDestination {
 		_, err := fmt.Fprintf(w, "Recorded %s (%s) with no destination: no endpoint of tenant %s subscribes to %s.\nFollow it: %s\n",
 			res.EventID, res.Type, res.Tenant, res.Type, follow)
