@@ -1,6 +1,7 @@
 package chartcheck
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -341,5 +342,31 @@ func TestValidateCatches(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadmeExample renders the values file the README shows for `helm install`.
+func TestReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n# my-values.yaml\n")
+	example, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("README.md has no ```yaml block starting with # my-values.yaml")
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(example), &vals); err != nil {
+		t.Fatalf("the README's my-values.yaml: %v", err)
+	}
+	objs, _ := renderValid(t, vals)
+	for _, k := range []string{"HorizontalPodAutoscaler/herald-worker", "Ingress/herald-serve", "Job/herald-namespace-setup"} {
+		if _, ok := objs[k]; !ok {
+			t.Errorf("no %s in %v", k, keys(objs))
+		}
+	}
+	if got, _ := env(container(t, objs, "herald-worker"), "HERALD_CODEC_KEY_FILE"); got != "/etc/herald/codec/codec.key" {
+		t.Errorf("HERALD_CODEC_KEY_FILE=%q", got)
 	}
 }
