@@ -300,7 +300,10 @@ func TestRefused(t *testing.T) {
 		"hpa without a metric":    {[]string{"minimal"}, `worker: {autoscaling: {enabled: true, targetCPUUtilizationPercentage: ""}}`, "set targetCPUUtilizationPercentage"},
 		"hpa min above max":       {[]string{"minimal"}, `worker: {autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 3}}`, "minReplicas is above maxReplicas"},
 		"no temporal address":     {[]string{"minimal"}, `temporal: {address: ""}`, "temporal.address"},
-		"misspelt value":          {[]string{"minimal"}, `worker: {autoscaling: null}`, "autoscaling"},
+		"value removed":           {[]string{"minimal"}, `worker: {autoscaling: null}`, "autoscaling"},
+		"misspelt value (schema)": {[]string{"minimal"}, `worker: {replicas: 5}`, "replicas"},
+		"wrong type (schema)":     {[]string{"minimal"}, `serve: {port: "8080"}`, "port"},
+		"bad enum (schema)":       {[]string{"minimal"}, `serve: {cookieSecure: sometimes}`, "cookieSecure"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Render(chartDir, values(t, tc.files, tc.override), rel)
