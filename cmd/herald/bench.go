@@ -61,13 +61,16 @@ Scenarios (--scenario, repeatable; default all but scale, in this order):
               --backlog-cap). Every wait is bounded; takes a few minutes.
   scale       --scale-endpoints N registered through the bulk path (herald endpoint
               import's), half in a tenant of their own and half in the default tenant:
-              registrations per second against the engine's own start rate in the same
-              run (--scale-engine-starts workflows, as many at once as the puts); the
+              registrations per second, and CPU per registration, against the engine's own
+              start rate and CPU per start in the same run (--scale-engine-starts
+              workflows, as many at once as the puts); with --scale-for D, registration
+              stops after D (the largest N within a time: the two tenants take calls of
+              10,000 in turn, and the endpoints the sends match are put after); the
               latency of a fan-out send to 10 matching endpoints in each of the two and in
               a tenant of 100 (--scale-sends, one at a time); a tenant event search's
               latency; and the largest input, memo and history of any workflow that is
               not one per delivery or per endpoint (stats shards, directories...). Takes
-              as long as N registrations do: not in the default set.
+              as long as N registrations do (or --scale-for): not in the default set.
 
 With --address HOST:PORT (and --namespace) the bench runs on that Temporal instead, e.g. a
 cluster on PostgreSQL: its worker, baselines and receivers stay in this process, and any
