@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -94,11 +95,6 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 		todo = append(todo, i)
 	}
 	finished(len(reqs) - len(todo))
-	// Only an endpoint that exists can be left unchanged: ask visibility which do, a batch
-	// of ids at a time, rather than describing every one (a describe of a new endpoint costs
-	// about as much as registering it).
-	exists := s.existing(ctx, reqs, todo)
-
 	// Registered ones go to the index waits in batches while the others register.
 	registered := make(chan int, s.opts.BulkParallelism)
 	go func() {
@@ -110,14 +106,27 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 				finished(1)
 				return
 			}
-			if exists[k] || s.isKnown(reqs[i].ID) {
+			// Only an endpoint that exists can be left unchanged. One this client saw lately
+			// is checked first (a describe); any other is put only if that starts its
+			// workflow, and checked when it turns out to exist: a new endpoint costs no
+			// read before its put.
+			known := s.isKnown(reqs[i].ID)
+			if known {
 				if ep, ok := s.unchanged(ctx, reqs[i]); ok {
 					out[i] = BulkResult{Outcome: BulkUnchanged, Result: herald.PutEndpointResult{Endpoint: ep}}
 					registered <- i
 					return
 				}
 			}
-			res, err := s.register(ctx, reqs[i])
+			res, err := s.register(ctx, reqs[i], !known)
+			if errors.Is(err, errRegistered) {
+				if ep, ok := s.unchanged(ctx, reqs[i]); ok {
+					out[i] = BulkResult{Outcome: BulkUnchanged, Result: herald.PutEndpointResult{Endpoint: ep}}
+					registered <- i
+					return
+				}
+				res, err = s.register(ctx, reqs[i], false)
+			}
 			if err != nil {
 				fail(i, err)
 				finished(1)
@@ -165,32 +174,6 @@ func (s *Client) PutEndpoints(ctx context.Context, reqs []herald.PutEndpointRequ
 	}
 	waits.Wait()
 	return out, nil
-}
-
-// existenceBatch is how many endpoints one step of PutEndpoints's existence check reads
-// (runningRecords: one visibility read by id each).
-const existenceBatch = 200
-
-// existing reports, for each of reqs[todo[k]], whether visibility shows its endpoint
-// workflow running: those are the puts that may change nothing. Visibility lags a little
-// behind, and an endpoint put a moment ago by another process may be missing: its put is
-// then sent (and reported updated, not unchanged). A batch whose reads fail is reported
-// as existing, so that each of its endpoints is read on its own.
-func (s *Client) existing(ctx context.Context, reqs []herald.PutEndpointRequest, todo []int) []bool {
-	out := make([]bool, len(todo))
-	batches := (len(todo) + existenceBatch - 1) / existenceBatch
-	eachAtOnce(batches, 4, func(b int) {
-		from, to := b*existenceBatch, min((b+1)*existenceBatch, len(todo))
-		wfIDs := make([]string, 0, to-from)
-		for k := from; k < to; k++ {
-			wfIDs = append(wfIDs, herald.EndpointWorkflowID(reqs[todo[k]].ID))
-		}
-		records, err := s.runningRecords(ctx, wfIDs)
-		for k := from; k < to; k++ {
-			out[k] = err != nil || records[k-from] != nil
-		}
-	})
-	return out
 }
 
 // isKnown reports whether this client registered or saw endpoint id lately

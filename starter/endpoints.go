@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -47,7 +48,7 @@ func (s *Client) PutOpsEndpoint(ctx context.Context, req herald.PutEndpointReque
 }
 
 func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
-	res, err := s.register(ctx, req)
+	res, err := s.register(ctx, req, false)
 	if err != nil {
 		return res, err
 	}
@@ -59,9 +60,15 @@ func (s *Client) putEndpoint(ctx context.Context, req herald.PutEndpointRequest)
 	return res, nil
 }
 
+// errRegistered is register's error, with onlyNew, for an endpoint whose workflow runs.
+var errRegistered = errors.New("the endpoint workflow is running")
+
 // register runs one put on the endpoint workflow (update-with-start) and returns its
 // result, without waiting for the tenant's sends to find the endpoint (awaitIndexed).
-func (s *Client) register(ctx context.Context, req herald.PutEndpointRequest) (herald.PutEndpointResult, error) {
+// With onlyNew, the put is sent only if it starts the workflow: for an endpoint whose
+// workflow runs, nothing is sent and the error is errRegistered (the bulk path then checks
+// whether the put would change anything, without a visibility read per new endpoint).
+func (s *Client) register(ctx context.Context, req herald.PutEndpointRequest, onlyNew bool) (herald.PutEndpointResult, error) {
 	var res herald.PutEndpointResult
 	// Structural checks here, so that bad input starts nothing; the worker's validator
 	// checks again with its own address policy (allowing every address here).
@@ -87,9 +94,13 @@ func (s *Client) register(ctx context.Context, req herald.PutEndpointRequest) (h
 		Attrs: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(req.ID), herald.AttrTenant.ValueSet(tenant),
 			herald.AttrSubscriptions.ValueSet(herald.SubscriptionTokens(tenant, herald.NormalizeTypes(req.Types))),
 			herald.AttrCircuit.ValueSet(string(policy.CircuitClosed))),
-		Name: herald.UpdatePutEndpoint, Arg: req,
+		OnlyNew: onlyNew, Name: herald.UpdatePutEndpoint, Arg: req,
 	}, &res)
 	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if onlyNew && errors.As(err, &started) {
+			return res, errRegistered
+		}
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
 			s.endUnregistered(ctx, req.ID, start, appErr.Message())

@@ -52,8 +52,11 @@ type startUpdate struct {
 	ID, Type, Summary string
 	Input             any
 	Attrs             temporal.SearchAttributes
-	Name              string
-	Arg               any
+	// OnlyNew sends the update only with a start: if the workflow is running, nothing is
+	// sent and the error is *serviceerror.WorkflowExecutionAlreadyStarted.
+	OnlyNew bool
+	Name    string
+	Arg     any
 }
 
 // updateWithStart sends u, starting its workflow if need be, and waits for its result
@@ -63,10 +66,14 @@ func (s *Client) updateWithStart(ctx context.Context, u startUpdate, out any) (c
 	var start client.WithStartWorkflowOperation
 	err := whenReady(ctx, unreadyPatience, func() error {
 		// An operation runs once: each try makes its own.
+		conflict := enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+		if u.OnlyNew {
+			conflict = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+		}
 		start = s.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 			ID:                       u.ID,
 			TaskQueue:                herald.EndpointTaskQueue(s.opts.TaskQueue),
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDConflictPolicy: conflict,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			TypedSearchAttributes:    u.Attrs,
 			StaticSummary:            u.Summary,
