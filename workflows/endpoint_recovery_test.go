@@ -165,4 +165,3 @@ func TestEndpointDisabledByHandNotProbed(t *testing.T) {
 		t.Errorf("bulk replays %+v, want none", r)
 	}
 }
-
