@@ -137,6 +137,10 @@ func (s *Server) timeline(st herald.Status) []timelineItem {
 		out = append(out, timelineItem{At: s.stamp(st.DeadAt), What: "Dead letter: parked until " + s.stamp(st.ExpiresAt) + " unless replayed", Kind: "dead"})
 	case st.State == herald.StateExpired:
 		out = append(out, timelineItem{At: s.stamp(st.ExpiresAt), What: "Expired: the dead letter was not replayed in time", Kind: "dead"})
+	case st.State == herald.StateScheduled && !st.DeliverAt.IsZero():
+		out = append(out, timelineItem{At: s.stamp(st.DeliverAt), What: "Scheduled: the first attempt goes then", Kind: "wait"})
+	case st.State == herald.StateCancelled && st.Cancelled != nil:
+		out = append(out, timelineItem{At: s.stamp(st.Cancelled.At), What: "Cancelled" + cancelledWhy(st.Cancelled), Kind: "dead"})
 	case st.Waiting != nil:
 		out = append(out, timelineItem{At: s.stamp(st.Waiting.Since), What: "Held back: " + st.Waiting.Reason, Kind: "wait"})
 	}
@@ -200,6 +204,10 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		ev.When = fmt.Sprintf("dead letter since %s; expires %s unless replayed", s.stamp(st.DeadAt), s.stamp(st.ExpiresAt))
 	case st.State == herald.StateSkipped:
 		ev.When = "skipped, no request made"
+	case st.State == herald.StateScheduled && !st.DeliverAt.IsZero():
+		ev.When = "scheduled: the first attempt goes at " + s.stamp(st.DeliverAt)
+	case st.State == herald.StateCancelled && st.Cancelled != nil:
+		ev.When = cancelledText(s.stamp(st.Cancelled.At), st.Cancelled)
 	}
 	if st.Reason != "" {
 		ev.When += " (" + st.Reason + ")"

@@ -161,6 +161,7 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/events", true, s.api(s.apiSend)},
 		{"GET", "/v1/events/{id}", true, s.api(s.apiEvent)},
 		{"POST", "/v1/events/{id}/replay", true, s.api(s.apiReplay)},
+		{"POST", "/v1/events/{id}/cancel", true, s.api(s.apiCancel)},
 		{"GET", "/v1/endpoints", true, s.api(s.apiListEndpoints)},
 		{"GET", "/v1/endpoints/{id}", true, s.api(s.apiGetEndpoint)},
 		{"PUT", "/v1/endpoints/{id}", true, s.api(s.apiPutEndpoint)},

@@ -51,6 +51,10 @@ func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) erro
 		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (%s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), g.herald(replayArgs(st.Event.ID, tenant)...))
 	case st.State == herald.StateSkipped:
 		fmt.Fprintf(w, "Skipped    no request was made: %s\n", st.Reason)
+	case st.State == herald.StateScheduled && !st.DeliverAt.IsZero():
+		fmt.Fprintf(w, "Scheduled  the first attempt goes at %s (%s)\n", fmtTime(st.DeliverAt), g.herald(cancelArgs(st.Event.ID, tenant)...))
+	case st.State == herald.StateCancelled && st.Cancelled != nil:
+		printCancelled(w, st.Cancelled)
 	}
 	if st.Reason != "" && st.State == herald.StateDeadLetter {
 		fmt.Fprintf(w, "Why        %s\n", st.Reason)

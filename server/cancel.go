@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/starter"
+)
+
+// cancelRequest is the optional body of POST /v1/events/{id}/cancel.
+type cancelRequest struct {
+	// Reason says why (at most herald.MaxCancelReason bytes); it is kept in the
+	// delivery's history and status.
+	Reason string `json:"reason,omitempty"`
+}
+
+// cancelResponse answers a cancel: the delivery's status, or for an event sent to a tenant
+// named without an endpoint, the endpoints whose delivery was cancelled.
+type cancelResponse struct {
+	ID        string         `json:"id"`
+	Cancelled bool           `json:"cancelled"`
+	Status    *herald.Status `json:"status,omitempty"`
+	Endpoints []string       `json:"endpoints,omitempty"`
+}
+
+// apiCancel stops a scheduled, waiting or dead-lettered delivery (starter.Client.Cancel).
+// A tenant token cancels only its own tenant's events, to endpoints it still owns (as it
+// replays them); the cancel records who asked.
+func (s *Server) apiCancel(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
+	var body cancelRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, maxBody, &body); err != nil {
+			return 0, nil, err
+		}
+	}
+	id := r.PathValue("id")
+	tenant, rep, err := s.pathEvent(ctx, r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.mayCancel(ctx, p, rep); err != nil {
+		return 0, nil, err
+	}
+	done, err := s.opts.Starter.Cancel(ctx, starter.Ref{Tenant: tenant, EventID: id, Endpoint: r.URL.Query().Get("endpoint")},
+		herald.CancelRequest{Reason: body.Reason, By: p.who()})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, cancelResponse{ID: id, Cancelled: true, Status: done.Status, Endpoints: done.Endpoints}, nil
+}
+
+// mayCancel checks that p may cancel the deliveries of rep that a cancel would stop: an
+// operator any, a tenant token those to endpoints its tenant still owns.
+func (s *Server) mayCancel(ctx context.Context, p principal, rep starter.Report) error {
+	if p.operator() {
+		return nil
+	}
+	if rep.Fanout == nil {
+		return s.mayReplayTo(ctx, p, rep.Status.Event.ID, rep.Status.Event.EndpointID)
+	}
+	for _, d := range rep.Fanout.Deliveries {
+		if d.Status != nil && herald.CancelRefusal(d.Status.State) == "" {
+			if err := s.mayReplayTo(ctx, p, rep.Fanout.ID, d.EndpointID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cancelledText says on the event page when, by whom and why a delivery was cancelled.
+func cancelledText(at string, c *herald.Cancellation) string {
+	return "cancelled at " + at + cancelledWhy(c)
+}
+
+// cancelledWhy is " by <who> while <phase>: <reason>", with the parts known.
+func cancelledWhy(c *herald.Cancellation) string {
+	s := ""
+	if c.By != "" {
+		s += " by " + c.By
+	}
+	if c.Phase != "" {
+		s += " while " + string(c.Phase)
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}
