@@ -13,7 +13,8 @@ import (
 )
 
 // Recovery of an endpoint disabled for failing: the endpoint workflow probes it on the
-// recovery ladder (policy.RecoveryLadder, the limiter's state decides when), each probe a
+// recovery ladder (the worker's, recorded as a side effect as probing starts; the
+// limiter's state decides when), each probe a
 // local activity (activities.Prober.Probe) run in a coroutine of its own so the main loop
 // never waits for it. The first probe that succeeds enables the endpoint; once every
 // worker's gate knows (policy.ConfigSettle), a bulk replay of the endpoint's dead letters
@@ -34,9 +35,16 @@ func (e *endpointRun) recover(ctx workflow.Context, now time.Time) {
 			e.noRecovery = true // a run of a release that never probed: it stays so
 			return
 		}
-		ladder := e.ladder
-		if ladder.Validate() != nil {
-			ladder = policy.DefaultRecoveryLadder()
+		// The ladder is the worker's setting: recorded (a side effect), so that a worker set
+		// otherwise replays this run as it ran.
+		ladder := policy.DefaultRecoveryLadder()
+		if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+			if e.ladder.Validate() != nil {
+				return policy.DefaultRecoveryLadder()
+			}
+			return e.ladder
+		}).Get(&ladder); err != nil {
+			workflow.GetLogger(ctx).Error("recovery ladder not read: the default is used", "error", err)
 		}
 		lim.StartRecovery(ladder)
 		workflow.GetLogger(ctx).Info("endpoint disabled for failing: probing", "endpoint", e.in.ID, "first", lim.Disabled.Recovery.NextAt)

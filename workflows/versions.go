@@ -71,7 +71,8 @@ const (
 	// take the new branch.
 	versionCancel = "cancel"
 	// versionEndpointRecovery (2026-12-02): an endpoint disabled for failing is probed on
-	// the recovery ladder (policy.RecoveryLadder): a timer for each probe, a local activity
+	// the recovery ladder (policy.RecoveryLadder, the worker's, recorded by a side
+	// effect as probing starts): a timer for each probe, a local activity
 	// that sends it, and on success the endpoint is enabled, a bulk replay of its dead
 	// letters started and endpoint.recovered emitted. Asked once, when a run finds the
 	// endpoint disabled for failing with no recovery decided. The old branch never probes:
