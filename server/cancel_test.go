@@ -1,0 +1,57 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCancelScheduled: a send with deliver_at answers its time and shows as scheduled; a
+// tenant token cannot see, nor cancel, another tenant's event (404); its own tenant's
+// token cancels it with a reason, and the status shows who and why; a second cancel is a
+// conflict; a deliver_at past the bounds is refused naming it.
+func TestCancelScheduled(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	ep := uniq("sched")
+	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	code, out := call(t, "POST", "/v1/events", shared.acme, map[string]any{"endpoint_id": ep, "type": "t", "data": 1, "deliver_at": at})
+	want(t, "scheduled send", code, http.StatusAccepted, out)
+	id, _ := out["id"].(string)
+	if out["deliver_at"] != at {
+		t.Fatalf("send answers %v, want deliver_at %s", out, at)
+	}
+	waitState(t, id, "scheduled")
+	_, st := call(t, "GET", "/v1/events/"+id, shared.acme, nil)
+	if st["deliver_at"] != at {
+		t.Errorf("status %v: want deliver_at %s", st, at)
+	}
+
+	code, out = call(t, "POST", "/v1/events/"+id+"/cancel", shared.globex, map[string]any{"reason": "not mine"})
+	want(t, "another tenant's cancel", code, http.StatusNotFound, out)
+	code, out = call(t, "POST", "/v1/events/"+id+"/cancel", shared.acme, map[string]any{"reason": strings.Repeat("x", 501)})
+	want(t, "a cancel with a reason too long", code, http.StatusBadRequest, out)
+	code, out = call(t, "POST", "/v1/events/"+id+"/cancel", shared.acme, map[string]any{"reason": "order refunded"})
+	want(t, "cancel", code, http.StatusOK, out)
+	status, _ := out["status"].(map[string]any)
+	c, _ := status["cancelled"].(map[string]any)
+	if status["state"] != "cancelled" || c["reason"] != "order refunded" || c["phase"] != "scheduled" || !strings.Contains(c["by"].(string), "acme") {
+		t.Fatalf("cancel answers %v: want cancelled while scheduled, the reason, by acme's token", out)
+	}
+	waitState(t, id, "cancelled")
+	code, out = call(t, "POST", "/v1/events/"+id+"/cancel?tenant=acme", shared.operator, nil)
+	want(t, "a second cancel", code, http.StatusConflict, out)
+	if !strings.Contains(out["error"].(string), "already cancelled") {
+		t.Errorf("a second cancel: %v, want already cancelled", out)
+	}
+	code, out = call(t, "POST", "/v1/events", shared.acme, map[string]any{"endpoint_id": ep, "type": "t", "data": 1,
+		"deliver_at": time.Now().Add(100 * 24 * time.Hour).Format(time.RFC3339)})
+	want(t, "a send 100 days ahead", code, http.StatusBadRequest, out)
+	if !strings.Contains(out["error"].(string), "90 days") {
+		t.Errorf("a send 100 days ahead: %v, want the 90 days bound", out)
+	}
+	if n := rcv.count(id); n != 0 {
+		t.Errorf("the receiver got %d requests, want none", n)
+	}
+}
