@@ -187,7 +187,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	ev := eventView{
 		ID: st.Event.ID, TenantQuery: eventQuery(tenant, fanout), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
 		State: string(st.State), Round: st.Round, Dropped: st.Dropped,
-		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped,
+		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped || st.State == herald.StateCancelled,
 	}
 	switch {
 	case st.Busy != nil:

@@ -93,6 +93,15 @@ func TestScheduledSend(t *testing.T) {
 		return err == nil && len(page.Events) == 1 && page.Events[0].EventID == later && page.Events[0].State == herald.StateCancelled
 	})
 
+	// A person may change their mind: a replay delivers a cancelled event, at once.
+	if _, err := shared.starter.Replay(ctx, starter.Ref{EventID: later}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, later, herald.StateDelivered)
+	if _, err := shared.starter.Replay(ctx, starter.Ref{EventID: sendAt(t, "scheduled", time.Now().Add(time.Hour))}); !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "scheduled for") {
+		t.Errorf("replay of a scheduled send: %v, want refused, saying it is scheduled", err)
+	}
+
 	for _, bad := range []time.Time{time.Now().Add(-10 * time.Minute), time.Now().Add(policy.MaxScheduleAhead + time.Hour)} {
 		_, err := shared.starter.SendWith(ctx, starter.Event{Type: "test.event", EndpointID: "scheduled", Data: []byte(`{}`)}, starter.SendOptions{DeliverAt: bad})
 		if !errors.Is(err, starter.ErrInvalid) || !strings.Contains(err.Error(), "deliver_at") {
