@@ -28,6 +28,12 @@ func TestCancelScheduled(t *testing.T) {
 		t.Errorf("status %v: want deliver_at %s", st, at)
 	}
 
+	bc := browserClient(t)
+	signIn(t, bc, shared.acme)
+	if code, page := get(t, bc, "/events/"+id); code != http.StatusOK || !strings.Contains(page, "scheduled: the first attempt goes at") || !strings.Contains(page, "badge-scheduled") {
+		t.Errorf("event page of a scheduled send (%d) does not say it is scheduled, and when", code)
+	}
+
 	code, out = call(t, "POST", "/v1/events/"+id+"/cancel", shared.globex, map[string]any{"reason": "not mine"})
 	want(t, "another tenant's cancel", code, http.StatusNotFound, out)
 	code, out = call(t, "POST", "/v1/events/"+id+"/cancel", shared.acme, map[string]any{"reason": strings.Repeat("x", 501)})
@@ -40,6 +46,12 @@ func TestCancelScheduled(t *testing.T) {
 		t.Fatalf("cancel answers %v: want cancelled while scheduled, the reason, by acme's token", out)
 	}
 	waitState(t, id, "cancelled")
+	if code, page := get(t, bc, "/events/"+id); code != http.StatusOK || !strings.Contains(page, "cancelled at") || !strings.Contains(page, "order refunded") {
+		t.Errorf("event page of a cancelled send (%d) does not say when and why it was cancelled", code)
+	}
+	if ids, _ := listEvents(t, shared.acme, "state=cancelled&endpoint="+ep, 10); len(ids) != 1 || ids[0] != id {
+		t.Errorf("events listed cancelled: %v, want %s", ids, id)
+	}
 	code, out = call(t, "POST", "/v1/events/"+id+"/cancel?tenant=acme", shared.operator, nil)
 	want(t, "a second cancel", code, http.StatusConflict, out)
 	if !strings.Contains(out["error"].(string), "already cancelled") {
