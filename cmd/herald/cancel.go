@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/starter"
 )
 
@@ -95,4 +96,22 @@ func parseSchedule(deliverAt string, delay time.Duration, delaySet bool, now tim
 		return time.Time{}, fmt.Errorf("%w: --deliver-at %q is not an RFC 3339 time with a zone, e.g. 2026-12-24T09:00:00Z", errUsage, deliverAt)
 	}
 	return at, nil
+}
+
+// recoveryText says how the probing of an endpoint disabled for failing stands: "probe 3
+// at 2026-12-02 22:00:00 (2 made; last: probe 2: 503 Service Unavailable)".
+func recoveryText(r *policy.Recovery) string {
+	var s string
+	switch {
+	case r.Ended:
+		s = "ended: no probe succeeded; enable the endpoint by hand"
+	case r.InFlight:
+		s = fmt.Sprintf("probe %d in flight", r.Probes)
+	default:
+		s = fmt.Sprintf("probe %d at %s", r.Probes+1, fmtTime(r.NextAt))
+	}
+	if r.Last != "" {
+		s += fmt.Sprintf(" (%d made; last: %s)", r.Probes, r.Last)
+	}
+	return s
 }

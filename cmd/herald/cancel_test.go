@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 )
 
 func TestParseSchedule(t *testing.T) {
@@ -61,4 +66,37 @@ func FuzzParseSchedule(f *testing.F) {
 			t.Fatalf("%q → %s → %v, %v", s, at, back, err)
 		}
 	})
+}
+
+// TestStatusScheduledAndCancelled: herald status says when a scheduled send goes (with the
+// cancel command), and when, by whom and why a cancelled one stopped; herald endpoint get
+// says how the probing of an endpoint disabled for failing stands.
+func TestStatusScheduledAndCancelled(t *testing.T) {
+	at := time.Date(2026, 12, 24, 9, 0, 0, 0, time.UTC)
+	ev := herald.EventSummary{ID: "evt_1", EndpointID: "acme", Type: "invoice.due"}
+	for _, tc := range []struct {
+		st   herald.Status
+		want []string
+	}{
+		{herald.Status{Event: ev, State: herald.StateScheduled, DeliverAt: at}, []string{"scheduled", "Scheduled  the first attempt goes at", "herald cancel evt_1", "No attempt yet"}},
+		{herald.Status{Event: ev, State: herald.StateCancelled, Cancelled: &herald.Cancellation{At: at, Reason: "refunded", By: "operator", Phase: herald.StateScheduled}},
+			[]string{"cancelled", "Cancelled  ", "while scheduled by operator: refunded"}},
+	} {
+		var out bytes.Buffer
+		if err := (&globals{}).printStatus(&out, tc.st, herald.DefaultTenant); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("status output lacks %q:\n%s", w, out.String())
+			}
+		}
+	}
+	r := &policy.Recovery{Probes: 2, NextAt: at, Last: "probe 2: 503 Service Unavailable"}
+	if got := recoveryText(r); !strings.Contains(got, "probe 3 at") || !strings.Contains(got, "2 made; last: probe 2: 503") {
+		t.Errorf("recoveryText = %q", got)
+	}
+	if got := recoveryText(&policy.Recovery{Probes: 33, Ended: true}); !strings.Contains(got, "enable the endpoint by hand") {
+		t.Errorf("recoveryText of an ended probing = %q", got)
+	}
 }

@@ -151,6 +151,9 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 	fmt.Fprintf(w, "Version    %d, updated %s\n", st.Version, fmtTime(st.UpdatedAt))
 	if d := st.Disabled; d != nil {
 		fmt.Fprintf(w, "Disabled   %s since %s (%s)\n", d.Reason, fmtTime(d.At), d.Cause)
+		if r := d.Recovery; r != nil {
+			fmt.Fprintf(w, "Probing    %s\n", recoveryText(r))
+		}
 	} else if !st.FailingSince.IsZero() {
 		fmt.Fprintf(w, "Failing    no attempt has succeeded since %s\n", fmtTime(st.FailingSince))
 	}
