@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/starter"
@@ -87,4 +89,32 @@ func cancelledWhy(c *herald.Cancellation) string {
 		s += ": " + c.Reason
 	}
 	return s
+}
+
+// cancelForm is the event page's Cancel button: it cancels the delivery the page shows,
+// with the reason typed next to it, as the signed-in principal, and returns to the page.
+func (s *Server) cancelForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
+	ref, st, err := s.pathDelivery(ctx, r, p)
+	if err != nil {
+		return err
+	}
+	if err := s.mayCancel(ctx, p, starter.Report{Status: st}); err != nil {
+		return err
+	}
+	reason := r.PostFormValue("reason")
+	if len(reason) > herald.MaxCancelReason {
+		return fmt.Errorf("%w: the reason is %d bytes long; the limit is %d", starter.ErrInvalid, len(reason), herald.MaxCancelReason)
+	}
+	if _, err := s.opts.Starter.Cancel(ctx, ref, herald.CancelRequest{Reason: reason, By: p.who()}); err != nil {
+		return err
+	}
+	q := url.Values{"done": {"cancelled"}, "event": {ref.EventID}}
+	if tenantQuery(ref.Tenant) != "" || ref.Endpoint != "" {
+		q.Set("tenant", ref.Tenant)
+	}
+	if ref.Endpoint != "" {
+		q.Set("endpoint", ref.Endpoint)
+	}
+	http.Redirect(w, r, withQuery("/events/"+url.PathEscape(ref.EventID), q), http.StatusSeeOther)
+	return nil
 }

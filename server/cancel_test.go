@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,36 @@ func TestCancelScheduled(t *testing.T) {
 	}
 	if n := rcv.count(id); n != 0 {
 		t.Errorf("the receiver got %d requests, want none", n)
+	}
+}
+
+// TestCancelFromEventPage: the event page of a dead letter offers Cancel; the form (with
+// the session's CSRF token only) cancels it with the reason typed, and the page then shows
+// it cancelled, by the tenant's session, with no Cancel button.
+func TestCancelFromEventPage(t *testing.T) {
+	_, _, ev := deadLetter(t, "cancel-page", "evt_cancel_page", 1)
+	c := browserClient(t)
+	signIn(t, c, shared.acme)
+	_, page := get(t, c, "/events/"+ev)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil || !strings.Contains(page, `id="cancel-form"`) {
+		t.Fatalf("the event page of a dead letter offers no Cancel form:\n%s", page)
+	}
+	post := poster(t, c)
+	if code := post("/events/"+ev+"/cancel", url.Values{"csrf": {"forged"}, "reason": {"x"}}); code != http.StatusForbidden {
+		t.Fatalf("cancel form with a forged csrf: %d, want 403", code)
+	}
+	if code := post("/events/"+ev+"/cancel", url.Values{"csrf": {m[1]}, "reason": {"customer asked"}}); code != http.StatusSeeOther {
+		t.Fatalf("cancel form: %d, want 303", code)
+	}
+	waitState(t, ev, "cancelled")
+	_, page = get(t, c, "/events/"+ev)
+	for _, want := range []string{"badge-cancelled", "while dead_letter", "customer asked", "acme"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the cancelled event's page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="cancel-form"`) {
+		t.Error("a cancelled event's page still offers Cancel")
 	}
 }

@@ -81,6 +81,9 @@ type eventView struct {
 	When        string
 	TemporalURL string
 	CanReplay   bool
+	// CanCancel: the delivery waits (scheduled, for a retry, for its endpoint) or is a
+	// dead letter, and a cancel would stop it.
+	CanCancel bool
 	// Payload is the event's data, indented; PayloadNote says why it is missing or cut.
 	Payload     string
 	PayloadNote string
@@ -188,6 +191,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		ID: st.Event.ID, TenantQuery: eventQuery(tenant, fanout), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
 		State: string(st.State), Round: st.Round, Dropped: st.Dropped,
 		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped || st.State == herald.StateCancelled,
+		CanCancel: herald.CancelRefusal(st.State) == "" && st.State != herald.StateAttempting && st.State != herald.StateWaitingKey && st.Busy == nil,
 	}
 	switch {
 	case st.Busy != nil:

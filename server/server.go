@@ -201,6 +201,7 @@ func (s *Server) routes() []route {
 		{"POST", "/endpoints/{id}/types", false, s.page(s.typesForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
+		{"POST", "/events/{id}/cancel", false, s.page(s.cancelForm)},
 
 		// The portal: the event list and its API, the favicon.
 		{"GET", "/v1/events", true, s.api(s.apiListEvents)},
