@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -59,14 +60,29 @@ func (s *Server) mayCancel(ctx context.Context, p principal, rep starter.Report)
 		return nil
 	}
 	if rep.Fanout == nil {
-		return s.mayReplayTo(ctx, p, rep.Status.Event.ID, rep.Status.Event.EndpointID)
+		return s.mayCancelTo(ctx, p, rep.Status.Event.ID, rep.Status.Event.EndpointID)
 	}
 	for _, d := range rep.Fanout.Deliveries {
 		if d.Status != nil && herald.CancelRefusal(d.Status.State) == "" {
-			if err := s.mayReplayTo(ctx, p, rep.Fanout.ID, d.EndpointID); err != nil {
+			if err := s.mayCancelTo(ctx, p, rep.Fanout.ID, d.EndpointID); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// mayCancelTo is mayCancel for event id's delivery to endpoint: the endpoint must still
+// be p's tenant's.
+func (s *Server) mayCancelTo(ctx context.Context, p principal, id, endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	if _, err := s.endpointFor(ctx, p, endpoint); err != nil {
+		if errors.Is(err, starter.ErrNotFound) {
+			return fmt.Errorf("%w: event %s went to endpoint %s, which no longer belongs to tenant %s: ask an operator to cancel it", starter.ErrConflict, id, endpoint, p.token.Tenant)
+		}
+		return err
 	}
 	return nil
 }
