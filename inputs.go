@@ -18,6 +18,9 @@ type DeliveryInput struct {
 	// Attempts are the records carried over from earlier runs (the newest MaxKeptAttempts).
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
 	Dropped  int             `json:"dropped,omitempty"`
+	// DeliverAt, for a scheduled send, is when the first attempt goes: the delivery
+	// waits on a durable timer until then (policy.CheckDeliverAt bounds it).
+	DeliverAt time.Time `json:"deliver_at,omitzero"`
 }
 
 // MaxKeptAttempts is how many attempt records survive a delivery's continue-as-new: it

@@ -25,6 +25,9 @@ const (
 const (
 	// OpsEndpointDisabled: an endpoint was disabled (by hand, by a 410, or after failing).
 	OpsEndpointDisabled = "endpoint.disabled"
+	// OpsEndpointRecovered: an endpoint disabled for failing answered a probe and was
+	// enabled again; its dead letters are being replayed (OpsData.BulkReplayID).
+	OpsEndpointRecovered = "endpoint.recovered"
 	// OpsCircuitOpened: an endpoint's circuit opened.
 	OpsCircuitOpened = "endpoint.circuit_opened"
 	// OpsCircuitClosed: an endpoint's circuit closed again.
@@ -49,6 +52,9 @@ type OpsData struct {
 	EventType string `json:"event_type,omitempty"`
 	Round     int    `json:"round,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
+	// BulkReplayID is the workflow id of the bulk replay of an endpoint.recovered event's
+	// dead letters.
+	BulkReplayID string `json:"bulk_replay_id,omitempty"`
 }
 
 // OpsEvent is the operational event of type typ about d, with an id derived from key: the

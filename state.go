@@ -6,7 +6,8 @@ type State string
 
 // Delivery states.
 const (
-	// StateScheduled: the delivery has started and made no attempt yet.
+	// StateScheduled: the delivery has started and made no attempt yet; a send with a
+	// deliver_at waits in this state until then (Status.DeliverAt).
 	StateScheduled State = "scheduled"
 	// StateAttempting: an attempt is being made.
 	StateAttempting State = "attempting"
@@ -27,4 +28,7 @@ const (
 	// StateSkipped: the endpoint was disabled when the delivery reached its first attempt;
 	// no request was made (see policy.OnDisabled).
 	StateSkipped State = "skipped"
+	// StateCancelled: someone cancelled the delivery before it was delivered
+	// (UpdateCancel); Status.Cancelled says when, by whom and why.
+	StateCancelled State = "cancelled"
 )

@@ -23,6 +23,11 @@ type Status struct {
 	// Reason says why a delivery was skipped, or dead-lettered before its ladder ran out
 	// (its endpoint was disabled).
 	Reason string `json:"reason,omitempty"`
+	// DeliverAt is when a scheduled send's first attempt goes (its deliver_at); zero for
+	// a send delivered at once.
+	DeliverAt time.Time `json:"deliver_at,omitzero"`
+	// Cancelled says when, by whom and why the delivery was cancelled (StateCancelled).
+	Cancelled *Cancellation `json:"cancelled,omitempty"`
 	// Busy is set on a status read while an attempt was in flight: a delivery answers only
 	// between attempts, so this one comes from its search attributes and shows no attempts.
 	Busy *Busy `json:"busy,omitempty"`

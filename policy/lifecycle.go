@@ -26,6 +26,9 @@ type Disablement struct {
 	Cause  DisableCause `json:"cause"`
 	Reason string       `json:"reason"`
 	At     time.Time    `json:"at,omitzero"`
+	// Recovery is the probing of an endpoint disabled for failing (recovery.go); nil for
+	// every other cause, and until the endpoint workflow starts it.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 // GoneStatus is the HTTP status that disables an endpoint at once (Standard Webhooks).

@@ -425,6 +425,9 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 			take(due)
 		}
 	}
+	if r := g.recovery(); r != nil {
+		take(r.NextAt) // the next probe of an endpoint disabled for failing
+	}
 	if !next.IsZero() && next.Before(now) {
 		next = now
 	}

@@ -163,12 +163,15 @@ type sendRequest struct {
 	ID         string          `json:"id,omitempty"`
 	Type       string          `json:"type"`
 	Data       json.RawMessage `json:"data"`
+	// DeliverAt (RFC 3339) schedules the first attempt (starter.SendOptions).
+	DeliverAt time.Time `json:"deliver_at,omitzero"`
 }
 
 // sendResponse answers POST /v1/events sent to one endpoint.
 type sendResponse struct {
-	ID         string `json:"id"`
-	WorkflowID string `json:"workflow_id"`
+	ID         string    `json:"id"`
+	WorkflowID string    `json:"workflow_id"`
+	DeliverAt  time.Time `json:"deliver_at,omitzero"`
 }
 
 // publishResponse answers POST /v1/events sent to a tenant.
@@ -180,7 +183,8 @@ type publishResponse struct {
 	NoDestination bool                     `json:"no_destination"`
 	Deliveries    []starter.FanoutDelivery `json:"deliveries"`
 	// Filtered are the subscribed endpoints whose filter kept the event from them.
-	Filtered []starter.FilteredEndpoint `json:"filtered,omitempty"`
+	Filtered  []starter.FilteredEndpoint `json:"filtered,omitempty"`
+	DeliverAt time.Time                  `json:"deliver_at,omitzero"`
 }
 
 func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) (int, any, error) {
@@ -197,11 +201,11 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if !p.canSee(req.Tenant) {
 			return 0, nil, fmt.Errorf("%w: this token may send only to its own tenant's endpoints, not to tenant %s", errForbidden, req.Tenant)
 		}
-		res, err := s.opts.Starter.Publish(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data})
+		res, err := s.opts.Starter.PublishWith(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data}, starter.SendOptions{DeliverAt: req.DeliverAt})
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries, Filtered: res.Filtered}, nil
+		return http.StatusAccepted, publishResponse{ID: res.EventID, Tenant: res.Tenant, Type: res.Type, NoDestination: res.NoDestination, Deliveries: res.Deliveries, Filtered: res.Filtered, DeliverAt: res.DeliverAt}, nil
 	}
 	if !p.operator() {
 		if _, err := s.endpointFor(ctx, p, req.EndpointID); err != nil {
@@ -210,11 +214,11 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	// Event ids are scoped to the endpoint's tenant: a reused id can only name one of the
 	// same tenant's events (ErrConflict if it differs), never reveal another tenant's.
-	res, err := s.opts.Starter.Send(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data})
+	res, err := s.opts.Starter.SendWith(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data}, starter.SendOptions{DeliverAt: req.DeliverAt})
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, sendResponse{ID: res.EventID, WorkflowID: res.WorkflowID}, nil
+	return http.StatusAccepted, sendResponse{ID: res.EventID, WorkflowID: res.WorkflowID, DeliverAt: res.DeliverAt}, nil
 }
 
 func (s *Server) apiEvent(ctx context.Context, _ http.ResponseWriter, r *http.Request, p principal) (int, any, error) {

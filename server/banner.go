@@ -28,8 +28,15 @@ func Banner(e herald.EndpointState, forTenant bool, loc *time.Location) string {
 		who = fmt.Sprintf("endpoint %s (tenant %s)", e.ID, herald.TenantOrDefault(e.Tenant))
 	}
 	if d := e.Disabled; d != nil {
-		return fmt.Sprintf("%s is disabled since %s: %s. Nothing is sent to it until it is enabled again.",
+		msg := fmt.Sprintf("%s is disabled since %s: %s. Nothing is sent to it until it is enabled again",
 			upperFirst(who), d.At.In(loc).Format("2006-01-02 15:04"), d.Reason)
+		switch r := d.Recovery; {
+		case r != nil && !r.NextAt.IsZero():
+			msg += fmt.Sprintf(", or until a probe succeeds: the next is at %s (%d made so far)", r.NextAt.In(loc).Format("2006-01-02 15:04"), r.Probes)
+		case r != nil && r.InFlight:
+			msg += ", or until a probe succeeds: one is in flight"
+		}
+		return msg + "."
 	}
 	switch st {
 	case string(policy.CircuitClosed):

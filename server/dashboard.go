@@ -142,6 +142,8 @@ func flash(r *http.Request) string {
 	switch q.Get("done") {
 	case "replayed":
 		return "Replay of " + q.Get("event") + " started: it is being delivered again with the same id."
+	case "cancelled":
+		return "Delivery of " + q.Get("event") + " cancelled: nothing more is sent."
 	case "bulk":
 		return "Bulk replay started (" + q.Get("wf") + "): the dead letters are being delivered again."
 	case "reset":

@@ -83,6 +83,9 @@ type eventView struct {
 	When        string
 	TemporalURL string
 	CanReplay   bool
+	// CanCancel: the delivery waits (scheduled, for a retry, for its endpoint) or is a
+	// dead letter, and a cancel would stop it.
+	CanCancel bool
 	// Payload is the event's data, indented; PayloadNote says why it is missing or cut.
 	Payload     string
 	PayloadNote string
@@ -139,6 +142,10 @@ func (s *Server) timeline(st herald.Status) []timelineItem {
 		out = append(out, timelineItem{At: s.stamp(st.DeadAt), What: "Dead letter: parked until " + s.stamp(st.ExpiresAt) + " unless replayed", Kind: "dead"})
 	case st.State == herald.StateExpired:
 		out = append(out, timelineItem{At: s.stamp(st.ExpiresAt), What: "Expired: the dead letter was not replayed in time", Kind: "dead"})
+	case st.State == herald.StateScheduled && !st.DeliverAt.IsZero():
+		out = append(out, timelineItem{At: s.stamp(st.DeliverAt), What: "Scheduled: the first attempt goes then", Kind: "wait"})
+	case st.State == herald.StateCancelled && st.Cancelled != nil:
+		out = append(out, timelineItem{At: s.stamp(st.Cancelled.At), What: "Cancelled" + cancelledWhy(st.Cancelled), Kind: "dead"})
 	case st.Waiting != nil:
 		out = append(out, timelineItem{At: s.stamp(st.Waiting.Since), What: "Held back: " + st.Waiting.Reason, Kind: "wait"})
 	}
@@ -185,7 +192,8 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	ev := eventView{
 		ID: st.Event.ID, TenantQuery: eventQuery(tenant, fanout), EndpointID: st.Event.EndpointID, Type: st.Event.Type, CreatedAt: s.stamp(st.Event.CreatedAt),
 		State: string(st.State), Round: st.Round, Dropped: st.Dropped,
-		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped,
+		CanReplay: st.State == herald.StateDeadLetter || st.State == herald.StateDelivered || st.State == herald.StateExpired || st.State == herald.StateSkipped || st.State == herald.StateCancelled,
+		CanCancel: herald.CancelRefusal(st.State) == "" && st.State != herald.StateAttempting && st.State != herald.StateWaitingKey && st.Busy == nil,
 	}
 	switch {
 	case st.Busy != nil:
@@ -202,6 +210,10 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		ev.When = fmt.Sprintf("dead letter since %s; expires %s unless replayed", s.stamp(st.DeadAt), s.stamp(st.ExpiresAt))
 	case st.State == herald.StateSkipped:
 		ev.When = "skipped, no request made"
+	case st.State == herald.StateScheduled && !st.DeliverAt.IsZero():
+		ev.When = "scheduled: the first attempt goes at " + s.stamp(st.DeliverAt)
+	case st.State == herald.StateCancelled && st.Cancelled != nil:
+		ev.When = cancelledText(s.stamp(st.Cancelled.At), st.Cancelled)
 	}
 	if st.Reason != "" {
 		ev.When += " (" + st.Reason + ")"

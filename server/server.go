@@ -172,6 +172,7 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/events", true, s.api(s.apiSend)},
 		{"GET", "/v1/events/{id}", true, s.api(s.apiEvent)},
 		{"POST", "/v1/events/{id}/replay", true, s.api(s.apiReplay)},
+		{"POST", "/v1/events/{id}/cancel", true, s.api(s.apiCancel)},
 		{"GET", "/v1/endpoints", true, s.api(s.apiListEndpoints)},
 		{"GET", "/v1/endpoints/{id}", true, s.api(s.apiGetEndpoint)},
 		{"PUT", "/v1/endpoints/{id}", true, s.api(s.apiPutEndpoint)},
@@ -212,6 +213,7 @@ func (s *Server) routes() []route {
 		{"POST", "/endpoints/{id}/filter-test", false, s.page(s.filterTestForm)},
 		{"GET", "/events/{id}", false, s.page(s.eventPage)},
 		{"POST", "/events/{id}/replay", false, s.page(s.replayForm)},
+		{"POST", "/events/{id}/cancel", false, s.page(s.cancelForm)},
 
 		// The portal: the event list and its API, the favicon.
 		{"GET", "/v1/events", true, s.api(s.apiListEvents)},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/heraldhq/herald"
 )
@@ -24,6 +25,8 @@ type PublishResult struct {
 	// Filtered are the endpoints subscribed to the type whose filter kept the event from
 	// them (false, or an error evaluating it), sorted by endpoint id.
 	Filtered []FilteredEndpoint `json:"filtered,omitempty"`
+	// DeliverAt is when the first attempts go, for a scheduled send (SendOptions).
+	DeliverAt time.Time `json:"deliver_at,omitzero"`
 }
 
 // FanoutDelivery is one endpoint's delivery of a published event.
@@ -53,6 +56,16 @@ type FanoutDelivery struct {
 // error: the event is recorded as having no destination (PublishResult.NoDestination). The
 // event is checked against the catalog of event types first, as by Send.
 func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishResult, error) {
+	return s.PublishWith(ctx, tenant, ev, SendOptions{})
+}
+
+// PublishWith is Publish with options: a deliver_at schedules every delivery's first
+// attempt (see SendOptions).
+func (s *Client) PublishWith(ctx context.Context, tenant string, ev Event, o SendOptions) (PublishResult, error) {
+	at, err := o.deliverAt(s.opts.Now())
+	if err != nil {
+		return PublishResult{}, err
+	}
 	tenant = herald.TenantOrDefault(tenant)
 	if err := herald.ValidateGrantedTenant(tenant); err != nil {
 		return PublishResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -74,7 +87,7 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 	if err != nil {
 		return PublishResult{}, err
 	}
-	res := PublishResult{EventID: ev.ID, Tenant: tenant, Type: ev.Type}
+	res := PublishResult{EventID: ev.ID, Tenant: tenant, Type: ev.Type, DeliverAt: at}
 	if direct != nil {
 		res.Deliveries = []FanoutDelivery{*direct}
 		return res, nil
@@ -95,7 +108,7 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 	res.Deliveries = make([]FanoutDelivery, len(matches))
 	errs := make([]error, len(matches))
 	eachAtOnce(len(matches), s.opts.FanoutParallelism, func(i int) {
-		res.Deliveries[i], errs[i] = s.startFanout(ctx, tenant, matches[i], ev)
+		res.Deliveries[i], errs[i] = s.startFanout(ctx, tenant, matches[i], ev, at)
 	})
 	var failed []string
 	for i, err := range errs {
@@ -116,7 +129,7 @@ func (s *Client) Publish(ctx context.Context, tenant string, ev Event) (PublishR
 
 // startFanout starts endpoint's delivery of ev, or finds the one an earlier send started
 // and checks that it carries the same event.
-func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event) (FanoutDelivery, error) {
+func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Event, at time.Time) (FanoutDelivery, error) {
 	select {
 	case s.fanout <- struct{}{}:
 		defer func() { <-s.fanout }()
@@ -130,7 +143,7 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	wfID := herald.FanoutDeliveryID(tenant, endpoint, ev.ID)
 	d := FanoutDelivery{EndpointID: endpoint, WorkflowID: wfID}
 	var err error
-	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)", ev.Type, endpoint, tenant), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
+	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)%s", ev.Type, endpoint, tenant, scheduledSummary(at)), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, DeliverAt: at},
 		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID),
 		herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 type Replayed struct {
 	// State is the state of the delivery the replay acted on: dead_letter (its ladder runs
 	// again from attempt 1), waiting_retry (its next retry goes now), or delivered, expired
-	// or skipped (the event is delivered again). Empty for an event sent to the tenant
+	// skipped or cancelled (the event is delivered again). Empty for an event sent to the tenant
 	// named without an endpoint.
 	State herald.State `json:"state,omitempty"`
 	// Retry is the number of the retry that goes now, and DueAt when it was due
@@ -36,8 +36,8 @@ type Replayed struct {
 // Replay replays what ref names, with the event's original id, as each delivery's state
 // allows. A dead letter runs its ladder again from attempt 1; a retry waiting on the
 // ladder's timer goes now (the replay signal cuts the timer short); a delivery that has
-// closed (delivered, expired as a dead letter, or skipped at a disabled endpoint) is
-// delivered again. A delivery its endpoint holds back, or whose attempt is in flight, is
+// closed (delivered, expired as a dead letter, skipped at a disabled endpoint, or
+// cancelled) is delivered again, at once. A delivery its endpoint holds back, or whose attempt is in flight, is
 // left alone, with an error that says why.
 //
 // For an event sent to the tenant (Publish) named without an endpoint, every
@@ -98,7 +98,7 @@ func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Sta
 			r.Retry, r.DueAt = nextRetry(st), st.NextAttemptAt
 		}
 		return r, nil
-	case herald.StateDelivered, herald.StateExpired, herald.StateSkipped:
+	case herald.StateDelivered, herald.StateExpired, herald.StateSkipped, herald.StateCancelled:
 		return r, s.redeliver(ctx, wfID, eventID, st)
 	case herald.StateWaitingKey:
 		return r, fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
@@ -109,6 +109,12 @@ func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Sta
 		}
 		return r, fmt.Errorf("%w: event %s waits for its endpoint (%s): a replay does not override the endpoint's protection; the attempt goes when the endpoint admits it (herald endpoint reset %s closes an open circuit by hand)",
 			ErrInvalid, eventID, reason, st.Event.EndpointID)
+	case herald.StateScheduled:
+		if !st.DeliverAt.IsZero() {
+			return r, fmt.Errorf("%w: event %s is scheduled for %s: nothing to replay yet (herald cancel stops it)",
+				ErrInvalid, eventID, st.DeliverAt.UTC().Format(time.RFC3339))
+		}
+		fallthrough
 	default: // scheduled, attempting
 		hint := "herald status " + eventID
 		if tenant, _, _ := herald.ParseDeliveryID(wfID); tenant != herald.DefaultTenant {

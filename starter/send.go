@@ -24,6 +24,8 @@ type SendResult struct {
 	EventID    string `json:"event_id"`
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`
+	// DeliverAt is when the first attempt goes, for a scheduled send (SendOptions).
+	DeliverAt time.Time `json:"deliver_at,omitzero"`
 }
 
 // NewEventID returns a new event id: "evt_" and a time-ordered unique id.
@@ -90,6 +92,17 @@ func validateEvent(ev *Event, now time.Time, toEndpoint bool) error {
 // unregistered type is refused; data that does not match its type's schema is refused
 // with the path and rule that failed. Both refusals wrap ErrInvalid and start nothing.
 func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
+	return s.SendWith(ctx, ev, SendOptions{})
+}
+
+// SendWith is Send with options: a deliver_at schedules the first attempt (see
+// SendOptions). A resend of the same event id finds the delivery the first send started,
+// scheduled as that send asked.
+func (s *Client) SendWith(ctx context.Context, ev Event, o SendOptions) (SendResult, error) {
+	at, err := o.deliverAt(s.opts.Now())
+	if err != nil {
+		return SendResult{}, err
+	}
 	if err := ValidateEvent(&ev, s.opts.Now()); err != nil {
 		return SendResult{}, err
 	}
@@ -104,7 +117,7 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 		return SendResult{}, err
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
-	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s", ev.Type, ev.EndpointID), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev},
+	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s%s", ev.Type, ev.EndpointID, scheduledSummary(at)), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, DeliverAt: at},
 		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)),
 		herald.AttrEventID.ValueSet(ev.ID)) // found by its id in every tenant at once (an operator's search)
 	if err != nil {
@@ -122,7 +135,7 @@ func (s *Client) Send(ctx context.Context, ev Event) (SendResult, error) {
 			return SendResult{}, fmt.Errorf("%w: event id %s was already sent %s: send the same endpoint, type and data again, or choose a new id", ErrConflict, ev.ID, diff)
 		}
 	}
-	return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: runID}, nil
+	return SendResult{EventID: ev.ID, WorkflowID: wfID, RunID: runID, DeliverAt: at}, nil
 }
 
 // startOnce starts workflow wfID of type wfType on the deliveries' task queue (eagerly

@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.run", "^TestReplayHistories$")
 		os.Exit(m.Run())
 	}
-	s, err := testkit.Start(context.Background(), testkit.Options{})
+	s, err := testkit.Start(context.Background(), testkit.Options{Worker: worker.Options{Recovery: testRecovery}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start test stack:", err)
 		os.Exit(1)

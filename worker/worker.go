@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker/gate"
 	"github.com/heraldhq/herald/workflows"
@@ -58,6 +59,10 @@ type Options struct {
 	// herald.StatsCapacity. A shard keeps the capacity it started with. For tests, which
 	// scale it down to cross spills with few endpoints.
 	StatsCapacity int
+	// Recovery, if set, is the ladder on which endpoints disabled for failing are probed;
+	// default policy.DefaultRecoveryLadder (1h, 3h, 6h, 12h, then every 24h for 30 days).
+	// An endpoint keeps the ladder it started probing with. For tests, which scale it down.
+	Recovery policy.RecoveryLadder
 }
 
 func (o *Options) setDefaults() {
@@ -96,6 +101,11 @@ func New(c client.Client, o Options) (*Worker, error) {
 	if err := o.Defaults.Validate(); err != nil {
 		return nil, err
 	}
+	if r := o.Recovery; len(r.Steps) > 0 || r.Every != 0 || r.For != 0 {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("worker recovery ladder: %w", err)
+		}
+	}
 	var wo sdkworker.Options
 	if o.DeliverySlots > 0 {
 		wo.MaxConcurrentWorkflowTaskExecutionSize = o.DeliverySlots
@@ -107,16 +117,17 @@ func New(c client.Client, o Options) (*Worker, error) {
 	// task per endpoint, and two pollers' round trips held it to a third of the rate
 	// (herald bench --scenario scale, docs/sizing.md).
 	ew := sdkworker.New(c, herald.EndpointTaskQueue(o.TaskQueue), sdkworker.Options{MaxConcurrentWorkflowTaskPollers: endpointPollers})
-	RegisterEndpoints(ew, o.Net)
+	hopts := activities.HTTPOptions{RootCAs: o.RootCAs}
+	if o.Tracing.Enabled() {
+		hopts.Wrap = o.Tracing.Transport
+	}
+	registerEndpoints(ew, o.Net, o.Recovery)
+	ew.RegisterActivity(&activities.Prober{Destination: activities.NewHTTP(o.Net, hopts), Defaults: o.Defaults})
 	defaults := o.Defaults
 	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue), o.StatsCapacity), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, o.Logger)
 	Register(w)
-	hopts := activities.HTTPOptions{RootCAs: o.RootCAs}
-	if o.Tracing.Enabled() {
-		hopts.Wrap = o.Tracing.Transport
-	}
 	w.RegisterActivity(&activities.Activities{
 		Gate:        g,
 		Destination: activities.NewHTTP(o.Net, hopts),
@@ -164,7 +175,15 @@ func Register(r interface {
 func RegisterEndpoints(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }, net netguard.Policy) {
-	ew := &workflows.EndpointWorkflow{Net: net}
+	registerEndpoints(r, net, policy.RecoveryLadder{})
+}
+
+// registerEndpoints is RegisterEndpoints with the recovery ladder of endpoints disabled
+// for failing (zero: the default).
+func registerEndpoints(r interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+}, net netguard.Policy, recovery policy.RecoveryLadder) {
+	ew := &workflows.EndpointWorkflow{Net: net, Recovery: recovery}
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, workflow.RegisterOptions{Name: herald.EventTypesWorkflow})

@@ -45,6 +45,9 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 	}
 	d.replays = workflow.GetSignalChannel(ctx, herald.SignalReplay)
 	d.permits = workflow.GetSignalChannel(ctx, herald.SignalPermit)
+	if err := d.setCancelHandler(ctx); err != nil {
+		return d.status, err
+	}
 	return d.run(ctx)
 }
 
@@ -58,9 +61,17 @@ type delivery struct {
 	held bool
 	// skipped is set when the delivery ended without a request: its endpoint was disabled.
 	skipped bool
+	// cancel is the cancel accepted, if any (delivery_cancel.go).
+	cancel cancelling
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
+	if stopped, err := d.schedule(ctx); err != nil || stopped {
+		if stopped {
+			d.stop(ctx)
+		}
+		return d.done(ctx, err)
+	}
 	for {
 		last, delivered, err := d.ladder(ctx)
 		if err != nil {
@@ -69,11 +80,16 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		if delivered && d.status.Round > 0 {
 			d.emitOps(ctx, herald.OpsRecovered, "")
 		}
-		if delivered || d.skipped {
-			return d.status, nil
+		if delivered || d.skipped || d.status.State == herald.StateCancelled {
+			return d.done(ctx, nil)
+		}
+		if d.cancelled() {
+			// Cancelled while its last attempt was in flight: no dead letter.
+			d.stop(ctx)
+			return d.done(ctx, nil)
 		}
 		if !d.deadLetter(ctx, last) {
-			return d.status, nil
+			return d.done(ctx, nil)
 		}
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
@@ -93,6 +109,11 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 	round := d.status.Round
 	var acts *activities.Activities
 	for n := 1; ; n++ {
+		if d.cancelled() {
+			// A cancel came as the wait before this attempt ended: it goes no further.
+			d.stop(ctx)
+			return herald.Settings{}, false, nil
+		}
 		d.setState(ctx, herald.StateAttempting, false)
 		d.status.NextAttemptAt = time.Time{}
 		in := activities.AttemptInput{
@@ -210,9 +231,10 @@ func (d *delivery) awaitRetry(ctx workflow.Context, delay time.Duration, summary
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(tctx, delay, workflow.TimerOptions{Summary: summary})
 	var err error
-	fired, now := false, false
+	fired, now, stopped := false, false, false
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(timer, func(f workflow.Future) { fired, err = true, f.Get(ctx, nil) })
+	d.addCancel(ctx, sel, &stopped)
 	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
 		var req herald.ReplayRequest
 		c.Receive(ctx, &req)
@@ -225,7 +247,7 @@ func (d *delivery) awaitRetry(ctx workflow.Context, delay time.Duration, summary
 			d.noteReplay(ctx, fmt.Sprintf("retry %d goes now, its timer cut short (it was due at %s)", next, due), false)
 		}
 	})
-	for !fired && !now {
+	for !fired && !now && !stopped {
 		sel.Select(ctx)
 	}
 	return err
@@ -279,6 +301,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 		done = true
 	})
 	sel.AddFuture(timer, func(workflow.Future) { done = true })
+	d.addCancel(ctx, sel, &done)
 	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
 		d.ignoreReplay(ctx, c, fmt.Sprintf("attempt %d waits for its endpoint (%s): a replay does not override the endpoint's protection; the attempt goes when the endpoint admits it", n, h.Reason))
 	})
@@ -328,10 +351,16 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 		replayed = true
 	})
 	sel.AddFuture(timer, func(workflow.Future) { expired = true })
-	for !replayed && !expired {
+	stopped := false
+	d.addCancel(ctx, sel, &stopped)
+	for !replayed && !expired && !stopped {
 		sel.Select(ctx)
 	}
 	cancelTimer()
+	if stopped {
+		d.stop(ctx)
+		return false
+	}
 	if expired {
 		d.setState(ctx, herald.StateExpired, true)
 		return false
@@ -339,6 +368,14 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 	d.noteReplay(ctx, fmt.Sprintf("dead letter replayed: round %d starts", d.status.Round+2), true)
 	d.status.DeadAt, d.status.ExpiresAt, d.status.Reason = time.Time{}, time.Time{}, ""
 	return true
+}
+
+// done ends the run with its status and err, once the handlers of a cancel have answered.
+func (d *delivery) done(ctx workflow.Context, err error) (herald.Status, error) {
+	if err == nil && d.cancelled() {
+		err = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	}
+	return d.status, err
 }
 
 func (d *delivery) continueAsNew(ctx workflow.Context) error {

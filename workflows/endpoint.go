@@ -26,11 +26,15 @@ const (
 // host is a literal forbidden address at registration.
 type EndpointWorkflow struct {
 	Net netguard.Policy
+	// Recovery is the ladder on which an endpoint disabled for failing is probed; the
+	// zero value is policy.DefaultRecoveryLadder. A run keeps the ladder it started
+	// probing with.
+	Recovery policy.RecoveryLadder
 }
 
 // Run is the endpoint workflow's function.
 func (w *EndpointWorkflow) Run(ctx workflow.Context, in herald.EndpointInput) error {
-	e := &endpointRun{net: w.Net, in: in}
+	e := &endpointRun{net: w.Net, in: in, ladder: w.Recovery}
 	if e.in.Since.IsZero() {
 		e.in.Since = workflow.Now(ctx)
 	}
@@ -102,6 +106,12 @@ type endpointRun struct {
 	published []byte
 	// counts are the stats shard's spills (herald.SignalCounts).
 	counts workflow.ReceiveChannel
+	// ladder is the recovery ladder probing starts with (endpoint_recovery.go).
+	ladder policy.RecoveryLadder
+	// noRecovery is set in a run that took versionEndpointRecovery's old branch.
+	noRecovery bool
+	// probing is set while a probe is in flight.
+	probing bool
 }
 
 // admission answers a gate's snapshot query: the configuration, and what the limiter

@@ -88,6 +88,7 @@ func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
 	for _, w := range e.in.Limiter.Tick(now) {
 		e.wake(ctx, w)
 	}
+	e.recover(ctx, now)
 	circuit, disabled := e.in.Circuit, e.in.Disabled
 	e.showCircuit(ctx)
 	e.showDisabled(ctx)
@@ -152,7 +153,7 @@ func (l *limiterLoop) finish(ctx workflow.Context) error {
 		return err
 	}
 	l.drain(ctx)
-	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 && !e.probing }); err != nil {
 		return err
 	}
 	// Counts that came in this workflow task, which the counts coroutine may not have

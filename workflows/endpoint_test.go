@@ -28,6 +28,7 @@ const testURL = "https://hooks.acme.test/herald"
 func newEndpointEnv(net netguard.Policy) *testsuite.TestWorkflowEnvironment {
 	env := newTestEnv()
 	env.RegisterWorkflowWithOptions((&EndpointWorkflow{Net: net}).Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
+	mockRecovery(env)
 	return env
 }
 

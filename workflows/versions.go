@@ -55,4 +55,28 @@ const (
 	// Asked once, as a run starts. The old branch (statsBeforeSpill) keeps every endpoint:
 	// tests/testdata/histories/endpoint_stats_before_spill.json takes it.
 	versionStatsSpill = "stats-spill"
+	// versionScheduledSend (2026-12-02): a delivery whose input carries a future DeliverAt
+	// (a scheduled send) upserts HeraldStatus scheduled and waits on a timer before its
+	// first attempt. Asked only for such an input, so every recorded delivery (none has
+	// one) stays off it; the old branch is a run an older worker started, which ignored
+	// the field and attempted at once (delivery_first_try.json and the other delivery_*
+	// histories replay unchanged; delivery_scheduled_cancelled.json takes the new one).
+	versionScheduledSend = "scheduled-send"
+	// versionCancel (2026-12-02): a delivery accepts a cancel (herald.UpdateCancel) and,
+	// once the update is accepted, stops where it waits: it upserts the MemoCancelled memo
+	// field and HeraldStatus cancelled, returns a permit it holds, and completes. Asked in
+	// the update's handler: no recorded history before it has a cancel (older workers
+	// reject the update, which leaves no event), so all delivery_* histories replay
+	// unchanged; delivery_scheduled_cancelled.json and delivery_waiting_retry_cancelled.json
+	// take the new branch.
+	versionCancel = "cancel"
+	// versionEndpointRecovery (2026-12-02): an endpoint disabled for failing is probed on
+	// the recovery ladder (policy.RecoveryLadder, the worker's, recorded by a side
+	// effect as probing starts): a timer for each probe, a local activity
+	// that sends it, and on success the endpoint is enabled, a bulk replay of its dead
+	// letters started and endpoint.recovered emitted. Asked once, when a run finds the
+	// endpoint disabled for failing with no recovery decided. The old branch never probes:
+	// tests/testdata/histories/endpoint_disabled_failing_before_recovery.json takes it;
+	// endpoint_recovered.json takes the new one.
+	versionEndpointRecovery = "endpoint-recovery"
 )

@@ -51,6 +51,10 @@ func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) erro
 		fmt.Fprintf(w, "Dead since %s; expires %s unless replayed (%s)\n", fmtTime(st.DeadAt), fmtTime(st.ExpiresAt), g.herald(replayArgs(st.Event.ID, tenant)...))
 	case st.State == herald.StateSkipped:
 		fmt.Fprintf(w, "Skipped    no request was made: %s\n", st.Reason)
+	case st.State == herald.StateScheduled && !st.DeliverAt.IsZero():
+		fmt.Fprintf(w, "Scheduled  the first attempt goes at %s (%s)\n", fmtTime(st.DeliverAt), g.herald(cancelArgs(st.Event.ID, tenant)...))
+	case st.State == herald.StateCancelled && st.Cancelled != nil:
+		printCancelled(w, st.Cancelled)
 	}
 	if st.Reason != "" && st.State == herald.StateDeadLetter {
 		fmt.Fprintf(w, "Why        %s\n", st.Reason)
@@ -154,6 +158,9 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 	fmt.Fprintf(w, "Version    %d, updated %s\n", st.Version, fmtTime(st.UpdatedAt))
 	if d := st.Disabled; d != nil {
 		fmt.Fprintf(w, "Disabled   %s since %s (%s)\n", d.Reason, fmtTime(d.At), d.Cause)
+		if r := d.Recovery; r != nil {
+			fmt.Fprintf(w, "Probing    %s\n", recoveryText(r))
+		}
 	} else if !st.FailingSince.IsZero() {
 		fmt.Fprintf(w, "Failing    no attempt has succeeded since %s\n", fmtTime(st.FailingSince))
 	}

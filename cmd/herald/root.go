@@ -88,7 +88,7 @@ Start here:
 	}
 	root.AddCommand(
 		newDevCmd(g), newWorkerCmd(g), newEndpointCmd(g), newSendCmd(g),
-		newStatusCmd(g), newReplayCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
+		newStatusCmd(g), newReplayCmd(g), newCancelCmd(g), newDLQCmd(g), newKeygenCmd(g), newCodecServerCmd(g), newReceiveCmd(g), newBenchCmd(g),
 		newServeCmd(g), newTokenCmd(g), newPortalLinkCmd(g),
 		newEventTypeCmd(g), newSettingsCmd(g), newOpsEndpointCmd(g), newNamespaceCmd(g), newMigrateCmd(g), newProbeCmd(), newVersionCmd(g),
 	)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,8 @@ import (
 )
 
 func newSendCmd(g *globals) *cobra.Command {
-	var endpoint, tenant, id, typ, data string
+	var endpoint, tenant, id, typ, data, deliverAt string
+	var delay time.Duration
 	cmd := &cobra.Command{
 		Use:   "send (--tenant T | --endpoint ID) --type TYPE --data JSON",
 		Short: "Send an event to a tenant's subscribed endpoints, or to one endpoint",
@@ -39,10 +41,16 @@ most once compacted). The receiver gets the data exactly as given, compacted, ne
 
 The event's --type is checked against the catalog of event types (herald event-type
 --help): data that does not match its type's JSON Schema is refused, naming where and
-which rule, and so is a type that is not registered when strict types are on.`,
+which rule, and so is a type that is not registered when strict types are on.
+
+--deliver-at (RFC 3339) or --delay (a duration) schedules the send: the deliveries start now,
+durable, show as scheduled in herald status, and make their first attempt then (90 days
+ahead at most). herald cancel stops a scheduled send before it goes.`,
 		Example: `  herald send --tenant acme --type order.paid --data '{"order":42}'
   herald send --tenant acme --type order.paid --id evt_order_42_paid --data @event.json
-  herald send --endpoint acme-billing --type order.paid --data '{"order":42}'`,
+  herald send --endpoint acme-billing --type order.paid --data '{"order":42}'
+  herald send --tenant acme --type trial.ending --delay 72h --data '{"account":7}'
+  herald send --endpoint acme-billing --type invoice.due --deliver-at 2026-12-24T09:00:00Z --data '{}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (endpoint == "") == (tenant == "") {
@@ -53,6 +61,11 @@ which rule, and so is a type that is not registered when strict types are on.`,
 					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
 				}
 			}
+			at, err := parseSchedule(deliverAt, delay, cmd.Flags().Changed("delay"), time.Now())
+			if err != nil {
+				return err
+			}
+			opts := starter.SendOptions{DeliverAt: at}
 			raw, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -60,19 +73,23 @@ which rule, and so is a type that is not registered when strict types are on.`,
 			if tenant != "" {
 				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw)}
 				return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.PublishResult, error) {
-					return s.Publish(ctx, tenant, ev)
+					return s.PublishWith(ctx, tenant, ev, opts)
 				}, g.printPublished)
 			}
 			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.SendResult, error) {
-				res, err := s.Send(ctx, ev)
+				res, err := s.SendWith(ctx, ev, opts)
 				if errors.Is(err, starter.ErrNotFound) {
 					err = fmt.Errorf("%w (%s)", err, g.herald("endpoint", "put", endpoint, "--url", "URL"))
 				}
 				return res, err
 			}, func(w io.Writer, res starter.SendResult) error {
 				tenant, _, _ := herald.ParseDeliveryID(res.WorkflowID)
-				_, err := fmt.Fprintf(w, "Sent %s (workflow %s)\nFollow it: %s\n", res.EventID, res.WorkflowID, g.herald(statusArgs(res.EventID, tenant)...))
+				fmt.Fprintf(w, "Sent %s (workflow %s)\n", res.EventID, res.WorkflowID)
+				if !res.DeliverAt.IsZero() {
+					fmt.Fprintf(w, "Scheduled: the first attempt goes at %s (cancel: %s)\n", fmtTime(res.DeliverAt), g.herald(cancelArgs(res.EventID, tenant)...))
+				}
+				_, err := fmt.Fprintf(w, "Follow it: %s\n", g.herald(statusArgs(res.EventID, tenant)...))
 				return err
 			})
 		},
@@ -83,6 +100,8 @@ which rule, and so is a type that is not registered when strict types are on.`,
 	f.StringVar(&id, "id", "", "event id (default: a new evt_... id); receivers deduplicate on it")
 	f.StringVar(&typ, "type", "", "event type (required): ASCII letters, digits, '-', '_' and '.', e.g. order.paid")
 	f.StringVar(&data, "data", "", "event payload: JSON, @FILE or - for stdin (required)")
+	f.StringVar(&deliverAt, "deliver-at", "", "schedule the first attempt for this time (RFC 3339, e.g. 2026-12-24T09:00:00Z; at most 90 days ahead)")
+	f.DurationVar(&delay, "delay", 0, "schedule the first attempt this long from now (e.g. 10m, 72h; instead of --deliver-at)")
 	_ = cmd.MarkFlagRequired("data")
 	_ = cmd.MarkFlagRequired("type")
 	return cmd
@@ -105,6 +124,9 @@ func (g *globals) printPublished(w io.Writer, res starter.PublishResult) error {
 		return err
 	}
 	fmt.Fprintf(w, "Sent %s (%s) to %d endpoint(s) of tenant %s:\n", res.EventID, res.Type, len(res.Deliveries), res.Tenant)
+	if !res.DeliverAt.IsZero() {
+		fmt.Fprintf(w, "Scheduled: the first attempts go at %s (cancel: %s)\n", fmtTime(res.DeliverAt), g.herald(cancelArgs(res.EventID, res.Tenant)...))
+	}
 	for _, d := range res.Deliveries {
 		note := ""
 		if d.Existed {
