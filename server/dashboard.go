@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -42,6 +43,10 @@ func (s *Server) page(h pageHandler) http.HandlerFunc {
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			if formTooLarge(r) {
+				s.errorPage(w, r, p, http.StatusRequestEntityTooLarge, fmt.Sprintf("This form is larger than %d KiB, the limit of a dashboard form: nothing was changed. Go back and send less.", maxBody>>10))
+				return
+			}
 			if !s.checkCSRF(r, p) {
 				s.errorPage(w, r, p, http.StatusForbidden, "This form did not come from this page (CSRF check failed): go back, reload the page and try again.")
 				return
@@ -155,7 +160,7 @@ func flash(r *http.Request) string {
 	case "types":
 		return "Subscriptions saved: events sent to the tenant from now on reach this endpoint if their type matches."
 	}
-	return ""
+	return settingsFlashes[q.Get("done")]
 }
 
 func withQuery(path string, q url.Values) string {

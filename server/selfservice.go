@@ -61,6 +61,9 @@ type selfView struct {
 	TestType string
 	// TestEvent and TestEventURL name the test event just sent.
 	TestEvent, TestEventURL string
+	// Edit is what the filter, transformation and authentication forms show
+	// (endpointsettings.go).
+	Edit *settingsEdit
 }
 
 // formBack is where an endpoint form goes once done: the endpoint's settings when the
@@ -164,6 +167,13 @@ func (s *Server) settingsPage(ctx context.Context, w http.ResponseWriter, r *htt
 	if err != nil {
 		return err
 	}
+	s.render(w, r, http.StatusOK, "settings.html", s.settingsView(ctx, r, p, id, e))
+	return nil
+}
+
+// settingsView is the settings page of endpoint e (id), with the flash of the form that
+// came back to it.
+func (s *Server) settingsView(ctx context.Context, r *http.Request, p principal, id string, e herald.EndpointState) view {
 	v := s.newView(p, "Settings of "+id)
 	v.Refresh = 0
 	v.Endpoint = s.endpointView(e)
@@ -177,15 +187,18 @@ func (s *Server) settingsPage(ctx context.Context, w http.ResponseWriter, r *htt
 		self.TestEvent = ev
 		self.TestEventURL = "/events/" + url.PathEscape(ev) + tenantQuery(e.Tenant)
 		v.Flash = "Test event " + ev + " sent to " + id + " only."
+		if at, err := time.Parse(time.RFC3339, q.Get("at")); err == nil {
+			v.Flash = "Test event " + ev + " scheduled for " + s.stamp(at) + ", to " + id + " only."
+		}
 	}
 	if cat, err := s.opts.Starter.EventTypes(ctx); err == nil {
 		for _, t := range cat.Types {
 			self.Catalog = append(self.Catalog, t.Name)
 		}
 	}
+	self.Edit = newSettingsEdit(e)
 	v.Self = self
-	s.render(w, r, http.StatusOK, "settings.html", v)
-	return nil
+	return v
 }
 
 // rotateForm makes a new signing secret current and shows it once; the old one keeps
@@ -252,7 +265,8 @@ type testData struct {
 }
 
 // testEventForm sends a test event to one endpoint only (never to the tenant's other
-// endpoints) and goes back to its settings, which link to the event's page.
+// endpoints), now or after the delay chosen (testDelay), and goes back to its settings,
+// which link to the event's page.
 func (s *Server) testEventForm(ctx context.Context, w http.ResponseWriter, r *http.Request, p principal) error {
 	id, _, err := s.pathEndpoint(ctx, r, p)
 	if err != nil {
@@ -262,11 +276,23 @@ func (s *Server) testEventForm(ctx context.Context, w http.ResponseWriter, r *ht
 	if typ == "" {
 		typ = TestEventType
 	}
-	data, _ := json.Marshal(testData{Test: true, Message: "A test event sent from the Herald dashboard.", Endpoint: id})
-	res, err := s.opts.Starter.Send(ctx, starter.Event{EndpointID: id, Type: typ, Data: data})
+	delay, err := testDelay(r)
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id)+"/settings", url.Values{"done": {"test"}, "event": {res.EventID}}), http.StatusSeeOther)
+	var o starter.SendOptions
+	if delay > 0 {
+		o.DeliverAt = s.opts.Now().Add(delay)
+	}
+	data, _ := json.Marshal(testData{Test: true, Message: "A test event sent from the Herald dashboard.", Endpoint: id})
+	res, err := s.opts.Starter.SendWith(ctx, starter.Event{EndpointID: id, Type: typ, Data: data}, o)
+	if err != nil {
+		return err
+	}
+	back := url.Values{"done": {"test"}, "event": {res.EventID}}
+	if !res.DeliverAt.IsZero() {
+		back.Set("at", res.DeliverAt.UTC().Format(time.RFC3339))
+	}
+	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id)+"/settings", back), http.StatusSeeOther)
 	return nil
 }

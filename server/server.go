@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/heraldhq/herald/expr"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/tracing"
 )
@@ -198,6 +199,9 @@ func (s *Server) routes() []route {
 		{"GET", "/endpoints/{id}/settings", false, s.page(s.settingsPage)},
 		{"POST", "/endpoints/{id}/secret", false, s.page(s.rotateForm)},
 		{"POST", "/endpoints/{id}/test", false, s.page(s.testEventForm)},
+		{"POST", "/endpoints/{id}/filter", false, s.page(s.expressionForm(expr.KindFilter))},
+		{"POST", "/endpoints/{id}/transform", false, s.page(s.expressionForm(expr.KindTransform))},
+		{"POST", "/endpoints/{id}/auth", false, s.page(s.authForm)},
 
 		{"GET", "/{$}", false, s.page(s.home)},
 		{"GET", "/signin", false, s.signinForm},
