@@ -337,3 +337,38 @@ func TestSettingsTestEventLater(t *testing.T) {
 	code, out := call(t, "POST", "/v1/events/"+ev+"/cancel", shared.acme, map[string]any{"reason": "test over"})
 	want(t, "cancel the scheduled test event", code, http.StatusOK, out)
 }
+
+// TestSettingsFormsPortalScope: a portal session for one endpoint sets that endpoint's
+// filter, and cannot change another endpoint of its tenant.
+func TestSettingsFormsPortalScope(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, http.StatusOK)
+	one, other := uniq("set-pl-one"), uniq("set-pl-other")
+	putEndpoint(t, one, "acme", rcv.URL, 1, nil)
+	putEndpoint(t, other, "acme", rcv.URL, 1, nil)
+	c, code, _, _ := openLink(t, shared.http.URL, mintLink(t, map[string]any{"tenant": "acme", "endpoint": one}))
+	if code != http.StatusSeeOther {
+		t.Fatalf("open the portal link: status %d", code)
+	}
+	settings := "/endpoints/" + one + "/settings"
+	if code, page := postForm(t, c, settings, "/endpoints/"+one+"/filter", url.Values{"expression": {`type == "order.paid"`}}); code != http.StatusSeeOther {
+		t.Fatalf("the portal sets its endpoint's filter: status %d:\n%s", code, page)
+	}
+	if st := endpointJSON(t, one); st["filter"] != `type == "order.paid"` {
+		t.Fatalf("the API shows filter %v", st["filter"])
+	}
+	version := endpointJSON(t, other)["version"]
+	for _, tc := range []struct {
+		path string
+		form url.Values
+	}{
+		{"filter", url.Values{"expression": {"true"}}},
+		{"transform", url.Values{"expression": {`{"body": "x"}`}}},
+		{"auth", url.Values{"part": {"basic"}, "username": {"u"}, "password": {"p"}}},
+	} {
+		if code, _ := postForm(t, c, settings, "/endpoints/"+other+"/"+tc.path, tc.form); code != http.StatusNotFound {
+			t.Errorf("the portal of %s posts %s of %s: status %d, want 404", one, tc.path, other, code)
+		}
+	}
+	sameVersion(t, "the portal's posts to another endpoint", other, version)
+}

@@ -17,7 +17,8 @@ import (
 
 // Tenant self-service: a tenant (signed in with its token or a portal link) or an operator
 // acting for one registers endpoints, rotates their signing secrets and sends them test
-// events from the dashboard. Choosing event types and disabling/enabling use the endpoint
+// events from the dashboard (their filters, transformations and authentication: see
+// endpointsettings.go). Choosing event types and disabling/enabling use the endpoint
 // page's forms (typesForm, disableForm, enableForm), which come back here when told to.
 //
 // Signing secrets are never read back: Herald keeps them only inside the endpoint
