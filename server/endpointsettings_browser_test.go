@@ -74,6 +74,8 @@ func TestBrowserSettingsFilterAndAuth(t *testing.T) {
 	if got := text(t, ctx, "#auth-now"); got != "basic + client certificate" {
 		t.Fatalf("after basic auth the page shows authentication %q", got)
 	}
+	run(t, ctx, "show the forms", chromedp.Evaluate[chromedp.Void](`document.querySelector("#auth details").open = true`))
+	screenshot(t, ctx, "portal-settings.png")
 	page, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
 	if err != nil {
 		t.Fatal(err)
