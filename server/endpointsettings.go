@@ -157,51 +157,32 @@ func (s *Server) authForm(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return err
 	}
 	part := r.PostFormValue("part")
-	req := herald.PutEndpointRequest{ID: id}
-	var a herald.EndpointAuth
-	username, tokenURL, clientID := strings.TrimSpace(r.PostFormValue("username")), strings.TrimSpace(r.PostFormValue("token_url")), strings.TrimSpace(r.PostFormValue("client_id"))
-	scopes := strings.Fields(r.PostFormValue("scopes"))
+	switch part {
+	case authBasic, authOAuth2, authClientCert, authRemove:
+	default:
+		return fmt.Errorf("%w: choose what to set: basic auth, OAuth2 client credentials, a client certificate, or remove authentication", starter.ErrInvalid)
+	}
 	refuse := func(msg string) error {
 		v := s.settingsView(ctx, r, p, id, e)
 		ed := v.Self.Edit
 		ed.AuthPart, ed.AuthError = part, "Not saved, nothing changed: "+authFields.Replace(msg)
 		switch part {
 		case authBasic:
-			ed.Username = username
+			ed.Username = strings.TrimSpace(r.PostFormValue("username"))
 		case authOAuth2:
-			ed.TokenURL, ed.ClientID, ed.Scopes = tokenURL, clientID, strings.Join(scopes, " ")
+			ed.TokenURL, ed.ClientID = strings.TrimSpace(r.PostFormValue("token_url")), strings.TrimSpace(r.PostFormValue("client_id"))
+			ed.Scopes = strings.Join(strings.Fields(r.PostFormValue("scopes")), " ")
 		}
 		s.render(w, r, http.StatusBadRequest, "settings.html", v)
 		return nil
 	}
-	switch part {
-	case authBasic:
-		a.Basic = &herald.BasicAuth{Username: username, Password: herald.Credential(r.PostFormValue("password"))}
-	case authOAuth2:
-		a.OAuth2 = &herald.OAuth2Auth{TokenURL: tokenURL, ClientID: clientID, ClientSecret: herald.Credential(r.PostFormValue("client_secret")), Scopes: scopes}
-	case authClientCert:
-		cert, err := pemField(r, "cert_pem", "cert_file", "certificate")
-		if err != nil {
-			return refuse(err.Error())
-		}
-		key, err := pemField(r, "key_pem", "key_file", "private key")
-		if err != nil {
-			return refuse(err.Error())
-		}
-		a.ClientCert = &herald.ClientCert{CertPEM: cert, KeyPEM: herald.Credential(key)}
-	case authRemove:
-		req.ClearAuth = true
-	default:
-		return fmt.Errorf("%w: choose what to set: basic auth, OAuth2 client credentials, a client certificate, or remove authentication", starter.ErrInvalid)
+	a, err := authFormChange(r, part)
+	if err != nil {
+		return refuse(err.Error())
 	}
-	done := "auth"
-	if req.ClearAuth {
-		done = "auth-removed"
-	} else {
-		if err := a.Validate(); err != nil {
-			return refuse(err.Error())
-		}
-		req.Auth = &a
+	req, done := herald.PutEndpointRequest{ID: id, Auth: &a}, "auth"
+	if part == authRemove {
+		req, done = herald.PutEndpointRequest{ID: id, ClearAuth: true}, "auth-removed"
 	}
 	if _, err := s.opts.Starter.PutEndpoint(ctx, req); err != nil {
 		if errStatus(err) == http.StatusBadRequest {
@@ -211,6 +192,39 @@ func (s *Server) authForm(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	http.Redirect(w, r, withQuery("/endpoints/"+url.PathEscape(id)+"/settings", url.Values{"done": {done}}), http.StatusSeeOther)
 	return nil
+}
+
+// authFormChange reads the authentication form's fields for part (authBasic, authOAuth2,
+// authClientCert; authRemove reads nothing) into the authentication to set, checked by
+// herald.EndpointAuth.Validate. An error names the form's fields (authFields) and never
+// holds a password, a client secret or a key the form gave.
+func authFormChange(r *http.Request, part string) (herald.EndpointAuth, error) {
+	var a herald.EndpointAuth
+	switch part {
+	case authBasic:
+		a.Basic = &herald.BasicAuth{Username: strings.TrimSpace(r.PostFormValue("username")), Password: herald.Credential(r.PostFormValue("password"))}
+	case authOAuth2:
+		a.OAuth2 = &herald.OAuth2Auth{TokenURL: strings.TrimSpace(r.PostFormValue("token_url")), ClientID: strings.TrimSpace(r.PostFormValue("client_id")),
+			ClientSecret: herald.Credential(r.PostFormValue("client_secret")), Scopes: strings.Fields(r.PostFormValue("scopes"))}
+	case authClientCert:
+		cert, err := pemField(r, "cert_pem", "cert_file", "certificate")
+		if err != nil {
+			return a, errors.New(authFields.Replace(err.Error()))
+		}
+		key, err := pemField(r, "key_pem", "key_file", "private key")
+		if err != nil {
+			return a, errors.New(authFields.Replace(err.Error()))
+		}
+		a.ClientCert = &herald.ClientCert{CertPEM: cert, KeyPEM: herald.Credential(key)}
+	case authRemove:
+		return a, nil
+	default:
+		return a, errors.New("choose what to set: basic auth, OAuth2 client credentials, a client certificate, or remove authentication")
+	}
+	if err := a.Validate(); err != nil {
+		return a, errors.New(authFields.Replace(err.Error()))
+	}
+	return a, nil
 }
 
 // pemField reads a PEM block of the client certificate form: pasted in the text field, or

@@ -91,7 +91,7 @@ func sameVersion(t *testing.T, what, id string, version any) {
 }
 
 // selfSignedPEM makes a client certificate and its key, in PEM.
-func selfSignedPEM(t *testing.T) (certPEM, keyPEM []byte) {
+func selfSignedPEM(t testing.TB) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -371,4 +371,47 @@ func TestSettingsFormsPortalScope(t *testing.T) {
 		}
 	}
 	sameVersion(t, "the portal's posts to another endpoint", other, version)
+}
+
+// FuzzAuthFormChange: whatever the authentication form holds, what it reads is checked
+// (a part set is the part asked for, its secret kept as typed) and its error never holds the
+// password, client secret or key given.
+func FuzzAuthFormChange(f *testing.F) {
+	cert, key := selfSignedPEM(f)
+	f.Add("basic", "herald", "s3cret", "", "", "", "", "")
+	f.Add("basic", "her:ald", "s3cret", "", "", "", "", "")
+	f.Add("oauth2", "", "s3cret", "http://127.0.0.1:9/token", "herald", "", "webhooks:write read", "")
+	f.Add("oauth2", "", "s3c\x00ret", "ftp://x", "herald", "", `a"b`, "")
+	f.Add("client_cert", "", "", "", "", string(cert), "", string(key))
+	f.Add("client_cert", "", "", "", "", string(cert), "", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+	f.Add("remove", "", "", "", "", "", "", "")
+	f.Fuzz(func(t *testing.T, part, username, secret, tokenURL, clientID, certPEM, scopes, keyPEM string) {
+		const mark = "S3CR3T-"
+		form := url.Values{"username": {username}, "password": {mark + secret}, "token_url": {tokenURL}, "client_id": {clientID},
+			"client_secret": {mark + secret}, "scopes": {scopes}, "cert_pem": {certPEM}, "key_pem": {mark + keyPEM}}
+		r, err := http.NewRequest(http.MethodPost, "/", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		a, err := authFormChange(r, part)
+		if err != nil {
+			if !strings.Contains(username+tokenURL+clientID+certPEM+scopes, "S3CR3T") && strings.Contains(err.Error(), "S3CR3T") {
+				t.Fatalf("part %q: the error shows a secret: %v", part, err)
+			}
+			return
+		}
+		switch {
+		case part == authBasic && (a.Basic == nil || a.OAuth2 != nil || a.ClientCert != nil || string(a.Basic.Password) != mark+secret),
+			part == authOAuth2 && (a.OAuth2 == nil || a.Basic != nil || a.ClientCert != nil || string(a.OAuth2.ClientSecret) != mark+secret),
+			part == authClientCert && (a.ClientCert == nil || a.Basic != nil || a.OAuth2 != nil),
+			part == authRemove && !a.IsZero():
+			t.Fatalf("part %q read as %+v", part, a.View())
+		case part != authBasic && part != authOAuth2 && part != authClientCert && part != authRemove:
+			t.Fatalf("unknown part %q accepted", part)
+		}
+		if err := a.Validate(); err != nil {
+			t.Fatalf("part %q accepted what the put refuses: %v", part, err)
+		}
+	})
 }

@@ -54,6 +54,9 @@ func TestMain(m *testing.M) {
 		os.Exit(runTokenWriter()) // a child of TestTokenStoreConcurrentProcesses
 	}
 	flag.Parse()
+	if fw := flag.Lookup("test.fuzzworker"); fw != nil && fw.Value.String() == "true" {
+		os.Exit(m.Run()) // a fuzz worker (go test -fuzz): its targets need no stack
+	}
 	if testing.Short() {
 		// The edit-test loop (go test -short): the tests here run against a Temporal
 		// server and a worker started for them.
