@@ -115,6 +115,11 @@ func (l *limiterLoop) ready(ctx workflow.Context) func() bool {
 	}
 }
 
+// pending reports whether a gate's signal waits to be handed to the limiter (drain).
+func (l *limiterLoop) pending() bool {
+	return l.dones.Len() > 0 || l.waits.Len() > 0 || l.outcomes.Len() > 0
+}
+
 // drain hands every signal received to the limiter: outcomes first, so that the breaker
 // has heard them before waiters are let go, then returned permits, then new waiters.
 func (l *limiterLoop) drain(ctx workflow.Context) {
@@ -144,7 +149,9 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 
 // finish ends the run to continue as new: it stops the timer, lets the handlers finish,
 // takes the last signals, and waits until the permits handed out and the operational
-// events have gone.
+// events have gone, taking the signals that come meanwhile (versionDrainBeforeContinue):
+// a run ends only in a workflow task that leaves no signal unread, so that every waiter
+// that asked is granted or carried in the queue into the next run.
 func (l *limiterLoop) finish(ctx workflow.Context) error {
 	e := l.e
 	l.timer.stop()
@@ -152,8 +159,24 @@ func (l *limiterLoop) finish(ctx workflow.Context) error {
 		return err
 	}
 	l.drain(ctx)
-	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
-		return err
+	if workflow.GetVersion(ctx, versionDrainBeforeContinue, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		// Before: the signals that came while the permits went were left unread, and lost.
+		if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 }); err != nil {
+			return err
+		}
+	} else {
+		for {
+			if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 || l.pending() }); err != nil {
+				return err
+			}
+			if !l.pending() && e.waking == 0 && e.emitting == 0 && workflow.AllHandlersFinished(ctx) {
+				break
+			}
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			l.drain(ctx)
+		}
 	}
 	// Counts that came in this workflow task, which the counts coroutine may not have
 	// run for yet: they are not sent again.

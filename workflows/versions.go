@@ -55,4 +55,12 @@ const (
 	// Asked once, as a run starts. The old branch (statsBeforeSpill) keeps every endpoint:
 	// tests/testdata/histories/endpoint_stats_before_spill.json takes it.
 	versionStatsSpill = "stats-spill"
+	// versionDrainBeforeContinue (2026-12-02): an endpoint run that continues as new takes
+	// the gates' signals (waits, dones, outcomes) that come while its last permits are on
+	// their way, until a workflow task leaves none unread; before, those were lost, and a
+	// delivery that had asked to wait believed it was queued while no run held it (issue 24,
+	// "waiters are lost"). The old branch only waits for the permits:
+	// tests/testdata/histories/endpoint_rate_limited_continued_before_drain.json takes it,
+	// endpoint_rate_limited_continued.json the new one.
+	versionDrainBeforeContinue = "drain-before-continue"
 )
