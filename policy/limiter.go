@@ -375,7 +375,37 @@ func (g *Limiter) Record(now time.Time, outs []Outcome) {
 
 // Done takes the outcome of a waiter's own permit (nil if the attempt never ran) and
 // returns the permit.
+//
+// An outcome says that the waiter's attempt is over: if the waiter is queued or holds
+// another grant, it asked again since (its done came late, e.g. after a send that timed
+// out at the gate), and that newer request stands. So an outcome never takes a waiter out
+// of the queue, and returns a rate-limited grant only if its request started in that
+// grant's second (InWindow). Without an outcome (a permit given back unused, or a wake that
+// found the delivery gone) the waiter's grant and place go.
 func (g *Limiter) Done(now time.Time, waiter string, o *Outcome) {
+	i := g.single(waiter)
+	if o != nil {
+		g.Record(now, []Outcome{*o})
+		if i >= 0 && !g.Grants[i].Window.IsZero() && !InWindow(g.Grants[i].Window, o.At) {
+			return // the outcome of an earlier grant: this one is still to be used
+		}
+	} else if i >= 0 {
+		g.Breaker.Release(now, g.Grants[i].Ticket)
+	}
+	if i >= 0 {
+		g.Grants = slices.Delete(slices.Clone(g.Grants), i, i+1)
+	}
+	g.Ledger.Return(waiter, 1)
+	if o == nil {
+		g.Ledger.Remove(waiter)
+	}
+}
+
+// DoneDequeuing is Done as Herald 0.1.0 did it: any outcome takes the waiter's grant and
+// its place in the queue, even one that came after the waiter asked again, which then
+// waits on a queue that no longer holds it. Only endpoint runs started before the change
+// (workflows.versionLateDones) use it.
+func (g *Limiter) DoneDequeuing(now time.Time, waiter string, o *Outcome) {
 	i := g.single(waiter)
 	if o != nil {
 		g.Record(now, []Outcome{*o})

@@ -115,6 +115,12 @@ func (l *limiterLoop) ready(ctx workflow.Context) func() bool {
 	}
 }
 
+// lateDones reports whether an outcome that comes after its waiter asked again leaves the
+// waiter's new request standing (versionLateDones; asked at the first outcome of a run).
+func (l *limiterLoop) lateDones(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionLateDones, workflow.DefaultVersion, 1) == 1
+}
+
 // pending reports whether a gate's signal waits to be handed to the limiter (drain).
 func (l *limiterLoop) pending() bool {
 	return l.dones.Len() > 0 || l.waits.Len() > 0 || l.outcomes.Len() > 0
@@ -132,6 +138,10 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	var ds []herald.Done
 	for l.dones.ReceiveAsync(&ds) {
 		for _, d := range ds {
+			if d.Outcome != nil && !l.lateDones(ctx) {
+				lim.DoneDequeuing(workflow.Now(ctx), d.Waiter, d.Outcome)
+				continue
+			}
 			lim.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 		}
 		ds = nil

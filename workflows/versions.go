@@ -63,4 +63,13 @@ const (
 	// tests/testdata/histories/endpoint_rate_limited_continued_before_drain.json takes it,
 	// endpoint_rate_limited_continued.json the new one.
 	versionDrainBeforeContinue = "drain-before-continue"
+	// versionLateDones (2026-12-02): a done that carries an outcome no longer takes its
+	// waiter out of the queue, nor a rate-limited grant whose second its request did not
+	// start in (policy.Limiter.Done): it came after the waiter asked again (a send that timed
+	// out at the gate and still arrived), and that request stands. Asked at a run's first
+	// such done. The old branch (policy.Limiter.DoneDequeuing) is taken by the histories
+	// recorded before: endpoint_rate_limited.json and
+	// endpoint_rate_limited_continued_before_drain.json; endpoint_rate_limited_continued.json
+	// takes the new one.
+	versionLateDones = "late-dones"
 )
