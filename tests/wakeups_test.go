@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/signature"
+	"github.com/heraldhq/herald/starter"
 )
 
 // startShortRuns starts a stack of its own whose server suggests continue-as-new after
@@ -79,4 +82,101 @@ func TestRecordContinuedRateLimitHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %s (%d events)", name, len(evs))
+}
+
+// TestRateLimitNoLostWakeups: a few hundred events sent at once by several goroutines to an
+// endpoint limited to 6 requests per second, with a receiver that is sometimes slow (its
+// attempts hold worker slots and the endpoint's cap, so grants reach their deliveries
+// late and are handed back) and sometimes fails (the delivery retries and asks again), on
+// a server that makes the endpoint workflow continue as new every few hundred events:
+// every event is delivered at the pace of the limit, none waits for a long recheck, no
+// aligned second (by webhook-timestamp) has more requests than the limit, and the
+// endpoint's queue ends empty.
+func TestRateLimitNoLostWakeups(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stk := startShortRuns(t, 80)
+	const limit, events = 6, 180
+	ok := func(n int) bool { return n%11 != 0 }
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n%7 == 0 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		if !ok(n) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	sec, err := signature.GenerateSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fast(5, time.Second)
+	rate := limit
+	o.RateLimit = &rate
+	const id = "wakeups-rated"
+	if _, err := stk.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, URL: rcv.URL, Secret: sec, Overrides: o}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	ids := sendAll(t, stk.Starter, id, events, 8)
+	// At the limit the events take events/limit seconds; a delivery that lost its wake-up
+	// would wait for its 10-minute recheck.
+	deadline := t0.Add(events/limit*time.Second + 30*time.Second)
+	delivered := map[string]bool{}
+	for time.Now().Before(deadline) && len(delivered) < events {
+		time.Sleep(500 * time.Millisecond)
+		for n, r := range rcv.requests() {
+			if ok(n + 1) {
+				delivered[r.Header.Get(signature.HeaderID)] = true
+			}
+		}
+	}
+	took := time.Since(t0)
+	if len(delivered) < events {
+		var stuck []string
+		for _, ev := range ids {
+			if st, err := stk.Starter.Status(ctx, starter.Ref{EventID: ev}); err == nil && st.State != herald.StateDelivered && len(stuck) < 5 {
+				w := ""
+				if st.Waiting != nil {
+					w = fmt.Sprintf(": %s (recheck %s)", st.Waiting.Reason, st.Waiting.Recheck)
+				}
+				stuck = append(stuck, fmt.Sprintf("%s %s%s", ev, st.State, w))
+			}
+		}
+		ep, _ := stk.Starter.GetEndpoint(ctx, id)
+		t.Fatalf("%d of %d events delivered after %s; endpoint queue %d, in flight %d; some not delivered: %v",
+			len(delivered), events, took.Round(time.Second), ep.Queue, ep.InFlight, stuck)
+	}
+	perSecond := map[int64]int{}
+	worst := 0
+	for _, r := range rcv.requests() {
+		ts, err := strconv.ParseInt(r.Header.Get(signature.HeaderTimestamp), 10, 64)
+		if err != nil {
+			t.Fatalf("request without a webhook-timestamp: %v", err)
+		}
+		perSecond[ts]++
+		worst = max(worst, perSecond[ts])
+	}
+	if worst > limit {
+		t.Errorf("%d requests signed in one second, limit %d", worst, limit)
+	}
+	ep, err := stk.Starter.GetEndpoint(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Queue != 0 {
+		t.Errorf("endpoint queue %d after every event was delivered, want 0", ep.Queue)
+	}
+	d, err := stk.Client.DescribeWorkflowExecution(ctx, herald.EndpointWorkflowID(id), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := d.GetWorkflowExecutionInfo().GetFirstRunId() != d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	t.Logf("%d events delivered in %s (%.1f/s, limit %d), %d requests, most in one second %d; endpoint continued as new: %v",
+		events, took.Round(time.Millisecond), float64(events)/took.Seconds(), limit, len(rcv.requests()), worst, runs)
+	if !runs {
+		t.Error("the endpoint workflow never continued as new: the test does not cover it")
+	}
 }
