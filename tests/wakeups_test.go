@@ -12,11 +12,13 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/devserver"
 	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 )
@@ -179,4 +181,43 @@ func TestRateLimitNoLostWakeups(t *testing.T) {
 	if !runs {
 		t.Error("the endpoint workflow never continued as new: the test does not cover it")
 	}
+}
+
+// TestRecordRateWindowHistory records a delivery to a rate-limited endpoint whose permit
+// came before the second it is for began (delivery_rate_window.json), for
+// TestReplayHistories; delivery_rate_window_before_timer.json is one recorded before
+// versionWindowTimer. It runs only with -record:
+//
+//	go test ./tests -run TestRecordRateWindowHistory -record
+func TestRecordRateWindowHistory(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	rcv := newReceiver(t, status(http.StatusNoContent))
+	o := fast(3, time.Second)
+	four := 4
+	o.RateLimit = &four
+	putEndpoint(t, "rec-rate-window", rcv.URL, o)
+	ids := sendN(t, "rec-rate-window", 24)
+	for _, id := range ids {
+		waitState(t, id, herald.StateDelivered)
+	}
+	for _, id := range ids {
+		wf := herald.DeliveryID(herald.DefaultTenant, id)
+		for _, ev := range workflowHistory(t, wf) {
+			a := ev.GetWorkflowExecutionSignaledEventAttributes()
+			if a.GetSignalName() != herald.SignalPermit {
+				continue
+			}
+			var p policy.Grant
+			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Window.After(ev.GetEventTime().AsTime()) {
+				save(t, "delivery_rate_window.json", wf)
+				return
+			}
+		}
+	}
+	t.Fatal("no delivery's permit came before its second: run again")
 }
