@@ -285,8 +285,6 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	for !done {
 		sel.Select(ctx)
 	}
-	// Cancelled: the next attempt's local activity returns the cancellation.
-	_ = d.untilWindow(ctx, round, n)
 }
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).

@@ -72,11 +72,4 @@ const (
 	// endpoint_rate_limited_continued_before_drain.json; endpoint_rate_limited_continued.json
 	// takes the new one.
 	versionLateDones = "late-dones"
-	// versionWindowTimer (2026-12-02): a delivery handed a rate-limited permit before the
-	// second it is for waits for that second on a workflow timer (delivery.untilWindow), not
-	// in its attempt's local activity, which held a worker slot up to half a second. The old
-	// branch (no timer; the gate waits) is taken by
-	// tests/testdata/histories/delivery_rate_window_before_timer.json; delivery_rate_window.json
-	// takes the new one.
-	versionWindowTimer = "window-timer"
 )

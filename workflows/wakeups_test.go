@@ -8,9 +8,7 @@ import (
 	"github.com/stretchr/testify/mock"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/netguard"
-	"github.com/heraldhq/herald/policy"
 )
 
 // TestLimiterContinueAsNewKeepsLateWaiters: waiters that reach a rate-limited endpoint
@@ -51,52 +49,5 @@ func TestLimiterContinueAsNewKeepsLateWaiters(t *testing.T) {
 	}
 	if n := len(next.Limiter.Grants); n > limit {
 		t.Errorf("continues with %d grants for a limit of %d per second", n, limit)
-	}
-}
-
-// TestDeliveryWaitsForItsSecondOnATimer: a delivery handed a rate-limited permit before the
-// second it is for waits for that second on a workflow timer, then makes its attempt on
-// the permit as the second begins (its local activity waits for nothing); a permit for a
-// second that has begun goes at once.
-func TestDeliveryWaitsForItsSecondOnATimer(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		window time.Duration // the permit's second, from when it comes
-		timer  bool
-	}{
-		{"permit for the next second", 400 * time.Millisecond, true},
-		{"permit for the current second", -300 * time.Millisecond, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := defaultPolicy()
-			permitAt := 2*time.Minute + 600*time.Millisecond
-			window := at(permitAt + tc.window)
-			env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
-				if in.Permit == nil {
-					return herald.Result{Number: in.Number, StartedAt: now, Policy: p,
-						Held: &herald.Hold{Queued: true, Brief: true, Reason: "endpoint rate limit of 1 requests per second: each attempt waits for its turn"}}, nil
-				}
-				return deliveredAttempt(now, p), nil
-			})
-			env.RegisterDelayedCallback(func() {
-				env.SignalWorkflow(herald.SignalPermit, policy.Grant{Until: at(permitAt + 40*time.Second), Window: window})
-			}, permitAt)
-			st := runDelivery(t, env)
-			calls := rec.wantCalls(t, 2, "the held one and the one on the permit")
-			want := at(permitAt)
-			if tc.timer {
-				want = window
-			}
-			if !calls[1].At.Equal(want) {
-				t.Errorf("attempt on the permit at %s, want %s", calls[1].At.Sub(testStart), want.Sub(testStart))
-			}
-			tm := rec.timerDurations()
-			if got := slices.Contains(tm, tc.window); got != tc.timer {
-				t.Errorf("timers %v: a timer of %s is %v, want %v", tm, tc.window, got, tc.timer)
-			}
-			if st.State != herald.StateDelivered {
-				t.Errorf("state %q, want delivered", st.State)
-			}
-		})
 	}
 }

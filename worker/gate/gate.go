@@ -229,11 +229,8 @@ func (g *Gate) Late(ctx context.Context, a *Admission, start time.Time) *herald.
 
 // untilWindow waits for the rate window a permit is for to begin, when it begins within a
 // window's length: a permit granted in the second half of a second is for the next one
-// (policy.RateAhead), so an attempt waits here at most half a second. A delivery waits for
-// its second on a workflow timer first (workflows.versionWindowTimer), so this wait is for
-// runs started before it and for the little a worker's clock may be behind the server's.
-// A permit for a later window (this worker's clock is behind the endpoint workflow's) is
-// not waited for.
+// (policy.RateAhead), so an attempt waits here at most half a second. A permit for a later
+// window (this worker's clock is behind the endpoint workflow's) is not waited for.
 func untilWindow(ctx context.Context, window time.Time) error {
 	early := time.Until(window)
 	if early <= 0 || early > policy.RateWindow {
