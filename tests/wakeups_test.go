@@ -184,9 +184,8 @@ func TestRateLimitNoLostWakeups(t *testing.T) {
 }
 
 // TestRecordRateWindowHistory records a delivery to a rate-limited endpoint whose permit
-// came before the second it is for began (delivery_rate_window.json), for
-// TestReplayHistories; delivery_rate_window_before_timer.json is one recorded before
-// versionWindowTimer. It runs only with -record:
+// came before the second it is for began (delivery_rate_window.json: its attempt waits for
+// that second), for TestReplayHistories. It runs only with -record:
 //
 //	go test ./tests -run TestRecordRateWindowHistory -record
 func TestRecordRateWindowHistory(t *testing.T) {
