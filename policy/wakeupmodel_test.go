@@ -16,9 +16,12 @@ import (
 // way the endpoint workflow drives it (a workflow task takes every signal that arrived,
 // dones before waits, then ticks; its timer may fire late; a wake to a delivery that is
 // gone returns the permit; the run continues as new, its state round-tripped through
-// JSON). Signals take random times to arrive, some long enough that a grant reaches its
-// delivery after its second, and are handed back. Deliveries vanish while waiting, gate
-// holders renew their (empty) leases. It checks what the two promise together:
+// JSON, with every signal taken first, as the run does since versionDrainBeforeContinue).
+// Signals take random times to arrive, some long enough that a grant reaches its delivery
+// after its second, and is handed back; a delivery's signals arrive in the order sent,
+// but for a done whose send timed out at the gate and still arrived (seconds late, after
+// the delivery asked again). Deliveries vanish while waiting, gate holders renew their
+// (empty) leases. It checks what the two promise together:
 //
 //   - no waiter is forgotten: a delivery that believes it waits for a permit is in the
 //     endpoint's queue, or a permit or its own request is on the way, at every moment;
