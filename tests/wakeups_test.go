@@ -220,3 +220,42 @@ func TestRecordRateWindowHistory(t *testing.T) {
 	}
 	t.Fatal("no delivery's permit came before its second: run again")
 }
+
+// TestRecordQueueFullHistory records a rate-limited endpoint whose queue is full (one
+// signal queues policy's MaxQueue waiters, for deliveries that do not exist) when one more
+// waiter comes (endpoint_queue_full.json), for TestReplayHistories;
+// endpoint_queue_full_before_overflow.json is one recorded before versionQueueOverflow.
+// It runs only with -record:
+//
+//	go test ./tests -run TestRecordQueueFullHistory -record
+func TestRecordQueueFullHistory(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	ctx := context.Background()
+	rcv := newReceiver(t, status(http.StatusNoContent))
+	o := fast(3, time.Second)
+	one := 1
+	o.RateLimit = &one
+	const id = "rec-queue-full"
+	putEndpoint(t, id, rcv.URL, o)
+	full := policy.DefaultLimiterConfig().MaxQueue
+	ws := make([]string, full+1) // the first is granted at once, the others fill the queue
+	for i := range ws {
+		ws[i] = herald.DeliveryID(herald.DefaultTenant, fmt.Sprintf("evt_rec_full_%05d", i))
+	}
+	wf := herald.EndpointWorkflowID(id)
+	if err := shared.client.SignalWorkflow(ctx, wf, "", herald.SignalWait, herald.WaitRequest{Waiters: ws}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the queue to fill", func() bool {
+		st, err := shared.starter.GetEndpoint(ctx, id)
+		return err == nil && st.Queue >= full-1
+	})
+	last := herald.DeliveryID(herald.DefaultTenant, "evt_rec_full_last")
+	if err := shared.client.SignalWorkflow(ctx, wf, "", herald.SignalWait, herald.WaitRequest{Waiters: []string{last}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	save(t, "endpoint_queue_full.json", wf)
+}
