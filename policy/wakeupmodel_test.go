@@ -40,7 +40,7 @@ const (
 type wmEvent struct {
 	at   time.Time
 	seq  int
-	kind string // "task", "signal" (to the endpoint), "permit" (to a delivery), "attempt", "end", "retry", "vanish", "renew"
+	kind string // "task", "timer" (the endpoint's), "signal" (to the endpoint), "permit" (to a delivery), "attempt", "end", "retry", "vanish", "renew"
 	d    *wmDelivery
 	sig  wmSignal
 	g    Grant
@@ -118,9 +118,11 @@ type wakeModel struct {
 	continued  int
 	handedBack int
 	trace      []string
-	// done is the limiter's method that takes a done (Limiter.Done).
-	done        func(g *Limiter, now time.Time, waiter string, o *Outcome)
-	lastQuietOK bool
+	// ops are the limiter's methods that take a done and a wait (Limiter.Done, Wait).
+	ops wmOps
+	// full is the queue as the gates last saw it (Snapshot.QueueFull): a gate that sees it
+	// full sends no wait, and its delivery asks again later (QueueFullRecheck).
+	full bool
 }
 
 func (m *wakeModel) logf(format string, args ...any) {
@@ -177,9 +179,6 @@ func (m *wakeModel) schedule(t time.Time) {
 func (m *wakeModel) task() {
 	now := m.now
 	m.taskAt = time.Time{}
-	if !m.timerAt.IsZero() && !m.timerAt.After(now) {
-		m.timerAt = time.Time{}
-	}
 	inbox := m.inbox
 	m.inbox = nil
 	for _, kind := range []string{"lease", "done", "wait"} {
@@ -196,10 +195,10 @@ func (m *wakeModel) task() {
 				}
 				continue
 			case "done":
-				m.done(&m.lim, now, s.waiter, s.out)
+				m.ops.done(&m.lim, now, s.waiter, s.out)
 				m.logf("endpoint: done %s (out %v)", s.waiter, s.out != nil)
 			case "wait":
-				g, ok := m.lim.Wait(now, s.waiter)
+				g, ok := m.ops.wait(&m.lim, now, s.waiter)
 				m.logf("endpoint: wait %s -> granted %v (queue %d)", s.waiter, ok, len(m.lim.Ledger.Waiting))
 				if ok {
 					m.wake(g)
@@ -217,7 +216,10 @@ func (m *wakeModel) task() {
 	if next := m.lim.NextDeadline(now); !next.IsZero() && (m.timerAt.IsZero() || next.Before(m.timerAt)) {
 		m.timerAt = next
 		// A timer fires on time or late.
-		m.schedule(next.Add(time.Duration(m.rng.Intn(100)) * time.Millisecond))
+		m.at(next.Add(time.Duration(m.rng.Intn(100))*time.Millisecond), &wmEvent{kind: "timer", g: Grant{Until: next}})
+	}
+	if m.rng.Float64() < 0.3 {
+		m.full = m.lim.QueueFull() // the gates learn of the queue now and then
 	}
 	if m.rng.Float64() < m.pCAN {
 		m.continueAsNew()
@@ -287,6 +289,12 @@ func (m *wakeModel) gate(d *wmDelivery, g Grant) {
 		m.waitFor(d)
 	}
 	if g.Waiter == "" {
+		if m.full {
+			// HoldLater: not queued; the delivery asks again later.
+			d.state = wmIdle
+			m.at(m.now.Add(QueueFullRecheck(time.Time{}, m.now)), &wmEvent{kind: "retry", d: d})
+			return
+		}
 		ask("")
 		return
 	}
@@ -335,6 +343,11 @@ func (m *wakeModel) step() bool {
 	switch e.kind {
 	case "task":
 		if m.taskAt.Equal(e.at) {
+			m.task()
+		}
+	case "timer":
+		if m.timerAt.Equal(e.g.Until) { // the run's timer, not one a sooner deadline replaced
+			m.timerAt = time.Time{}
 			m.task()
 		}
 	case "signal":
@@ -410,17 +423,27 @@ func (m *wakeModel) fail(format string, args ...any) {
 	panic(wmFailure(fmt.Sprintf("at %s: ", m.now.Sub(limiterEpoch)) + fmt.Sprintf(format, args...) + "; last events:\n" + strings.Join(m.trace, "\n")))
 }
 
+// wmOps are the limiter's methods the model drives for a done and a wait.
+type wmOps struct {
+	done func(g *Limiter, now time.Time, waiter string, o *Outcome)
+	wait func(g *Limiter, now time.Time, waiter string) (Grant, bool)
+}
+
+// wmToday are the limiter's methods as the endpoint workflow calls them today.
+var wmToday = wmOps{done: (*Limiter).Done, wait: (*Limiter).Wait}
+
 // runWakeModel runs one seed: deliveries events sent over a few seconds to an endpoint
 // limited to limit per second.
-func runWakeModel(seed int64, deliveries int, done func(*Limiter, time.Time, string, *Outcome)) (m *wakeModel, err error) {
+func runWakeModel(seed int64, deliveries int, ops wmOps) (m *wakeModel, err error) {
 	rng := rand.New(rand.NewSource(seed))
 	c := DefaultLimiterConfig()
 	c.RateLimit = 1 + rng.Intn(5)
 	c.Capacity.MaxInFlight = []int{2, 4, 100}[rng.Intn(3)]
 	c.Breaker.ConsecutiveFailures = 1000 // the breaker is another model's
 	c.Breaker.VolumeFailures = 100000
+	c.MaxQueue = []int{10000, 10000, 6}[rng.Intn(3)]
 	m = &wakeModel{rng: rng, now: limiterEpoch, lim: NewLimiter(c), limit: c.RateLimit, cap: c.Capacity.MaxInFlight,
-		byID: map[string]*wmDelivery{}, started: map[time.Time]int{}, done: done,
+		byID: map[string]*wmDelivery{}, started: map[time.Time]int{}, ops: ops,
 		late: []float64{0, 0.05, 0.3}[rng.Intn(3)], slow: []float64{0, 0.1, 0.3}[rng.Intn(3)],
 		pCAN: []float64{0, 0.05, 0.3}[rng.Intn(3)], timedOut: []float64{0, 0, 0.1}[rng.Intn(3)]}
 	defer func() {
@@ -429,8 +452,8 @@ func runWakeModel(seed int64, deliveries int, done func(*Limiter, time.Time, str
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("seed %d (limit %d, cap %d, late %.2f, slow %.2f, continue-as-new %.2f, timed-out dones %.2f): %s",
-				seed, m.limit, m.cap, m.late, m.slow, m.pCAN, m.timedOut, string(f))
+			err = fmt.Errorf("seed %d (limit %d, cap %d, queue %d, late %.2f, slow %.2f, continue-as-new %.2f, timed-out dones %.2f): %s",
+				seed, m.limit, m.cap, m.lim.Config.MaxQueue, m.late, m.slow, m.pCAN, m.timedOut, string(f))
 		}
 	}()
 	for i := range deliveries {
@@ -472,7 +495,7 @@ func TestWakeUpsNeverForgotten(t *testing.T) {
 	var handedBack, continued int
 	var failures []string
 	for seed := range int64(seeds) {
-		m, err := runWakeModel(seed, 30, (*Limiter).Done)
+		m, err := runWakeModel(seed, 30, wmToday)
 		if err != nil {
 			failures = append(failures, err.Error())
 			continue
@@ -490,19 +513,30 @@ func TestWakeUpsNeverForgotten(t *testing.T) {
 	t.Logf("%d seeds: %d grants handed back, %d continues-as-new", seeds, handedBack, continued)
 }
 
-// TestWakeUpModelFindsDequeuingDone: the model finds the lost wake-up of Herald 0.1.0's
-// done (Limiter.DoneDequeuing), which takes a waiter out of the queue when its last
-// attempt's done arrives after it asked again.
-func TestWakeUpModelFindsDequeuingDone(t *testing.T) {
-	for seed := range int64(300) {
-		if _, err := runWakeModel(seed, 30, (*Limiter).DoneDequeuing); err != nil {
-			if !strings.Contains(err.Error(), "believes it waits for a permit") {
-				t.Fatalf("the model fails, but not on a forgotten waiter: %v", err)
+// TestWakeUpModelFindsOldLosses: the model finds the lost wake-ups of Herald 0.1.0's
+// limiter: a done that takes its waiter out of the queue when it arrives after the waiter
+// asked again (Limiter.DoneDequeuing), and a wait dropped by a full queue whose gate saw it
+// not full yet (Limiter.WaitRefusingWhenFull).
+func TestWakeUpModelFindsOldLosses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  wmOps
+	}{
+		{"DoneDequeuing", wmOps{done: (*Limiter).DoneDequeuing, wait: (*Limiter).Wait}},
+		{"WaitRefusingWhenFull", wmOps{done: (*Limiter).Done, wait: (*Limiter).WaitRefusingWhenFull}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range int64(300) {
+				if _, err := runWakeModel(seed, 30, tc.ops); err != nil {
+					if !strings.Contains(err.Error(), "believes it waits for a permit") {
+						t.Fatalf("the model fails, but not on a forgotten waiter: %v", err)
+					}
+					return
+				}
 			}
-			return
-		}
+			t.Fatalf("300 seeds and the model finds no forgotten waiter with %s", tc.name)
+		})
 	}
-	t.Fatal("300 seeds and the model finds no forgotten waiter with DoneDequeuing")
 }
 
 // TestLimiterLateDoneKeepsNewRequest: the done of a waiter's attempt that arrives after

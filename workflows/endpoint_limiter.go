@@ -121,6 +121,12 @@ func (l *limiterLoop) lateDones(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, versionLateDones, workflow.DefaultVersion, 1) == 1
 }
 
+// queueOverflow reports whether a waiter that comes to a full queue is queued all the same
+// (versionQueueOverflow; asked the first time a wait finds the queue full).
+func (l *limiterLoop) queueOverflow(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionQueueOverflow, workflow.DefaultVersion, 1) == 1
+}
+
 // pending reports whether a gate's signal waits to be handed to the limiter (drain).
 func (l *limiterLoop) pending() bool {
 	return l.dones.Len() > 0 || l.waits.Len() > 0 || l.outcomes.Len() > 0
@@ -149,7 +155,11 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	var w herald.WaitRequest
 	for l.waits.ReceiveAsync(&w) {
 		for _, waiter := range w.Waiters {
-			if wk, ok := lim.Wait(workflow.Now(ctx), waiter); ok {
+			wait := lim.Wait
+			if lim.QueueFull() && !l.queueOverflow(ctx) {
+				wait = lim.WaitRefusingWhenFull
+			}
+			if wk, ok := wait(workflow.Now(ctx), waiter); ok {
 				l.e.wake(ctx, wk)
 			}
 		}

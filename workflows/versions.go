@@ -72,4 +72,11 @@ const (
 	// endpoint_rate_limited_continued_before_drain.json; endpoint_rate_limited_continued.json
 	// takes the new one.
 	versionLateDones = "late-dones"
+	// versionQueueOverflow (2026-12-02): a waiter whose gate sent it to the queue is queued
+	// even when the queue is full (policy.Limiter.Wait): the gate saw it not full and told
+	// the delivery it is queued. Before (policy.Limiter.WaitRefusingWhenFull) it was
+	// dropped, and its delivery waited for a permit nobody would send. Asked when a wait
+	// finds the queue full: tests/testdata/histories/endpoint_queue_full_before_overflow.json
+	// takes the old branch, endpoint_queue_full.json the new one.
+	versionQueueOverflow = "queue-overflow"
 )

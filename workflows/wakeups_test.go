@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/netguard"
+	"github.com/heraldhq/herald/policy"
 )
 
 // TestLimiterContinueAsNewKeepsLateWaiters: waiters that reach a rate-limited endpoint
@@ -49,5 +50,27 @@ func TestLimiterContinueAsNewKeepsLateWaiters(t *testing.T) {
 	}
 	if n := len(next.Limiter.Grants); n > limit {
 		t.Errorf("continues with %d grants for a limit of %d per second", n, limit)
+	}
+}
+
+// TestLimiterFullQueueKeepsLateWaiter: a waiter whose gate saw the queue not yet full and
+// sent it is queued past the limit, not dropped: its delivery believes it is queued.
+func TestLimiterFullQueueKeepsLateWaiter(t *testing.T) {
+	env, _ := newGuardEnv(t)
+	limit := 1
+	register(t, env, &herald.Overrides{RateLimit: &limit})
+	full := policy.DefaultLimiterConfig().MaxQueue
+	var st herald.EndpointState
+	env.RegisterDelayedCallback(func() {
+		// The first is granted at once; the others fill the queue.
+		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: waiterIDs(1, full+1)})
+	}, 10*time.Second+100*time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalWait, herald.WaitRequest{Waiters: []string{waiterID(full + 2)}})
+	}, 10*time.Second+200*time.Millisecond)
+	env.RegisterDelayedCallback(func() { st = queryState(t, env) }, 10*time.Second+300*time.Millisecond)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, 11*time.Second)
+	if st.Queue != full+1 {
+		t.Errorf("queue %d, want %d: the waiter that came to the full queue is dropped", st.Queue, full+1)
 	}
 }
