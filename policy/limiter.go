@@ -259,13 +259,14 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 			reply.Waiters = append(reply.Waiters, WaiterReply{Waiter: w, Outcome: WaiterCovered})
 			continue
 		}
-		reply.Waiters = append(reply.Waiters, g.waiter(now, w, ttl))
+		reply.Waiters = append(reply.Waiters, g.waiter(now, w, ttl, false))
 	}
 	return reply
 }
 
-// waiter grants w a permit of its own now, or queues it.
-func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply {
+// waiter grants w a permit of its own now, or queues it. A full queue refuses it, unless
+// overflow is set: then it is queued past MaxQueue.
+func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration, overflow bool) WaiterReply {
 	if i := g.single(w); i >= 0 && !g.Grants[i].Window.IsZero() && !now.Before(g.Grants[i].Window) && !InWindow(g.Grants[i].Window, now) {
 		// Granted for a rate window it can no longer start in, unused: that window's count
 		// stays spent, and the waiter asks as if anew.
@@ -291,7 +292,7 @@ func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration) WaiterReply
 			return WaiterReply{Waiter: w, Outcome: WaiterGranted, Ticket: s.Ticket, Until: s.Until, Window: s.Window}
 		}
 	}
-	if len(g.Ledger.Waiting) >= g.Config.MaxQueue {
+	if len(g.Ledger.Waiting) >= g.Config.MaxQueue && !overflow {
 		return WaiterReply{Waiter: w, Outcome: WaiterRefused, Reason: fmt.Sprintf("the queue is full (%d waiting)", len(g.Ledger.Waiting)),
 			RetryAt: now.Add(time.Minute)}
 	}
@@ -375,7 +376,37 @@ func (g *Limiter) Record(now time.Time, outs []Outcome) {
 
 // Done takes the outcome of a waiter's own permit (nil if the attempt never ran) and
 // returns the permit.
+//
+// An outcome says that the waiter's attempt is over: if the waiter is queued or holds
+// another grant, it asked again since (its done came late, e.g. after a send that timed
+// out at the gate), and that newer request stands. So an outcome never takes a waiter out
+// of the queue, and returns a rate-limited grant only if its request started in that
+// grant's second (InWindow). Without an outcome (a permit given back unused, or a wake that
+// found the delivery gone) the waiter's grant and place go.
 func (g *Limiter) Done(now time.Time, waiter string, o *Outcome) {
+	i := g.single(waiter)
+	if o != nil {
+		g.Record(now, []Outcome{*o})
+		if i >= 0 && !g.Grants[i].Window.IsZero() && !InWindow(g.Grants[i].Window, o.At) {
+			return // the outcome of an earlier grant: this one is still to be used
+		}
+	} else if i >= 0 {
+		g.Breaker.Release(now, g.Grants[i].Ticket)
+	}
+	if i >= 0 {
+		g.Grants = slices.Delete(slices.Clone(g.Grants), i, i+1)
+	}
+	g.Ledger.Return(waiter, 1)
+	if o == nil {
+		g.Ledger.Remove(waiter)
+	}
+}
+
+// DoneDequeuing is Done as Herald 0.1.0 did it: any outcome takes the waiter's grant and
+// its place in the queue, even one that came after the waiter asked again, which then
+// waits on a queue that no longer holds it. Only endpoint runs started before the change
+// (workflows.versionLateDones) use it.
+func (g *Limiter) DoneDequeuing(now time.Time, waiter string, o *Outcome) {
 	i := g.single(waiter)
 	if o != nil {
 		g.Record(now, []Outcome{*o})
@@ -456,15 +487,33 @@ func (g *Limiter) single(w string) int {
 // its own at once when one may go now (nobody queued, the breaker admits, the cap has
 // room), or given its granted permit again if it already holds one (the first signal may
 // not have reached it), or else queued at the back. ok reports a permit to hand over.
+//
+// A full queue takes it too: its gate, which looked before sending it (Snapshot.QueueFull),
+// told the delivery it is queued, and nothing would tell it otherwise. So the queue may
+// pass MaxQueue by the waiters sent while the gates' snapshots were behind.
 func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
+	return g.wait(now, waiter, true)
+}
+
+// WaitRefusingWhenFull is Wait as Herald 0.1.0 did it: a waiter that comes to a full queue
+// is dropped, and its delivery waits for a permit nobody will send. Only endpoint runs
+// started before the change (workflows.versionQueueOverflow) use it.
+func (g *Limiter) WaitRefusingWhenFull(now time.Time, waiter string) (w Grant, ok bool) {
+	return g.wait(now, waiter, false)
+}
+
+func (g *Limiter) wait(now time.Time, waiter string, overflow bool) (w Grant, ok bool) {
 	g.expire(now)
 	if g.Disabled != nil {
 		g.Ledger.Remove(waiter)
 		return Grant{Waiter: waiter, Until: now, Disabled: true}, true
 	}
-	r := g.waiter(now, waiter, g.Config.LeaseTTL.Std())
+	r := g.waiter(now, waiter, g.Config.LeaseTTL.Std(), overflow)
 	if r.Outcome != WaiterGranted {
 		return Grant{}, false
 	}
 	return Grant{Waiter: waiter, Ticket: r.Ticket, Until: r.Until, Window: r.Window}, true
 }
+
+// QueueFull reports whether the queue holds MaxQueue waiters or more.
+func (g *Limiter) QueueFull() bool { return len(g.Ledger.Waiting) >= g.Config.MaxQueue }

@@ -116,6 +116,23 @@ func (l *limiterLoop) ready(ctx workflow.Context) func() bool {
 	}
 }
 
+// lateDones reports whether an outcome that comes after its waiter asked again leaves the
+// waiter's new request standing (versionLateDones; asked at the first outcome of a run).
+func (l *limiterLoop) lateDones(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionLateDones, workflow.DefaultVersion, 1) == 1
+}
+
+// queueOverflow reports whether a waiter that comes to a full queue is queued all the same
+// (versionQueueOverflow; asked the first time a wait finds the queue full).
+func (l *limiterLoop) queueOverflow(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionQueueOverflow, workflow.DefaultVersion, 1) == 1
+}
+
+// pending reports whether a gate's signal waits to be handed to the limiter (drain).
+func (l *limiterLoop) pending() bool {
+	return l.dones.Len() > 0 || l.waits.Len() > 0 || l.outcomes.Len() > 0
+}
+
 // drain hands every signal received to the limiter: outcomes first, so that the breaker
 // has heard them before waiters are let go, then returned permits, then new waiters.
 func (l *limiterLoop) drain(ctx workflow.Context) {
@@ -128,6 +145,10 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	var ds []herald.Done
 	for l.dones.ReceiveAsync(&ds) {
 		for _, d := range ds {
+			if d.Outcome != nil && !l.lateDones(ctx) {
+				lim.DoneDequeuing(workflow.Now(ctx), d.Waiter, d.Outcome)
+				continue
+			}
 			lim.Done(workflow.Now(ctx), d.Waiter, d.Outcome)
 		}
 		ds = nil
@@ -135,7 +156,11 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	var w herald.WaitRequest
 	for l.waits.ReceiveAsync(&w) {
 		for _, waiter := range w.Waiters {
-			if wk, ok := lim.Wait(workflow.Now(ctx), waiter); ok {
+			wait := lim.Wait
+			if lim.QueueFull() && !l.queueOverflow(ctx) {
+				wait = lim.WaitRefusingWhenFull
+			}
+			if wk, ok := wait(workflow.Now(ctx), waiter); ok {
 				l.e.wake(ctx, wk)
 			}
 		}
@@ -145,7 +170,9 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 
 // finish ends the run to continue as new: it stops the timer, lets the handlers finish,
 // takes the last signals, and waits until the permits handed out and the operational
-// events have gone.
+// events have gone, taking the signals that come meanwhile (versionDrainBeforeContinue):
+// a run ends only in a workflow task that leaves no signal unread, so that every waiter
+// that asked is granted or carried in the queue into the next run.
 func (l *limiterLoop) finish(ctx workflow.Context) error {
 	e := l.e
 	l.timer.stop()
@@ -153,8 +180,24 @@ func (l *limiterLoop) finish(ctx workflow.Context) error {
 		return err
 	}
 	l.drain(ctx)
-	if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 && !e.probing }); err != nil {
-		return err
+	if workflow.GetVersion(ctx, versionDrainBeforeContinue, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		// Before: the signals that came while the permits went were left unread, and lost.
+		if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 && !e.probing }); err != nil {
+			return err
+		}
+	} else {
+		for {
+			if err := workflow.Await(ctx, func() bool { return e.waking == 0 && e.emitting == 0 && !e.probing || l.pending() }); err != nil {
+				return err
+			}
+			if !l.pending() && e.waking == 0 && e.emitting == 0 && !e.probing && workflow.AllHandlersFinished(ctx) {
+				break
+			}
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			l.drain(ctx)
+		}
 	}
 	// Counts that came in this workflow task, which the counts coroutine may not have
 	// run for yet: they are not sent again.

@@ -79,4 +79,28 @@ const (
 	// tests/testdata/histories/endpoint_disabled_failing_before_recovery.json takes it;
 	// endpoint_recovered.json takes the new one.
 	versionEndpointRecovery = "endpoint-recovery"
+	// versionDrainBeforeContinue (2026-12-02): an endpoint run that continues as new takes
+	// the gates' signals (waits, dones, outcomes) that come while its last permits are on
+	// their way, until a workflow task leaves none unread; before, those were lost, and a
+	// delivery that had asked to wait believed it was queued while no run held it (issue 24,
+	// "waiters are lost"). The old branch only waits for the permits:
+	// tests/testdata/histories/endpoint_rate_limited_continued_before_drain.json takes it,
+	// endpoint_rate_limited_continued.json the new one.
+	versionDrainBeforeContinue = "drain-before-continue"
+	// versionLateDones (2026-12-02): a done that carries an outcome no longer takes its
+	// waiter out of the queue, nor a rate-limited grant whose second its request did not
+	// start in (policy.Limiter.Done): it came after the waiter asked again (a send that timed
+	// out at the gate and still arrived), and that request stands. Asked at a run's first
+	// such done. The old branch (policy.Limiter.DoneDequeuing) is taken by the histories
+	// recorded before: endpoint_rate_limited.json and
+	// endpoint_rate_limited_continued_before_drain.json; endpoint_rate_limited_continued.json
+	// takes the new one.
+	versionLateDones = "late-dones"
+	// versionQueueOverflow (2026-12-02): a waiter whose gate sent it to the queue is queued
+	// even when the queue is full (policy.Limiter.Wait): the gate saw it not full and told
+	// the delivery it is queued. Before (policy.Limiter.WaitRefusingWhenFull) it was
+	// dropped, and its delivery waited for a permit nobody would send. Asked when a wait
+	// finds the queue full: tests/testdata/histories/endpoint_queue_full_before_overflow.json
+	// takes the old branch, endpoint_queue_full.json the new one.
+	versionQueueOverflow = "queue-overflow"
 )
