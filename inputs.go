@@ -18,6 +18,8 @@ type DeliveryInput struct {
 	// Attempts are the records carried over from earlier runs (the newest MaxKeptAttempts).
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
 	Dropped  int             `json:"dropped,omitempty"`
+	// Ordering is set for a delivery sent with an ordering key: its place in the key.
+	Ordering *Ordering `json:"ordering,omitempty"`
 }
 
 // MaxKeptAttempts is how many attempt records survive a delivery's continue-as-new: it

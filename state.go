@@ -27,4 +27,7 @@ const (
 	// StateSkipped: the endpoint was disabled when the delivery reached its first attempt;
 	// no request was made (see policy.OnDisabled).
 	StateSkipped State = "skipped"
+	// StateWaitingTurn: an ordered delivery waits for the delivery before it in its
+	// ordering key (Status.Ordering says which); it has made no attempt.
+	StateWaitingTurn State = "waiting_turn"
 )

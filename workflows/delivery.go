@@ -45,7 +45,13 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 	}
 	d.replays = workflow.GetSignalChannel(ctx, herald.SignalReplay)
 	d.permits = workflow.GetSignalChannel(ctx, herald.SignalPermit)
-	return d.run(ctx)
+	d.startOrdering(ctx)
+	st, err := d.run(ctx)
+	if err == nil {
+		d.releaseTurn(ctx, string(st.State))
+	}
+	d.orderingSettle(ctx)
+	return st, err
 }
 
 type delivery struct {
@@ -58,9 +64,12 @@ type delivery struct {
 	held bool
 	// skipped is set when the delivery ended without a request: its endpoint was disabled.
 	skipped bool
+	// order is the delivery's part in its ordering key; nil without one (ordering.go).
+	order *orderingRun
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
+	d.awaitTurn(ctx)
 	for {
 		last, delivered, err := d.ladder(ctx)
 		if err != nil {
@@ -72,9 +81,11 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		if delivered || d.skipped {
 			return d.status, nil
 		}
+		d.orderingDeadLetter(ctx, last.OrderingOnDeadLetter)
 		if !d.deadLetter(ctx, last) {
 			return d.status, nil
 		}
+		d.orderingReplayed()
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
 		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)
@@ -342,13 +353,14 @@ func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
 }
 
 func (d *delivery) continueAsNew(ctx workflow.Context) error {
+	d.orderingSettle(ctx)
 	kept, dropped := d.status.Attempts, d.status.Dropped
 	if len(kept) > herald.MaxKeptAttempts {
 		dropped += len(kept) - herald.MaxKeptAttempts
 		kept = kept[len(kept)-herald.MaxKeptAttempts:]
 	}
 	return workflow.NewContinueAsNewError(ctx, herald.DeliveryWorkflow, herald.DeliveryInput{
-		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped,
+		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped, Ordering: d.in.Ordering,
 	})
 }
 

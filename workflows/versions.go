@@ -55,4 +55,11 @@ const (
 	// Asked once, as a run starts. The old branch (statsBeforeSpill) keeps every endpoint:
 	// tests/testdata/histories/endpoint_stats_before_spill.json takes it.
 	versionStatsSpill = "stats-spill"
+	// versionOrdering (2026-12-02): a delivery sent with an ordering key waits for its turn
+	// in the key and hands it on (workflows/ordering.go). Asked only by ordered deliveries,
+	// which no release before ran: every recorded delivery history (delivery_*.json, none
+	// ordered; delivery_first_try_before_ordering.json and
+	// delivery_dead_letter_replayed_before_ordering.json keep two as the code before it
+	// recorded them) never reaches it; delivery_ordered_*.json take the new branch.
+	versionOrdering = "ordering"
 )
