@@ -163,6 +163,9 @@ type sendRequest struct {
 	ID         string          `json:"id,omitempty"`
 	Type       string          `json:"type"`
 	Data       json.RawMessage `json:"data"`
+	// OrderingKey orders the delivery after the earlier ones to the same endpoint with
+	// the same key (herald.ValidateOrderingKey).
+	OrderingKey string `json:"ordering_key,omitempty"`
 }
 
 // sendResponse answers POST /v1/events sent to one endpoint.
@@ -197,7 +200,7 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if !p.canSee(req.Tenant) {
 			return 0, nil, fmt.Errorf("%w: this token may send only to its own tenant's endpoints, not to tenant %s", errForbidden, req.Tenant)
 		}
-		res, err := s.opts.Starter.Publish(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data})
+		res, err := s.opts.Starter.Publish(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data, OrderingKey: req.OrderingKey})
 		if err != nil {
 			return 0, nil, err
 		}
@@ -210,7 +213,7 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	// Event ids are scoped to the endpoint's tenant: a reused id can only name one of the
 	// same tenant's events (ErrConflict if it differs), never reveal another tenant's.
-	res, err := s.opts.Starter.Send(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data})
+	res, err := s.opts.Starter.Send(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data, OrderingKey: req.OrderingKey})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -143,6 +143,9 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 	if o.DisableAfter != 0 {
 		ov = append(ov, "disable after "+o.DisableAfter.String())
 	}
+	if o.OrderingOnDeadLetter != "" {
+		ov = append(ov, "ordering on dead letter "+o.OrderingOnDeadLetter)
+	}
 	if len(ov) == 0 {
 		ov = []string{"none (worker defaults)"}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func newSendCmd(g *globals) *cobra.Command {
-	var endpoint, tenant, id, typ, data string
+	var endpoint, tenant, id, typ, data, orderingKey string
 	cmd := &cobra.Command{
 		Use:   "send (--tenant T | --endpoint ID) --type TYPE --data JSON",
 		Short: "Send an event to a tenant's subscribed endpoints, or to one endpoint",
@@ -39,10 +39,17 @@ most once compacted). The receiver gets the data exactly as given, compacted, ne
 
 The event's --type is checked against the catalog of event types (herald event-type
 --help): data that does not match its type's JSON Schema is refused, naming where and
-which rule, and so is a type that is not registered when strict types are on.`,
+which rule, and so is a type that is not registered when strict types are on.
+
+--ordering-key K orders the event after the earlier ones sent to the same endpoint with the
+same key (for --tenant, at each endpoint): its first request waits until the one before it
+is delivered, skipped, or dead-lettered (what a dead letter does is the endpoint's
+--ordering-on-dead-letter, block by default). Other keys, and events without one, are not
+held. A key is 1 to 128 ASCII letters, digits, '-', '_', '.', ':' and '@'.`,
 		Example: `  herald send --tenant acme --type order.paid --data '{"order":42}'
   herald send --tenant acme --type order.paid --id evt_order_42_paid --data @event.json
-  herald send --endpoint acme-billing --type order.paid --data '{"order":42}'`,
+  herald send --endpoint acme-billing --type order.paid --data '{"order":42}'
+  herald send --endpoint acme-billing --type subscription.updated --ordering-key customer:42 --data '{"plan":"pro"}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (endpoint == "") == (tenant == "") {
@@ -53,17 +60,22 @@ which rule, and so is a type that is not registered when strict types are on.`,
 					return fmt.Errorf("%w: --tenant: %v", errUsage, err)
 				}
 			}
+			if orderingKey != "" {
+				if err := herald.ValidateOrderingKey(orderingKey); err != nil {
+					return fmt.Errorf("%w: --ordering-key: %v", errUsage, err)
+				}
+			}
 			raw, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
 			if tenant != "" {
-				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw)}
+				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw), OrderingKey: orderingKey}
 				return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.PublishResult, error) {
 					return s.Publish(ctx, tenant, ev)
 				}, g.printPublished)
 			}
-			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
+			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw), OrderingKey: orderingKey}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.SendResult, error) {
 				res, err := s.Send(ctx, ev)
 				if errors.Is(err, starter.ErrNotFound) {
@@ -83,6 +95,7 @@ which rule, and so is a type that is not registered when strict types are on.`,
 	f.StringVar(&id, "id", "", "event id (default: a new evt_... id); receivers deduplicate on it")
 	f.StringVar(&typ, "type", "", "event type (required): ASCII letters, digits, '-', '_' and '.', e.g. order.paid")
 	f.StringVar(&data, "data", "", "event payload: JSON, @FILE or - for stdin (required)")
+	f.StringVar(&orderingKey, "ordering-key", "", "deliver after the earlier events to the same endpoint with this key (1-128 of A-Z a-z 0-9 - _ . : @)")
 	_ = cmd.MarkFlagRequired("data")
 	_ = cmd.MarkFlagRequired("type")
 	return cmd
