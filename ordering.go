@@ -75,8 +75,8 @@ const (
 	SignalOrderingNext = "ordering-next"
 	// SignalOrderingTurn hands a delivery its turn (OrderingTurn).
 	SignalOrderingTurn = "ordering-turn"
-	// MemoOrdering is the memo field of an ordered delivery: its key, and what it waits on
-	// or holds.
+	// MemoOrdering is the memo field of an ordered delivery, once it waited or parked: its
+	// OrderingStatus (the dead-letter list reads Blocking from it).
 	MemoOrdering = "ordering"
 )
 
@@ -138,4 +138,22 @@ type SequencerInput struct {
 	// Idle overrides how long the sequencer waits without an append before it asks
 	// whether its tail is closed, and closes if it is (tests; default one hour).
 	Idle time.Duration `json:"idle,omitempty"`
+}
+
+// Text says in a line what the key means for the delivery, e.g. "key customer:42, waits for
+// evt_1 (the delivery before it in the key)"; "" for no status.
+func (o *OrderingStatus) Text() string {
+	if o == nil {
+		return ""
+	}
+	s := "key " + o.Key
+	switch {
+	case o.WaitingFor != "":
+		s += ", waits for " + o.WaitingFor + " (the delivery before it in the key)"
+	case o.Blocking:
+		s += ", held by this dead letter: the key's next deliveries wait until it is replayed and delivered, or expires"
+	case o.Passed:
+		s += ", passed: this dead letter's key went on without it (ordering on dead letter: skip)"
+	}
+	return s
 }

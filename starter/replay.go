@@ -185,6 +185,8 @@ type DeadLetter struct {
 	Type       string    `json:"type"`
 	SentAt     time.Time `json:"sent_at,omitzero"`
 	WorkflowID string    `json:"workflow_id"`
+	// HoldsKey is the ordering key this dead letter holds (ordering on dead letter: block).
+	HoldsKey string `json:"holds_key,omitempty"`
 }
 
 // ListDeadLetters lists the dead letters f selects, oldest first as the server returns them.
@@ -203,6 +205,12 @@ func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter)
 		sa := ex.GetSearchAttributes().GetIndexedFields()
 		dl.EndpointID = keyword(sa[herald.AttrEndpoint.GetName()].GetData())
 		dl.Type = keyword(sa[herald.AttrEventType.GetName()].GetData())
+		if p := ex.GetMemo().GetFields()[herald.MemoOrdering]; p != nil {
+			var o herald.OrderingStatus
+			if s.opts.DataConverter.FromPayload(p, &o) == nil && o.Blocking {
+				dl.HoldsKey = o.Key
+			}
+		}
 		out = append(out, dl)
 	}
 	return out, nil

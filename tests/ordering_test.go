@@ -237,6 +237,10 @@ func TestOrderedBlockedHead(t *testing.T) {
 	if head.Ordering == nil || !head.Ordering.Blocking || head.Ordering.Key != "k0" {
 		t.Errorf("head: ordering %+v, want blocking key k0", head.Ordering)
 	}
+	eventually(t, "the dead letter to list the key it holds", func() bool {
+		dls, err := shared.starter.ListDeadLetters(context.Background(), herald.DeadLetterFilter{EndpointID: "ordered-block", Tenant: herald.DefaultTenant})
+		return err == nil && len(dls) == 1 && dls[0].HoldsKey == "k0"
+	})
 	next := waitState(t, ids["k0"][1], herald.StateWaitingTurn)
 	if next.Ordering == nil || next.Ordering.WaitingFor != ids["k0"][0] || len(next.Attempts) != 0 {
 		t.Errorf("next: ordering %+v, %d attempts; want waiting for %s, none", next.Ordering, len(next.Attempts), ids["k0"][0])

@@ -85,7 +85,7 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 		if !d.deadLetter(ctx, last) {
 			return d.status, nil
 		}
-		d.orderingReplayed()
+		d.orderingReplayed(ctx)
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
 		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)

@@ -153,7 +153,7 @@ func (d *delivery) awaitTurn(ctx workflow.Context) {
 	waitingFor := herald.OrderingEventID(r.o.After)
 	d.status.Ordering.WaitingFor = waitingFor
 	d.setState(ctx, herald.StateWaitingTurn, true)
-	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoOrdering: fmt.Sprintf("key %s: waits for %s", r.o.Key, waitingFor)})
+	d.memoOrdering(ctx)
 	got := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(r.turns, func(c workflow.ReceiveChannel, _ bool) {
@@ -168,7 +168,15 @@ func (d *delivery) awaitTurn(ctx workflow.Context) {
 	for !got {
 		sel.Select(ctx)
 	}
-	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoOrdering: "key " + r.o.Key})
+	d.status.Ordering.WaitingFor = ""
+	d.memoOrdering(ctx)
+}
+
+// memoOrdering records the status's ordering in the MemoOrdering memo field (one history
+// event): the Temporal UI and the visibility list (blocked keys) show it.
+func (d *delivery) memoOrdering(ctx workflow.Context) {
+	// Upsert fails only on values that do not encode, and this one does.
+	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoOrdering: *d.status.Ordering})
 }
 
 // releaseTurn ends the delivery's turn in its key, saying why, and hands it to the
@@ -207,19 +215,21 @@ func (d *delivery) orderingDeadLetter(ctx workflow.Context, mode string) {
 	}
 	if mode == herald.OrderingSkip {
 		d.status.Ordering.Passed = true
-		_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoOrdering: "key " + r.o.Key + ": dead letter passed (ordering on dead letter: skip)"})
 		d.releaseTurn(ctx, "dead letter, passed (skip)")
+		d.memoOrdering(ctx)
 		return
 	}
 	d.status.Ordering.Blocking = true
-	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoOrdering: "key " + r.o.Key + ": dead letter holds the key until it is replayed and delivered, or expires"})
+	d.memoOrdering(ctx)
 	d.emitOps(ctx, herald.OpsOrderingBlocked, "key "+r.o.Key+" blocked by dead letter "+d.in.Event.ID)
 }
 
-// orderingReplayed notes that a blocking dead letter was replayed: it keeps its place.
-func (d *delivery) orderingReplayed() {
-	if d.order != nil && d.status.Ordering != nil {
+// orderingReplayed notes that a blocking dead letter was replayed: it keeps its place, and
+// leaves the blocked keys.
+func (d *delivery) orderingReplayed(ctx workflow.Context) {
+	if d.order != nil && d.status.Ordering.Blocking {
 		d.status.Ordering.Blocking = false
+		d.memoOrdering(ctx)
 	}
 }
 

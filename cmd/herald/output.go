@@ -55,6 +55,9 @@ func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) erro
 	if st.Reason != "" && st.State == herald.StateDeadLetter {
 		fmt.Fprintf(w, "Why        %s\n", st.Reason)
 	}
+	if o := st.Ordering.Text(); o != "" {
+		fmt.Fprintf(w, "Ordering   %s\n", o)
+	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, "(%d older attempts not shown)\n", st.Dropped)
 	}
