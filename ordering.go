@@ -75,8 +75,8 @@ const (
 	SignalOrderingNext = "ordering-next"
 	// SignalOrderingTurn hands a delivery its turn (OrderingTurn).
 	SignalOrderingTurn = "ordering-turn"
-	// MemoOrdering is the memo field of an ordered delivery, once it waited or parked: its
-	// OrderingStatus (the dead-letter list reads Blocking from it).
+	// MemoOrdering is the memo field of an ordered delivery that parked as a dead letter:
+	// its OrderingStatus (the dead-letter list reads Blocking from it).
 	MemoOrdering = "ordering"
 )
 

@@ -283,3 +283,41 @@ func TestOrderedSkip(t *testing.T) {
 		t.Errorf("dead letter: ordering %+v, want passed", dead.Ordering)
 	}
 }
+
+// TestRecordOrderedHistories records the histories of ordered deliveries (run with
+// -record): delivery_ordered_waited.json waits for its predecessor's turn, takes it and
+// hands it on; delivery_ordered_blocked_replayed.json is a head dead letter that blocks
+// its key, is replayed, delivered, and hands the turn on; ordering_sequencer.json is the
+// key's sequencer.
+func TestRecordOrderedHistories(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	fail := true
+	var mu sync.Mutex
+	rcv := newOrderReceiver(t, func(d orderedData) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail && d.Seq == 0 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	putEndpoint(t, "rec-ordered", rcv.URL, orderedOverrides(2, ""))
+	ids := sendOrdered(t, shared.starter, "rec-ordered", []string{"rec"}, 3)
+	waitState(t, ids["rec"][0], herald.StateDeadLetter)
+	waitState(t, ids["rec"][1], herald.StateWaitingTurn)
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	if _, err := shared.starter.Replay(context.Background(), starter.Ref{EventID: ids["rec"][0]}); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, rcv, 3, time.Minute)
+	for _, id := range ids["rec"] {
+		waitState(t, id, herald.StateDelivered)
+	}
+	save(t, "delivery_ordered_blocked_replayed.json", herald.DeliveryID("", ids["rec"][0]))
+	save(t, "delivery_ordered_waited.json", herald.DeliveryID("", ids["rec"][1]))
+	save(t, "ordering_sequencer.json", herald.SequencerWorkflowID("", "rec-ordered", "rec"))
+}

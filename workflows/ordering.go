@@ -152,8 +152,8 @@ func (d *delivery) awaitTurn(ctx workflow.Context) {
 	}
 	waitingFor := herald.OrderingEventID(r.o.After)
 	d.status.Ordering.WaitingFor = waitingFor
+	// The state (one upsert) lists it among waiting_turn; the status query says for what.
 	d.setState(ctx, herald.StateWaitingTurn, true)
-	d.memoOrdering(ctx)
 	got := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(r.turns, func(c workflow.ReceiveChannel, _ bool) {
@@ -169,11 +169,11 @@ func (d *delivery) awaitTurn(ctx workflow.Context) {
 		sel.Select(ctx)
 	}
 	d.status.Ordering.WaitingFor = ""
-	d.memoOrdering(ctx)
 }
 
 // memoOrdering records the status's ordering in the MemoOrdering memo field (one history
-// event): the Temporal UI and the visibility list (blocked keys) show it.
+// event), when a dead letter blocks or is passed: the Temporal UI and the visibility list
+// (blocked keys) show it.
 func (d *delivery) memoOrdering(ctx workflow.Context) {
 	// Upsert fails only on values that do not encode, and this one does.
 	_ = workflow.UpsertMemo(ctx, map[string]any{herald.MemoOrdering: *d.status.Ordering})

@@ -60,6 +60,7 @@ const (
 	// which no release before ran: every recorded delivery history (delivery_*.json, none
 	// ordered; delivery_first_try_before_ordering.json and
 	// delivery_dead_letter_replayed_before_ordering.json keep two as the code before it
-	// recorded them) never reaches it; delivery_ordered_*.json take the new branch.
+	// recorded them) never reaches it; delivery_ordered_waited.json and
+	// delivery_ordered_blocked_replayed.json take the new branch (TestRecordOrderedHistories).
 	versionOrdering = "ordering"
 )
