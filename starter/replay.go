@@ -102,6 +102,9 @@ func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Sta
 		return r, s.redeliver(ctx, wfID, eventID, st)
 	case herald.StateWaitingKey:
 		return r, fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
+	case herald.StateWaitingTurn:
+		return r, fmt.Errorf("%w: event %s has made no attempt yet: it waits for its turn in its ordering key (%s); replay the dead letter that holds the key, if one does",
+			ErrInvalid, eventID, st.Ordering.Text())
 	case herald.StateWaitingEndpoint:
 		reason := "its endpoint holds it back"
 		if st.Waiting != nil && st.Waiting.Reason != "" {

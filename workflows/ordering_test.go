@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -234,4 +235,25 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestSequencerContinuesAsNew: after sequencerAppendsPerRun appends the sequencer
+// continues as new with its tail, so the next append finds its predecessor.
+func TestSequencerContinuesAsNew(t *testing.T) {
+	defer func(n int) { sequencerAppendsPerRun = n }(sequencerAppendsPerRun)
+	sequencerAppendsPerRun = 5
+	env := newTestEnv()
+	env.RegisterWorkflowWithOptions(SequencerWorkflow, workflow.RegisterOptions{Name: herald.SequencerWorkflow})
+	for i := range sequencerAppendsPerRun {
+		env.RegisterDelayedCallback(func() {
+			sendUpdate[herald.OrderingPlace](env, herald.UpdateOrderingAppend, herald.OrderingAppend{Delivery: fmt.Sprintf("delivery:e%d", i)})
+		}, time.Duration(i+1)*time.Millisecond)
+	}
+	env.ExecuteWorkflow(herald.SequencerWorkflow, herald.SequencerInput{Tail: "delivery:before", Idle: time.Hour})
+	_, next := continuedAsNew[herald.SequencerInput](t, env)
+	last := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-1)
+	prev := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-2)
+	if next.Tail != last || next.TailAfter != prev || next.Idle != time.Hour {
+		t.Errorf("continues with %+v, want tail %s after %s, idle 1h", next, last, prev)
+	}
 }
