@@ -83,7 +83,9 @@ func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
 		closed := in.Tail == ""
 		if !closed {
 			var ops *activities.Ops
-			if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opsOptions), ops.Closed, in.Tail).Get(ctx, &closed); err != nil {
+			opts := opsOptions
+			opts.Summary = "is the tail closed?"
+			if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), ops.Closed, in.Tail).Get(ctx, &closed); err != nil {
 				workflow.GetLogger(ctx).Warn("ordering: cannot tell whether the tail is closed", "tail", in.Tail, "error", err)
 				continue
 			}
