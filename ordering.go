@@ -86,9 +86,11 @@ type OrderingAppend struct {
 	Delivery string `json:"delivery"`
 }
 
-// OrderingPlace is a delivery's place in its key: the delivery before it ("" for none).
+// OrderingPlace is a delivery's place in its key: the delivery before it ("" for none),
+// and its number in the key (1 for the first since the key's sequencer last started).
 type OrderingPlace struct {
 	After string `json:"after,omitempty"`
+	Seq   int64  `json:"seq,omitempty"`
 }
 
 // OrderingTurn hands a delivery its turn: the predecessor that ended its turn, and how.
@@ -102,6 +104,8 @@ type Ordering struct {
 	Key string `json:"key"`
 	// After is the workflow id of the delivery before it; "" when it was first.
 	After string `json:"after,omitempty"`
+	// Seq is its number in the key (OrderingPlace.Seq).
+	Seq int64 `json:"seq,omitempty"`
 	// Turn is set once the delivery had its turn (carried over a continue-as-new).
 	Turn bool `json:"turn,omitempty"`
 	// Next is the workflow id of the delivery after it, once that one said it waits.
@@ -114,6 +118,9 @@ type Ordering struct {
 // holds the key as a dead letter, or that it was passed.
 type OrderingStatus struct {
 	Key string `json:"key"`
+	// Seq is the delivery's number in its key (1 for the first since the key's sequencer
+	// last started; 0 if unknown).
+	Seq int64 `json:"seq,omitempty"`
 	// WaitingFor is the event id of the delivery it waits for, while it waits for its turn.
 	WaitingFor string `json:"waiting_for,omitempty"`
 	// Blocking is set while it is a dead letter holding its key (OrderingBlock).
@@ -135,6 +142,8 @@ type SequencerInput struct {
 	// Tail is the workflow id of the key's last delivery; TailAfter is the one before it.
 	Tail      string `json:"tail,omitempty"`
 	TailAfter string `json:"tail_after,omitempty"`
+	// Seq is the number the tail got (OrderingPlace.Seq).
+	Seq int64 `json:"seq,omitempty"`
 	// Idle overrides how long the sequencer waits without an append before it asks
 	// whether its tail is closed, and closes if it is (tests; default one hour).
 	Idle time.Duration `json:"idle,omitempty"`
@@ -147,6 +156,9 @@ func (o *OrderingStatus) Text() string {
 		return ""
 	}
 	s := "key " + o.Key
+	if o.Seq > 0 {
+		s += fmt.Sprintf(" (#%d in the key)", o.Seq)
+	}
 	switch {
 	case o.WaitingFor != "":
 		s += ", waits for " + o.WaitingFor + " (the delivery before it in the key)"

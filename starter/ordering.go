@@ -40,5 +40,5 @@ func (s *Client) placeOrdered(ctx context.Context, tenant, wfID string, ev Event
 			return nil, fmt.Errorf("ordering key %s: %w", ev.OrderingKey, err)
 		}
 	}
-	return &herald.Ordering{Key: ev.OrderingKey, After: place.After}, nil
+	return &herald.Ordering{Key: ev.OrderingKey, After: place.After, Seq: place.Seq}, nil
 }

@@ -242,7 +242,7 @@ func TestOrderedBlockedHead(t *testing.T) {
 		return err == nil && len(dls) == 1 && dls[0].HoldsKey == "k0"
 	})
 	next := waitState(t, ids["k0"][1], herald.StateWaitingTurn)
-	if next.Ordering == nil || next.Ordering.WaitingFor != ids["k0"][0] || len(next.Attempts) != 0 {
+	if next.Ordering == nil || next.Ordering.WaitingFor != ids["k0"][0] || next.Ordering.Seq != 2 || len(next.Attempts) != 0 {
 		t.Errorf("next: ordering %+v, %d attempts; want waiting for %s, none", next.Ordering, len(next.Attempts), ids["k0"][0])
 	}
 	// A resend of an event of the key: the same delivery, no new place.

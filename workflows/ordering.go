@@ -43,12 +43,11 @@ func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
 	err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
 		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
 			appends++
-			if req.Delivery == in.Tail {
-				// The same delivery again (a retried call): the same place.
-				return herald.OrderingPlace{After: in.TailAfter}, nil
+			if req.Delivery != in.Tail { // else the same delivery again (a retried call): the same place
+				in.TailAfter, in.Tail = in.Tail, req.Delivery
+				in.Seq++
 			}
-			in.TailAfter, in.Tail = in.Tail, req.Delivery
-			return herald.OrderingPlace{After: in.TailAfter}, nil
+			return herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req herald.OrderingAppend) error {
 			if _, _, ok := herald.ParseDeliveryID(req.Delivery); !ok {
@@ -75,7 +74,7 @@ func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, herald.SequencerInput{Tail: in.Tail, TailAfter: in.TailAfter, Idle: in.Idle})
+			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, herald.SequencerInput{Tail: in.Tail, TailAfter: in.TailAfter, Seq: in.Seq, Idle: in.Idle})
 		}
 		if moved {
 			continue
@@ -121,7 +120,7 @@ func (d *delivery) startOrdering(ctx workflow.Context) {
 		turns: workflow.GetSignalChannel(ctx, herald.SignalOrderingTurn),
 	}
 	d.order = r
-	d.status.Ordering = &herald.OrderingStatus{Key: r.o.Key}
+	d.status.Ordering = &herald.OrderingStatus{Key: r.o.Key, Seq: r.o.Seq}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var next string

@@ -209,10 +209,10 @@ func TestSequencerAppends(t *testing.T) {
 	var got []string
 	for i, o := range outs[:4] {
 		if o.check(t, "append "+ids[i]) {
-			got = append(got, ids[i]+"<"+o.result.After)
+			got = append(got, fmt.Sprintf("%s<%s#%d", ids[i], o.result.After, o.result.Seq))
 		}
 	}
-	want := []string{"delivery:a<", "delivery:b<delivery:a", "delivery:b<delivery:a", "delivery:c<delivery:b"}
+	want := []string{"delivery:a<#1", "delivery:b<delivery:a#2", "delivery:b<delivery:a#2", "delivery:c<delivery:b#3"}
 	if !equalStrings(got, want) {
 		t.Errorf("places %v, want %v", got, want)
 	}
@@ -253,7 +253,7 @@ func TestSequencerContinuesAsNew(t *testing.T) {
 	_, next := continuedAsNew[herald.SequencerInput](t, env)
 	last := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-1)
 	prev := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-2)
-	if next.Tail != last || next.TailAfter != prev || next.Idle != time.Hour {
+	if next.Tail != last || next.TailAfter != prev || next.Seq != int64(sequencerAppendsPerRun) || next.Idle != time.Hour {
 		t.Errorf("continues with %+v, want tail %s after %s, idle 1h", next, last, prev)
 	}
 }
