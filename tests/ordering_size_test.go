@@ -3,7 +3,7 @@ package tests
 import "flag"
 
 // orderedFull runs TestOrderedUnderFailuresAndKill at the size, 2,000 events over
-// 50 keys (about 90 s here); by default it runs 400 events over 40 keys.
+// 50 keys (71–88 s here); by default it runs 400 events over 40 keys.
 var orderedFull = flag.Bool("ordered-full", false, "run TestOrderedUnderFailuresAndKill with 2,000 events over 50 keys")
 
 // orderedSize is the number of events and keys of TestOrderedUnderFailuresAndKill.
