@@ -68,6 +68,8 @@ func CancelPhase(s State) policy.Phase {
 		return policy.PhaseWaitingEndpoint
 	case StateDeadLetter:
 		return policy.PhaseDeadLetter
+	case StateWaitingTurn:
+		return policy.PhaseWaitingTurn
 	case StateDelivered:
 		return policy.PhaseDelivered
 	default: // skipped, expired, cancelled

@@ -42,6 +42,9 @@ type EndpointChange struct {
 	// request's body and headers, or cancels the delivery (expr.Transform); "" removes it;
 	// nil keeps it. Copied to PutEndpointRequest.Transform, which validates it.
 	Transform *string `json:"transform,omitempty"`
+	// OrderingOnDeadLetter sets what a dead letter at the head of an ordering key does:
+	// block or skip (ValidateOrderingOnDeadLetter).
+	OrderingOnDeadLetter *string `json:"ordering_on_dead_letter,omitempty"`
 }
 
 // HeaderChange is the change's custom headers as a put carries them (nil: keep the
@@ -116,6 +119,12 @@ func (c EndpointChange) Overrides() (*Overrides, error) {
 			return nil, err
 		}
 		o.Breaker, set = &b, true
+	}
+	if c.OrderingOnDeadLetter != nil {
+		if *c.OrderingOnDeadLetter == "" {
+			return nil, fmt.Errorf("ordering_on_dead_letter \"\": give %s or %s, or leave it out to keep it", OrderingBlock, OrderingSkip)
+		}
+		o.OrderingOnDeadLetter, set = *c.OrderingOnDeadLetter, true
 	}
 	if !set {
 		return nil, nil

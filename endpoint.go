@@ -80,6 +80,9 @@ type Overrides struct {
 	// DisableAfter is how long every attempt must fail before the endpoint is disabled
 	// (default policy.DefaultDisableAfter).
 	DisableAfter Duration `json:"disable_after,omitempty"`
+	// OrderingOnDeadLetter is what a dead letter at the head of an ordering key does:
+	// OrderingBlock (the default) or OrderingSkip.
+	OrderingOnDeadLetter string `json:"ordering_on_dead_letter,omitempty"`
 }
 
 // Merge sets the fields n sets, keeping the others; the ladder and the breaker merge
@@ -133,6 +136,9 @@ func (o *Overrides) Merge(n Overrides) {
 	if n.DisableAfter != 0 {
 		o.DisableAfter = n.DisableAfter
 	}
+	if n.OrderingOnDeadLetter != "" {
+		o.OrderingOnDeadLetter = n.OrderingOnDeadLetter
+	}
 }
 
 // Limiter is the configuration of the limiter (breaker, cap, leases, queue) of an endpoint
@@ -170,6 +176,9 @@ func (o Overrides) Validate() error {
 // for before the endpoint's stored overrides are known. The breaker and the cap, whose
 // settings depend on each other, are checked once merged (Validate).
 func (o Overrides) ValidateChange() error {
+	if err := ValidateOrderingOnDeadLetter(o.OrderingOnDeadLetter); err != nil {
+		return err
+	}
 	if o.Ladder != nil {
 		if err := o.Ladder.CheckBounds(); err != nil {
 			return err
@@ -229,6 +238,8 @@ type Settings struct {
 	Retention Duration `json:"retention"`
 	// Timeout bounds one attempt: connect, send, and read the response.
 	Timeout Duration `json:"timeout"`
+	// OrderingOnDeadLetter is the endpoint's OrderingOnDeadLetter ("" is OrderingBlock).
+	OrderingOnDeadLetter string `json:"ordering_on_dead_letter,omitempty"`
 }
 
 // DefaultSettings are Herald's built-in defaults: the 8-attempt ladder with ±20% jitter,
@@ -258,6 +269,9 @@ func (s Settings) Apply(o Overrides) Settings {
 	}
 	if o.Timeout > 0 {
 		e.Timeout = o.Timeout
+	}
+	if o.OrderingOnDeadLetter != "" {
+		e.OrderingOnDeadLetter = o.OrderingOnDeadLetter
 	}
 	return e
 }

@@ -12,6 +12,9 @@ type Event struct {
 	Type       string          `json:"type"`
 	Data       json.RawMessage `json:"data"`
 	CreatedAt  time.Time       `json:"created_at,omitzero"`
+	// OrderingKey, when set, orders the event's delivery after the earlier ones sent to the
+	// same endpoint with the same key (see ordering.go; ValidateOrderingKey).
+	OrderingKey string `json:"ordering_key,omitempty"`
 }
 
 // eventJSON is an Event as Temporal's payloads carry it. The data travels as a JSON string
@@ -20,19 +23,20 @@ type Event struct {
 // escapes, while a string's escapes decode back to exactly the bytes sent. Data (data) is
 // the raw form, as producers write an event in JSON.
 type eventJSON struct {
-	ID         string          `json:"id"`
-	EndpointID string          `json:"endpoint_id"`
-	Type       string          `json:"type"`
-	DataText   *string         `json:"data_text,omitempty"`
-	Data       json.RawMessage `json:"data,omitempty"`
-	CreatedAt  time.Time       `json:"created_at,omitzero"`
+	ID          string          `json:"id"`
+	EndpointID  string          `json:"endpoint_id"`
+	Type        string          `json:"type"`
+	DataText    *string         `json:"data_text,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+	CreatedAt   time.Time       `json:"created_at,omitzero"`
+	OrderingKey string          `json:"ordering_key,omitempty"`
 }
 
 // MarshalJSON writes the event with its data as a string, so that its bytes survive any
 // JSON encoder unchanged.
 func (e Event) MarshalJSON() ([]byte, error) {
 	text := string(e.Data)
-	return json.Marshal(eventJSON{ID: e.ID, EndpointID: e.EndpointID, Type: e.Type, DataText: &text, CreatedAt: e.CreatedAt})
+	return json.Marshal(eventJSON{ID: e.ID, EndpointID: e.EndpointID, Type: e.Type, DataText: &text, CreatedAt: e.CreatedAt, OrderingKey: e.OrderingKey})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, and an event with its data raw, as
@@ -42,7 +46,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Event{ID: j.ID, EndpointID: j.EndpointID, Type: j.Type, Data: j.Data, CreatedAt: j.CreatedAt}
+	*e = Event{ID: j.ID, EndpointID: j.EndpointID, Type: j.Type, Data: j.Data, CreatedAt: j.CreatedAt, OrderingKey: j.OrderingKey}
 	if j.DataText != nil {
 		e.Data = json.RawMessage(*j.DataText)
 	}

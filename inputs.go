@@ -21,6 +21,8 @@ type DeliveryInput struct {
 	// DeliverAt, for a scheduled send, is when the first attempt goes: the delivery
 	// waits on a durable timer until then (policy.CheckDeliverAt bounds it).
 	DeliverAt time.Time `json:"deliver_at,omitzero"`
+	// Ordering is set for a delivery sent with an ordering key: its place in the key.
+	Ordering *Ordering `json:"ordering,omitempty"`
 }
 
 // MaxKeptAttempts is how many attempt records survive a delivery's continue-as-new: it

@@ -36,6 +36,9 @@ const (
 	OpsDeadLettered = "delivery.dead_lettered"
 	// OpsRecovered: a replayed delivery was delivered.
 	OpsRecovered = "delivery.recovered"
+	// OpsOrderingBlocked: a dead letter at the head of an ordering key holds the key (the
+	// endpoint's ordering on dead letter is block); Reason names the key.
+	OpsOrderingBlocked = "ordering.blocked"
 )
 
 // OpsData is the data of an operational event: the endpoint it is about and, for a

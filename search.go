@@ -231,7 +231,7 @@ func Executions(ctx context.Context, c Lister, query string, pageSize int32) ite
 }
 
 // EventStates are the delivery states an EventFilter can select, in the order people meet them.
-var EventStates = []State{StateScheduled, StateAttempting, StateWaitingRetry, StateWaitingEndpoint, StateDelivered, StateDeadLetter, StateExpired, StateSkipped, StateCancelled}
+var EventStates = []State{StateScheduled, StateAttempting, StateWaitingRetry, StateWaitingEndpoint, StateWaitingTurn, StateDelivered, StateDeadLetter, StateExpired, StateSkipped, StateCancelled}
 
 // EventFilter selects deliveries for the event list, by their search attributes and start
 // time; empty fields select all.

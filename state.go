@@ -31,4 +31,7 @@ const (
 	// StateCancelled: someone cancelled the delivery before it was delivered
 	// (UpdateCancel); Status.Cancelled says when, by whom and why.
 	StateCancelled State = "cancelled"
+	// StateWaitingTurn: an ordered delivery waits for the delivery before it in its
+	// ordering key (Status.Ordering says which); it has made no attempt.
+	StateWaitingTurn State = "waiting_turn"
 )

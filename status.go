@@ -31,6 +31,8 @@ type Status struct {
 	// Busy is set on a status read while an attempt was in flight: a delivery answers only
 	// between attempts, so this one comes from its search attributes and shows no attempts.
 	Busy *Busy `json:"busy,omitempty"`
+	// Ordering is an ordered delivery's key and what it waits on (see ordering.go).
+	Ordering *OrderingStatus `json:"ordering,omitempty"`
 }
 
 // Busy says a delivery could not answer because an attempt is in flight, since when.

@@ -43,13 +43,15 @@ const (
 	Breaker    = "breaker"
 	Backlog    = "backlog"
 	Scale      = "scale"
+	Ordered    = "ordered"
 )
 
 // Scenarios lists every scenario, in the order Run runs them.
-var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale}
+var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale, Ordered}
 
 // DefaultScenarios are the scenarios Run runs when Config.Scenarios is empty: all but
-// scale, whose default size takes as long as 100,000 registrations do.
+// scale, whose default size takes as long as 100,000 registrations do, and ordered
+// (10,000 deliveries).
 var DefaultScenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog}
 
 // Config sizes the scenarios. Zero values take the defaults (see DefaultConfig).
@@ -124,11 +126,16 @@ type Config struct {
 	// 10 healthy endpoints take BacklogRate events per second for BacklogFor, once before
 	// the backlog exists and once while it waits; then the blocked endpoint's receiver
 	// answers after BacklogDelay and its circuit is closed by hand.
-	BacklogEvents int               `json:"backlog_events"`
-	BacklogRate   float64           `json:"backlog_rate"`
-	BacklogFor    duration.Duration `json:"backlog_for"`
-	BacklogCap    int               `json:"backlog_cap"`
-	BacklogDelay  duration.Duration `json:"backlog_delay"`
+	BacklogEvents int `json:"backlog_events"`
+	// OrderedKeys keys of OrderedPerKey events each, over OrderedEndpoints endpoints, are
+	// sent unordered and then ordered (the ordered scenario).
+	OrderedKeys      int               `json:"ordered_keys"`
+	OrderedPerKey    int               `json:"ordered_per_key"`
+	OrderedEndpoints int               `json:"ordered_endpoints"`
+	BacklogRate      float64           `json:"backlog_rate"`
+	BacklogFor       duration.Duration `json:"backlog_for"`
+	BacklogCap       int               `json:"backlog_cap"`
+	BacklogDelay     duration.Duration `json:"backlog_delay"`
 
 	// ScaleEndpoints are registered by the scale scenario through the bulk path, half in a
 	// tenant of their own and half in the default tenant; ScaleEngineStarts engine-limit
@@ -160,6 +167,7 @@ func DefaultConfig() Config {
 		IsolationRate: 50, IsolationFor: duration.Duration(10 * time.Second), HangTimeout: duration.Duration(5 * time.Second),
 		CapEvents: 200, CapLimit: 5, CapDelay: duration.Duration(50 * time.Millisecond),
 		BreakerEvents: 30, BreakerFor: duration.Duration(15 * time.Second), ProbeDelay: duration.Duration(2 * time.Second),
+		OrderedKeys: 1000, OrderedPerKey: 5, OrderedEndpoints: 10,
 		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: duration.Duration(20 * time.Second), BacklogCap: 20, BacklogDelay: duration.Duration(20 * time.Millisecond),
 		ScaleEndpoints: 100_000, ScaleEngineStarts: 5000, ScaleSends: 50,
 	}
@@ -208,6 +216,7 @@ type Report struct {
 	Cap        *CapResult         `json:"cap,omitempty"`
 	Breaker    *BreakerResult     `json:"breaker,omitempty"`
 	Backlog    *BacklogResult     `json:"backlog,omitempty"`
+	Ordered    *OrderedResult     `json:"ordered,omitempty"`
 	Scale      *ScaleResult       `json:"scale,omitempty"`
 	Errors     map[string]string  `json:"errors,omitempty"`
 	Durations  map[string]Seconds `json:"durations"`
@@ -251,6 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Breaker:    into(&rep.Breaker, e.breaker),
 		Backlog:    into(&rep.Backlog, e.backlog),
 		Scale:      into(&rep.Scale, e.scale),
+		Ordered:    into(&rep.Ordered, e.ordered),
 	}
 	for _, name := range Scenarios {
 		if !slices.Contains(cfg.Scenarios, name) {

@@ -155,6 +155,9 @@ func (r *Report) Rows() []Row {
 	if sc := r.Scale; sc != nil {
 		rows = append(rows, scaleRows(sc)...)
 	}
+	if o := r.Ordered; o != nil {
+		rows = append(rows, orderedRows(o)...)
+	}
 	return rows
 }
 

@@ -18,6 +18,9 @@ const (
 	PhaseWaitingEndpoint
 	// PhaseDeadLetter: the ladder ran out; it waits for a replay.
 	PhaseDeadLetter
+	// PhaseWaitingTurn: an ordered delivery waits for the one before it in its key, no
+	// attempt made.
+	PhaseWaitingTurn
 	// PhaseDelivered: an attempt got a 2xx.
 	PhaseDelivered
 	// PhaseEnded: it ended without being delivered (skipped, expired) or was cancelled.
@@ -42,7 +45,7 @@ const (
 // OnCancel says what a cancel does to a delivery in phase p.
 func OnCancel(p Phase) CancelAction {
 	switch p {
-	case PhaseScheduled, PhaseWaitingRetry, PhaseWaitingEndpoint, PhaseDeadLetter:
+	case PhaseScheduled, PhaseWaitingRetry, PhaseWaitingEndpoint, PhaseDeadLetter, PhaseWaitingTurn:
 		return CancelNow
 	case PhaseInFlight:
 		return CancelAfterAttempt

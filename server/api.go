@@ -165,6 +165,9 @@ type sendRequest struct {
 	Data       json.RawMessage `json:"data"`
 	// DeliverAt (RFC 3339) schedules the first attempt (starter.SendOptions).
 	DeliverAt time.Time `json:"deliver_at,omitzero"`
+	// OrderingKey orders the delivery after the earlier ones to the same endpoint with
+	// the same key (herald.ValidateOrderingKey).
+	OrderingKey string `json:"ordering_key,omitempty"`
 }
 
 // sendResponse answers POST /v1/events sent to one endpoint.
@@ -201,7 +204,7 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if !p.canSee(req.Tenant) {
 			return 0, nil, fmt.Errorf("%w: this token may send only to its own tenant's endpoints, not to tenant %s", errForbidden, req.Tenant)
 		}
-		res, err := s.opts.Starter.PublishWith(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data}, starter.SendOptions{DeliverAt: req.DeliverAt})
+		res, err := s.opts.Starter.PublishWith(ctx, req.Tenant, starter.Event{ID: req.ID, Type: req.Type, Data: req.Data, OrderingKey: req.OrderingKey}, starter.SendOptions{DeliverAt: req.DeliverAt})
 		if err != nil {
 			return 0, nil, err
 		}
@@ -214,7 +217,7 @@ func (s *Server) apiSend(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	// Event ids are scoped to the endpoint's tenant: a reused id can only name one of the
 	// same tenant's events (ErrConflict if it differs), never reveal another tenant's.
-	res, err := s.opts.Starter.SendWith(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data}, starter.SendOptions{DeliverAt: req.DeliverAt})
+	res, err := s.opts.Starter.SendWith(ctx, starter.Event{ID: req.ID, EndpointID: req.EndpointID, Type: req.Type, Data: req.Data, OrderingKey: req.OrderingKey}, starter.SendOptions{DeliverAt: req.DeliverAt})
 	if err != nil {
 		return 0, nil, err
 	}

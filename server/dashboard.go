@@ -92,6 +92,9 @@ type view struct {
 	Deliveries  []deliveryView
 	Chart       chartView
 	DeadLetters []deadLetterView
+	// BlockedKeys are the ordering keys the endpoint's dead letters hold, each with the
+	// dead letter that holds it.
+	BlockedKeys []deadLetterView
 	Event       eventView
 	Events      eventsView
 	// Self is what the self-service pages show (selfservice.go).

@@ -16,6 +16,8 @@ type deadLetterView struct {
 	EventID, Type, SentAt string
 	// TenantQuery is "?tenant=T" for another tenant than the default, for links.
 	TenantQuery string
+	// HoldsKey is the ordering key the dead letter holds (empty: none).
+	HoldsKey string
 }
 
 // deadLetterRows lists endpoint id's dead letters of events its tenant sent, newest first.
@@ -26,7 +28,7 @@ func (s *Server) deadLetterRows(ctx context.Context, id, tenant string) ([]deadL
 	}
 	out := make([]deadLetterView, 0, len(dls))
 	for i := len(dls) - 1; i >= 0; i-- {
-		out = append(out, deadLetterView{EventID: dls[i].EventID, TenantQuery: deliveryQuery(dls[i].WorkflowID), Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt)})
+		out = append(out, deadLetterView{EventID: dls[i].EventID, TenantQuery: deliveryQuery(dls[i].WorkflowID), Type: dls[i].Type, SentAt: s.clock(dls[i].SentAt), HoldsKey: dls[i].HoldsKey})
 	}
 	return out, nil
 }

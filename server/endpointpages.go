@@ -331,6 +331,11 @@ func (s *Server) endpointPageView(ctx context.Context, r *http.Request, p princi
 	if v.DeadLetters, err = s.deadLetterRows(ctx, id, e.Tenant); err != nil {
 		return view{}, e, err
 	}
+	for _, dl := range v.DeadLetters {
+		if dl.HoldsKey != "" {
+			v.BlockedKeys = append(v.BlockedKeys, dl)
+		}
+	}
 	return v, e, nil
 }
 

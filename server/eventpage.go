@@ -81,6 +81,8 @@ type eventView struct {
 	Dropped     int
 	Attempts    []attemptView
 	When        string
+	// Ordering is the event's ordering key and what it waits on or holds (empty without a key).
+	Ordering    string
 	TemporalURL string
 	CanReplay   bool
 	// CanCancel: the delivery waits (scheduled, for a retry, for its endpoint) or is a
@@ -218,6 +220,7 @@ func (s *Server) eventPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	if st.Reason != "" {
 		ev.When += " (" + st.Reason + ")"
 	}
+	ev.Ordering = st.Ordering.Text()
 	if p.operator() && s.opts.TemporalUI != "" {
 		ev.TemporalURL = s.opts.TemporalUI + "/namespaces/" + url.PathEscape(s.opts.Namespace) + "/workflows/" + url.PathEscape(wfID)
 	}

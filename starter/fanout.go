@@ -142,8 +142,12 @@ func (s *Client) startFanout(ctx context.Context, tenant, endpoint string, ev Ev
 	ev.EndpointID = endpoint
 	wfID := herald.FanoutDeliveryID(tenant, endpoint, ev.ID)
 	d := FanoutDelivery{EndpointID: endpoint, WorkflowID: wfID}
-	var err error
-	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)%s", ev.Type, endpoint, tenant, scheduledSummary(at)), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, DeliverAt: at},
+	// The order is per endpoint and key: each endpoint's delivery takes its own place.
+	order, err := s.placeOrdered(ctx, tenant, wfID, ev)
+	if err != nil {
+		return d, fmt.Errorf("send event %s to endpoint %s: %w", ev.ID, endpoint, err)
+	}
+	d.RunID, d.Existed, err = s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s (tenant %s)%s", ev.Type, endpoint, tenant, scheduledSummary(at)), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, DeliverAt: at, Ordering: order},
 		herald.AttrEndpoint.ValueSet(endpoint), herald.AttrEventType.ValueSet(ev.Type), herald.AttrEventID.ValueSet(ev.ID),
 		herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)))
 	if err != nil {

@@ -123,6 +123,8 @@ func difference(was, ev Event) string {
 		return fmt.Sprintf("with type %q, not %q", was.Type, ev.Type)
 	case !sameJSON(was.Data, ev.Data):
 		return "with different data"
+	case was.OrderingKey != ev.OrderingKey:
+		return fmt.Sprintf("with ordering key %q, not %q", was.OrderingKey, ev.OrderingKey)
 	}
 	return ""
 }

@@ -102,6 +102,9 @@ func (s *Client) replay(ctx context.Context, wfID, eventID string, st herald.Sta
 		return r, s.redeliver(ctx, wfID, eventID, st)
 	case herald.StateWaitingKey:
 		return r, fmt.Errorf("%w: event %s is not a dead letter: it is %s", ErrInvalid, eventID, st.Waiting.Reason)
+	case herald.StateWaitingTurn:
+		return r, fmt.Errorf("%w: event %s has made no attempt yet: it waits for its turn in its ordering key (%s); replay the dead letter that holds the key, if one does",
+			ErrInvalid, eventID, st.Ordering.Text())
 	case herald.StateWaitingEndpoint:
 		reason := "its endpoint holds it back"
 		if st.Waiting != nil && st.Waiting.Reason != "" {
@@ -191,6 +194,8 @@ type DeadLetter struct {
 	Type       string    `json:"type"`
 	SentAt     time.Time `json:"sent_at,omitzero"`
 	WorkflowID string    `json:"workflow_id"`
+	// HoldsKey is the ordering key this dead letter holds (ordering on dead letter: block).
+	HoldsKey string `json:"holds_key,omitempty"`
 }
 
 // ListDeadLetters lists the dead letters f selects, oldest first as the server returns them.
@@ -209,6 +214,12 @@ func (s *Client) ListDeadLetters(ctx context.Context, f herald.DeadLetterFilter)
 		sa := ex.GetSearchAttributes().GetIndexedFields()
 		dl.EndpointID = keyword(sa[herald.AttrEndpoint.GetName()].GetData())
 		dl.Type = keyword(sa[herald.AttrEventType.GetName()].GetData())
+		if p := ex.GetMemo().GetFields()[herald.MemoOrdering]; p != nil {
+			var o herald.OrderingStatus
+			if s.opts.DataConverter.FromPayload(p, &o) == nil && o.Blocking {
+				dl.HoldsKey = o.Key
+			}
+		}
 		out = append(out, dl)
 	}
 	return out, nil

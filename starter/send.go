@@ -52,6 +52,11 @@ func validateEvent(ev *Event, now time.Time, toEndpoint bool) error {
 	if err := herald.ValidateEventID(ev.ID); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	if ev.OrderingKey != "" {
+		if err := herald.ValidateOrderingKey(ev.OrderingKey); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
 	if toEndpoint {
 		if err := herald.ValidateEndpointID(ev.EndpointID); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -117,7 +122,11 @@ func (s *Client) SendWith(ctx context.Context, ev Event, o SendOptions) (SendRes
 		return SendResult{}, err
 	}
 	wfID := herald.DeliveryID(tenant, ev.ID)
-	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s%s", ev.Type, ev.EndpointID, scheduledSummary(at)), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, DeliverAt: at},
+	order, err := s.placeOrdered(ctx, tenant, wfID, ev)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send event %s: %w", ev.ID, err)
+	}
+	runID, existed, err := s.startOnce(ctx, wfID, fmt.Sprintf("%s → %s%s", ev.Type, ev.EndpointID, scheduledSummary(at)), herald.DeliveryWorkflow, herald.DeliveryInput{Event: ev, DeliverAt: at, Ordering: order},
 		herald.AttrEndpoint.ValueSet(ev.EndpointID), herald.AttrEventType.ValueSet(ev.Type), herald.AttrTenant.ValueSet(herald.TenantOrDefault(tenant)),
 		herald.AttrEventID.ValueSet(ev.ID)) // found by its id in every tenant at once (an operator's search)
 	if err != nil {

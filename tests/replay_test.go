@@ -23,8 +23,8 @@ import (
 )
 
 // record re-records the histories the replay test checks, with the tests that record them
-// (TestRecordHistories, TestRecordRateLimitHistories, TestRecordLifecycleHistories and
-// TestReplaySignalInEveryState), one at a time:
+// (TestRecordHistories, TestRecordRateLimitHistories, TestRecordLifecycleHistories,
+// TestReplaySignalInEveryState and TestRecordOrderedHistories), one at a time:
 //
 //	go test ./tests -run TestRecordHistories -record
 var record = flag.Bool("record", false, "re-record tests/testdata/histories from real runs")

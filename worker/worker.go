@@ -187,6 +187,7 @@ func registerEndpoints(r interface {
 	r.RegisterWorkflowWithOptions(ew.Run, workflow.RegisterOptions{Name: herald.EndpointWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.StatsWorkflow, workflow.RegisterOptions{Name: herald.StatsWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EventTypesWorkflow, workflow.RegisterOptions{Name: herald.EventTypesWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.SequencerWorkflow, workflow.RegisterOptions{Name: herald.SequencerWorkflow})
 }
 
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.

@@ -48,7 +48,16 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 	if err := d.setCancelHandler(ctx); err != nil {
 		return d.status, err
 	}
-	return d.run(ctx)
+	d.startOrdering(ctx)
+	st, err := d.run(ctx)
+	if err == nil {
+		// A delivery cancelled while it waited for its turn keeps its place until the
+		// turn comes, and hands it on then: the key's order holds.
+		d.awaitTurnPassing(ctx)
+		d.releaseTurn(ctx, string(st.State))
+	}
+	d.orderingSettle(ctx)
+	return st, err
 }
 
 type delivery struct {
@@ -63,6 +72,8 @@ type delivery struct {
 	skipped bool
 	// cancel is the cancel accepted, if any (delivery_cancel.go).
 	cancel cancelling
+	// order is the delivery's part in its ordering key; nil without one (ordering.go).
+	order *orderingRun
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
@@ -71,6 +82,10 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 			d.stop(ctx)
 		}
 		return d.done(ctx, err)
+	}
+	if d.awaitTurn(ctx) {
+		d.stop(ctx)
+		return d.done(ctx, nil)
 	}
 	for {
 		last, delivered, err := d.ladder(ctx)
@@ -88,9 +103,11 @@ func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
 			d.stop(ctx)
 			return d.done(ctx, nil)
 		}
+		d.orderingDeadLetter(ctx, last.OrderingOnDeadLetter)
 		if !d.deadLetter(ctx, last) {
 			return d.done(ctx, nil)
 		}
+		d.orderingReplayed(ctx)
 		// Replayed: run the ladder again with the same event id.
 		d.status.Round++
 		endpointMetrics(ctx, d.in.Event.EndpointID).Counter(MetricReplays).Inc(1)
@@ -379,13 +396,14 @@ func (d *delivery) done(ctx workflow.Context, err error) (herald.Status, error) 
 }
 
 func (d *delivery) continueAsNew(ctx workflow.Context) error {
+	d.orderingSettle(ctx)
 	kept, dropped := d.status.Attempts, d.status.Dropped
 	if len(kept) > herald.MaxKeptAttempts {
 		dropped += len(kept) - herald.MaxKeptAttempts
 		kept = kept[len(kept)-herald.MaxKeptAttempts:]
 	}
 	return workflow.NewContinueAsNewError(ctx, herald.DeliveryWorkflow, herald.DeliveryInput{
-		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped,
+		Event: d.in.Event, Round: d.status.Round, Attempts: kept, Dropped: dropped, Ordering: d.in.Ordering,
 	})
 }
 

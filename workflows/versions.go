@@ -103,4 +103,12 @@ const (
 	// finds the queue full: tests/testdata/histories/endpoint_queue_full_before_overflow.json
 	// takes the old branch, endpoint_queue_full.json the new one.
 	versionQueueOverflow = "queue-overflow"
+	// versionOrdering (2026-12-02): a delivery sent with an ordering key waits for its turn
+	// in the key and hands it on (workflows/ordering.go). Asked only by ordered deliveries,
+	// which no release before ran: every recorded delivery history (delivery_*.json, none
+	// ordered; delivery_first_try_before_ordering.json and
+	// delivery_dead_letter_replayed_before_ordering.json keep two as the code before it
+	// recorded them) never reaches it; delivery_ordered_waited.json and
+	// delivery_ordered_blocked_replayed.json take the new branch (TestRecordOrderedHistories).
+	versionOrdering = "ordering"
 )

@@ -31,7 +31,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 memory unless --db-file is given), a Herald worker and HTTP receivers on 127.0.0.1, all in
 this process; it needs nothing else running and touches nothing outside a --db-file.
 
-Scenarios (--scenario, repeatable; default all but scale, in this order):
+Scenarios (--scenario, repeatable; default all but scale and ordered, in this order):
   throughput  N events over M endpoints whose receivers answer 204 at once: deliveries per
               second and the latency from just before Send to the receiver's first request,
               at full load (C concurrent senders) and at a steady rate; the same N through a
@@ -71,6 +71,13 @@ Scenarios (--scenario, repeatable; default all but scale, in this order):
               latency; and the largest input, memo and history of any workflow that is
               not one per delivery or per endpoint (stats shards, directories...). Takes
               as long as N registrations do (or --scale-for): not in the default set.
+  ordered     --ordered-keys keys × --ordered-per-key events over --ordered-endpoints
+              endpoints, sent round by round (event r of every key, then r+1), first
+              without their ordering keys and then with them, in the same run: the ordered
+              rate over the unordered one (target ≥ 0.7×), history events per ordered
+              delivery (its own, sampled, plus its share of its key's sequencer) against
+              the unordered, and arrivals out of send order within a key (0). Not in the
+              default set.
 
 With --address HOST:PORT (and --namespace) the bench runs on that Temporal instead, e.g. a
 cluster on PostgreSQL: its worker, baselines and receivers stay in this process, and any
@@ -86,6 +93,7 @@ on the same machine. -o json prints everything measured.`,
   herald bench --scenario storm --storm-rung 10s
   herald bench --scenario backlog --backlog-events 20000
   herald bench --scenario scale --scale-endpoints 100000 --db-file /tmp/scale.db
+  herald bench --scenario ordered --ordered-keys 1000 --ordered-per-key 5
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
   herald bench --address 127.0.0.1:7233 --namespace herald --scenario throughput,cost
   herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
@@ -200,6 +208,9 @@ on the same machine. -o json prints everything measured.`,
 	f.DurationVar((*time.Duration)(&cfg.BreakerFor), "breaker-for", cfg.BreakerFor.Std(), "breaker: how long to watch the failing endpoint")
 	f.DurationVar((*time.Duration)(&cfg.ProbeDelay), "probe-delay", cfg.ProbeDelay.Std(), "breaker: the scaled-down delay before the circuit's first probe")
 	f.IntVar(&cfg.BacklogEvents, "backlog-events", cfg.BacklogEvents, "backlog: deliveries queued behind the open circuit")
+	f.IntVar(&cfg.OrderedKeys, "ordered-keys", cfg.OrderedKeys, "ordered: ordering keys")
+	f.IntVar(&cfg.OrderedPerKey, "ordered-per-key", cfg.OrderedPerKey, "ordered: events per key")
+	f.IntVar(&cfg.OrderedEndpoints, "ordered-endpoints", cfg.OrderedEndpoints, "ordered: endpoints the keys are spread over")
 	f.Float64Var(&cfg.BacklogRate, "backlog-rate", cfg.BacklogRate, "backlog: events per second over the 10 healthy endpoints")
 	f.DurationVar((*time.Duration)(&cfg.BacklogFor), "backlog-for", cfg.BacklogFor.Std(), "backlog: how long each of the healthy endpoints' two runs sends")
 	f.IntVar(&cfg.BacklogCap, "backlog-cap", cfg.BacklogCap, "backlog: the blocked endpoint's max in-flight requests (1-500)")

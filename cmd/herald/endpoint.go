@@ -38,6 +38,7 @@ func newEndpointPutCmd(g *globals) *cobra.Command {
 		types                 []string
 		brk                   breakerFlags
 		disableAfter          time.Duration
+		orderingOnDeadLetter  string
 		headers               []string
 		clearHeaders          bool
 		auth                  authFlags
@@ -123,6 +124,9 @@ transformations".
 			setInt(fl, "rate-limit", &c.RateLimit, rateLimit)
 			c.Breaker = brk.change(fl)
 			setDuration(fl, "disable-after", &c.DisableAfter, disableAfter)
+			if fl.Changed("ordering-on-dead-letter") {
+				c.OrderingOnDeadLetter = &orderingOnDeadLetter
+			}
 			if fl.Changed("types") {
 				if len(types) == 0 {
 					return fmt.Errorf("%w: --types is empty: give event types such as order.paid,order.*, or * for every type", errUsage)
@@ -178,6 +182,7 @@ transformations".
 	f.StringSliceVar(&types, "types", nil, "event types this endpoint receives from sends to its tenant: names, prefixes like order.* or * (default: every type)")
 	brk.bind(f)
 	f.DurationVar(&disableAfter, "disable-after", policy.DefaultDisableAfter, "disable the endpoint once every attempt has failed for this long (1h..2160h)")
+	f.StringVar(&orderingOnDeadLetter, "ordering-on-dead-letter", herald.OrderingBlock, "what a dead letter at the head of an ordering key does: block (the key waits for its replay) or skip (the key goes on)")
 	f.StringArrayVar(&headers, "header", nil, "a custom header sent with every attempt, as 'Name: value' (repeatable; replaces the endpoint's headers)")
 	f.BoolVar(&clearHeaders, "clear-headers", false, "remove the endpoint's custom headers")
 	auth.bind(f)

@@ -22,6 +22,7 @@ an operational endpoint of your own, with the same retries and dead letters as a
   endpoint.circuit_closed   it closed again
   delivery.dead_lettered    a delivery parked as a dead letter
   delivery.recovered        a replayed delivery was delivered
+  ordering.blocked          a dead letter holds its ordering key (ordering on dead letter: block)
 
 The data names the endpoint and its tenant, when, why, and for a delivery the event.
 An operational delivery never produces another operational event. Nothing is sent while no

@@ -59,6 +59,9 @@ func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) erro
 	if st.Reason != "" && st.State == herald.StateDeadLetter {
 		fmt.Fprintf(w, "Why        %s\n", st.Reason)
 	}
+	if o := st.Ordering.Text(); o != "" {
+		fmt.Fprintf(w, "Ordering   %s\n", o)
+	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, "(%d older attempts not shown)\n", st.Dropped)
 	}
@@ -146,6 +149,9 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 	}
 	if o.DisableAfter != 0 {
 		ov = append(ov, "disable after "+o.DisableAfter.String())
+	}
+	if o.OrderingOnDeadLetter != "" {
+		ov = append(ov, "ordering on dead letter "+o.OrderingOnDeadLetter)
 	}
 	if len(ov) == 0 {
 		ov = []string{"none (worker defaults)"}

@@ -16,7 +16,7 @@ import (
 )
 
 func newSendCmd(g *globals) *cobra.Command {
-	var endpoint, tenant, id, typ, data, deliverAt string
+	var endpoint, tenant, id, typ, data, deliverAt, orderingKey string
 	var delay time.Duration
 	cmd := &cobra.Command{
 		Use:   "send (--tenant T | --endpoint ID) --type TYPE --data JSON",
@@ -45,12 +45,19 @@ which rule, and so is a type that is not registered when strict types are on.
 
 --deliver-at (RFC 3339) or --delay (a duration) schedules the send: the deliveries start now,
 durable, show as scheduled in herald status, and make their first attempt then (90 days
-ahead at most). herald cancel stops a scheduled send before it goes.`,
+ahead at most). herald cancel stops a scheduled send before it goes.
+
+--ordering-key K orders the event after the earlier ones sent to the same endpoint with the
+same key (for --tenant, at each endpoint): its first request waits until the one before it
+is delivered, skipped, or dead-lettered (what a dead letter does is the endpoint's
+--ordering-on-dead-letter, block by default). Other keys, and events without one, are not
+held. A key is 1 to 128 ASCII letters, digits, '-', '_', '.', ':' and '@'.`,
 		Example: `  herald send --tenant acme --type order.paid --data '{"order":42}'
   herald send --tenant acme --type order.paid --id evt_order_42_paid --data @event.json
   herald send --endpoint acme-billing --type order.paid --data '{"order":42}'
   herald send --tenant acme --type trial.ending --delay 72h --data '{"account":7}'
-  herald send --endpoint acme-billing --type invoice.due --deliver-at 2026-12-24T09:00:00Z --data '{}'`,
+  herald send --endpoint acme-billing --type invoice.due --deliver-at 2026-12-24T09:00:00Z --data '{}'
+  herald send --endpoint acme-billing --type subscription.updated --ordering-key customer:42 --data '{"plan":"pro"}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (endpoint == "") == (tenant == "") {
@@ -66,17 +73,22 @@ ahead at most). herald cancel stops a scheduled send before it goes.`,
 				return err
 			}
 			opts := starter.SendOptions{DeliverAt: at}
+			if orderingKey != "" {
+				if err := herald.ValidateOrderingKey(orderingKey); err != nil {
+					return fmt.Errorf("%w: --ordering-key: %v", errUsage, err)
+				}
+			}
 			raw, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
 			if tenant != "" {
-				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw)}
+				ev := starter.Event{ID: id, Type: typ, Data: json.RawMessage(raw), OrderingKey: orderingKey}
 				return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.PublishResult, error) {
 					return s.PublishWith(ctx, tenant, ev, opts)
 				}, g.printPublished)
 			}
-			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw)}
+			ev := starter.Event{ID: id, EndpointID: endpoint, Type: typ, Data: json.RawMessage(raw), OrderingKey: orderingKey}
 			return show(g, cmd, func(ctx context.Context, s *starter.Client) (starter.SendResult, error) {
 				res, err := s.SendWith(ctx, ev, opts)
 				if errors.Is(err, starter.ErrNotFound) {
@@ -102,6 +114,7 @@ ahead at most). herald cancel stops a scheduled send before it goes.`,
 	f.StringVar(&data, "data", "", "event payload: JSON, @FILE or - for stdin (required)")
 	f.StringVar(&deliverAt, "deliver-at", "", "schedule the first attempt for this time (RFC 3339, e.g. 2026-12-24T09:00:00Z; at most 90 days ahead)")
 	f.DurationVar(&delay, "delay", 0, "schedule the first attempt this long from now (e.g. 10m, 72h; instead of --deliver-at)")
+	f.StringVar(&orderingKey, "ordering-key", "", "deliver after the earlier events to the same endpoint with this key (1-128 of A-Z a-z 0-9 - _ . : @)")
 	_ = cmd.MarkFlagRequired("data")
 	_ = cmd.MarkFlagRequired("type")
 	return cmd

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/starter"
+)
+
+// OrderedResult compares ordered delivery per key with the same events unordered, in the
+// same run: OrderedKeys keys × OrderedPerKey events over OrderedEndpoints endpoints.
+type OrderedResult struct {
+	Keys      int `json:"keys"`
+	PerKey    int `json:"per_key"`
+	Endpoints int `json:"endpoints"`
+	Senders   int `json:"senders"`
+	// Unordered and Ordered are the two phases: the same sends, round by round (event r of
+	// every key, then event r+1), without and with their ordering keys.
+	Unordered Phase `json:"unordered"`
+	Ordered   Phase `json:"ordered"`
+	// Ratio is Ordered's rate over Unordered's (target ≥ 0.7).
+	Ratio float64 `json:"ratio"`
+	// Sampled ordered deliveries' own history events per delivery, the sequencers' events
+	// per delivery, and their sum.
+	Sampled            int     `json:"sampled"`
+	DeliveryEvents     float64 `json:"delivery_events"`
+	SequencerEvents    float64 `json:"sequencer_events"`
+	EventsPerDelivery  float64 `json:"events_per_delivery"`
+	UnorderedEvents    float64 `json:"unordered_events"`
+	OrderedOutOfOrder  int     `json:"out_of_order"`
+	OrderedArrivalsSet int     `json:"arrivals"`
+}
+
+// orderedSample is how many ordered and unordered deliveries' histories are read back.
+const orderedSample = 200
+
+func (e *env) ordered(ctx context.Context) (*OrderedResult, error) {
+	cfg := e.cfg
+	res := &OrderedResult{Keys: cfg.OrderedKeys, PerKey: cfg.OrderedPerKey, Endpoints: cfg.OrderedEndpoints, Senders: cfg.Senders}
+	eps := make([]string, cfg.OrderedEndpoints)
+	for i := range eps {
+		eps[i] = e.endpointID(fmt.Sprintf("ord-%d", i))
+	}
+	if err := e.putEndpoints(ctx, eps, noContent); err != nil {
+		return nil, err
+	}
+	n := cfg.OrderedKeys * cfg.OrderedPerKey
+	// Event i is event i/keys of key i%keys, to endpoint (i%keys)%endpoints.
+	key := func(i int) string { return fmt.Sprintf("key-%d", i%cfg.OrderedKeys) }
+	endpoint := func(i int) string { return eps[(i%cfg.OrderedKeys)%len(eps)] }
+	phase := func(ordered bool) (Phase, []string, error) {
+		ids := newIDs(n)
+		sentAt := make([]time.Time, n)
+		for r := range cfg.OrderedPerKey {
+			base := r * cfg.OrderedKeys
+			at, failed, err := drive(ctx, cfg.OrderedKeys, cfg.Senders, 0, func(ctx context.Context, i int) error {
+				ev := starter.Event{ID: ids[base+i], EndpointID: endpoint(base + i), Type: "bench.event", Data: benchData}
+				if ordered {
+					ev.OrderingKey = key(base + i)
+				}
+				_, err := e.starter.Send(ctx, ev)
+				return err
+			})
+			if failed > 0 {
+				return Phase{}, nil, fmt.Errorf("round %d: %d of %d sends failed, first: %w", r, failed, cfg.OrderedKeys, err)
+			}
+			copy(sentAt[base:], at)
+		}
+		if !waitUntil(ctx, arrivalTimeout(n), func() bool { return e.rcv.allSeen(ids, 1) }) {
+			e.progress("ordered: not every event arrived in time")
+		}
+		arrived := e.rcv.firstSeen(ids)
+		if ordered {
+			res.OrderedArrivalsSet = countSet(arrived)
+			for i := cfg.OrderedKeys; i < n; i++ {
+				if a, b := arrived[i-cfg.OrderedKeys], arrived[i]; !a.IsZero() && !b.IsZero() && b.Before(a) {
+					res.OrderedOutOfOrder++
+				}
+			}
+		}
+		return phaseOf(sentAt, arrived), ids, nil
+	}
+	e.progress("ordered: unordered, %d keys × %d events over %d endpoints, %d senders", cfg.OrderedKeys, cfg.OrderedPerKey, len(eps), cfg.Senders)
+	var err error
+	var plain, ids []string
+	if res.Unordered, plain, err = phase(false); err != nil {
+		return nil, err
+	}
+	e.progress("ordered: ordered, the same with their keys")
+	if res.Ordered, ids, err = phase(true); err != nil {
+		return nil, err
+	}
+	res.Ratio = ratio(res.Ordered.PerSecond, res.Unordered.PerSecond)
+
+	// History events: a sample of each phase's deliveries, and every sequencer (each
+	// shared by its key's PerKey deliveries).
+	step := max(1, n/orderedSample)
+	var own, unord, seq int
+	for i := 0; i < n; i += step {
+		ev, _, err := e.history(ctx, herald.DeliveryID(herald.DefaultTenant, ids[i]))
+		if err != nil {
+			return nil, err
+		}
+		uv, _, err := e.history(ctx, herald.DeliveryID(herald.DefaultTenant, plain[i]))
+		if err != nil {
+			return nil, err
+		}
+		own, unord = own+ev, unord+uv
+		res.Sampled++
+	}
+	keysSampled := 0
+	for k := 0; k < cfg.OrderedKeys; k += max(1, cfg.OrderedKeys/orderedSample) {
+		ev, _, err := e.history(ctx, herald.SequencerWorkflowID(herald.DefaultTenant, endpoint(k), key(k)))
+		if err != nil {
+			return nil, err
+		}
+		seq += ev
+		keysSampled++
+	}
+	if res.Sampled > 0 && keysSampled > 0 {
+		res.DeliveryEvents = float64(own) / float64(res.Sampled)
+		res.UnorderedEvents = float64(unord) / float64(res.Sampled)
+		res.SequencerEvents = float64(seq) / float64(keysSampled*cfg.OrderedPerKey)
+		res.EventsPerDelivery = res.DeliveryEvents + res.SequencerEvents
+	}
+	return res, nil
+}
+
+func orderedRows(o *OrderedResult) []Row {
+	s := Ordered
+	share := o.EventsPerDelivery - o.UnorderedEvents
+	return []Row{
+		phaseRow(s, fmt.Sprintf("unordered: %d keys × %d events over %d endpoints, sent without their keys", o.Keys, o.PerKey, o.Endpoints), o.Unordered),
+		phaseRow(s, "ordered: the same with their keys", o.Ordered),
+		{s, "ordered vs unordered throughput", fmt.Sprintf("%.2f×", o.Ratio), "≥ 0.7×", verdict(o.Ratio >= 0.7)},
+		{s, fmt.Sprintf("history events per ordered delivery (%d sampled; its own + its key's sequencer's share)", o.Sampled),
+			fmt.Sprintf("%.1f (%.1f + %.1f); unordered %.1f, so ordering's share %.1f", o.EventsPerDelivery, o.DeliveryEvents, o.SequencerEvents, o.UnorderedEvents, share),
+			fmt.Sprintf("≤ 8 + ordering's share (%.1f)", share), verdict(o.UnorderedEvents <= 8)},
+		{s, "arrivals out of send order within a key", fmt.Sprintf("%d (%d arrived)", o.OrderedOutOfOrder, o.OrderedArrivalsSet), "0", verdict(o.OrderedOutOfOrder == 0)},
+	}
+}

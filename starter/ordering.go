@@ -1,0 +1,44 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/heraldhq/herald"
+)
+
+// placeOrdered gives the delivery wfID of ev its place in ev's ordering key, before it is
+// started: the key's sequencer appends it and answers the delivery before it. It returns
+// nil for an event without a key, and for an id sent before (a resend keeps the place its
+// delivery has: the sequencer is not asked again). A send that fails after the append
+// leaves a tail that never starts; the next delivery of the key finds it absent and goes.
+func (s *Client) placeOrdered(ctx context.Context, tenant, wfID string, ev Event) (*herald.Ordering, error) {
+	if ev.OrderingKey == "" {
+		return nil, nil
+	}
+	_, err := s.c.DescribeWorkflowExecution(ctx, wfID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return nil, nil // sent before: startOnce finds it and compares
+	case !errors.As(err, &nf):
+		return nil, fmt.Errorf("ordering key %s: %w", ev.OrderingKey, err)
+	}
+	seqID := herald.SequencerWorkflowID(tenant, ev.EndpointID, ev.OrderingKey)
+	var place herald.OrderingPlace
+	u := startUpdate{
+		ID: seqID, Type: herald.SequencerWorkflow, Summary: "ordering key " + ev.OrderingKey + " → " + ev.EndpointID,
+		Input: herald.SequencerInput{}, Name: herald.UpdateOrderingAppend, Arg: herald.OrderingAppend{Delivery: wfID},
+	}
+	if _, err := s.updateWithStart(ctx, u, &place); err != nil {
+		// The sequencer may have closed (idle) as the update came, or be continuing as
+		// new: once more, on its next run.
+		if _, err = s.updateWithStart(ctx, u, &place); err != nil {
+			return nil, fmt.Errorf("ordering key %s: %w", ev.OrderingKey, err)
+		}
+	}
+	return &herald.Ordering{Key: ev.OrderingKey, After: place.After, Seq: place.Seq}, nil
+}
