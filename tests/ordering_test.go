@@ -227,7 +227,7 @@ func TestOrderedBlockedHead(t *testing.T) {
 		return 0
 	})
 	putEndpoint(t, "ordered-block", rcv.URL, orderedOverrides(2, ""))
-	keys := keyNames(10)
+	keys := keyNames(50) // one blocked, the other 49 delivered (issue 26)
 	const perKey = 4
 	ids := sendOrdered(t, shared.starter, "ordered-block", keys, perKey)
 	waitDelivered(t, rcv, (len(keys)-1)*perKey, time.Minute)
