@@ -157,7 +157,7 @@ func TestTracingFollowsAnEvent(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range attempt.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, v := range map[string]string{
 		string(activities.AttrEventID): "evt_traced", string(activities.AttrEndpointID): "traced", string(activities.AttrEventType): "order.paid",
