@@ -78,6 +78,10 @@ func TestOpsEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test that ran before may have left it disabled, and a put does not enable it.
+	if _, err := shared.starter.EnableEndpoint(ctx, herald.OpsEndpointID); err != nil {
+		t.Fatal(err)
+	}
 	opsSecret := res.Endpoint.Secret
 	t.Cleanup(func() {
 		if _, err := shared.starter.DisableEndpoint(ctx, herald.OpsEndpointID, "the test is over"); err != nil {

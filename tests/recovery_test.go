@@ -90,6 +90,10 @@ func TestEndpointRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test that ran before may have left it disabled, and a put does not enable it.
+	if _, err := shared.starter.EnableEndpoint(ctx, herald.OpsEndpointID); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if _, err := shared.starter.DisableEndpoint(ctx, herald.OpsEndpointID, "the test is over"); err != nil {
 			t.Error(err)
