@@ -2,16 +2,10 @@ package activities
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -25,6 +19,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/testpki"
 	"github.com/heraldhq/herald/netguard"
 )
 
@@ -189,68 +184,22 @@ func TestOAuth2TokenURLGuarded(t *testing.T) {
 	}
 }
 
-// testPKI is a certificate authority and certificates it issued, in PEM.
-type testPKI struct {
-	ca              *x509.Certificate
-	caKey           *ecdsa.PrivateKey
-	pool            *x509.CertPool
-	caPEM           []byte
-	certPEM, keyPEM []byte // a client certificate for CN herald
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
-	p := &testPKI{ca: ca, caKey: caKey, pool: x509.NewCertPool(), caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	p.pool.AddCert(ca)
-	p.certPEM, p.keyPEM = p.issue(t, "herald")
-	return p
-}
-
-// issue makes a client certificate for cn, signed by the CA.
-func (p *testPKI) issue(t *testing.T, cn string) (certPEM, keyPEM []byte) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-}
-
 // A receiver that requires a client certificate takes the endpoint's, and refuses an
 // endpoint without one even on the same host (no connection is shared between them).
 func TestClientCertificate(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := testpki.NewPKI(t)
+	certPEM, keyPEM := pki.Issue(t, "herald")
 	var cn atomic.Value
 	rcv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cn.Store(r.TLS.PeerCertificates[0].Subject.CommonName)
 	}))
-	rcv.TLS = newRequireClientCert(pki.pool)
+	rcv.TLS = newRequireClientCert(pki.Pool)
 	rcv.StartTLS()
 	defer rcv.Close()
 	roots := x509.NewCertPool()
 	roots.AddCert(rcv.Certificate())
 	d := NewHTTP(loopback, HTTPOptions{RootCAs: roots})
-	ep := herald.Endpoint{ID: "ep", URL: rcv.URL, Auth: herald.EndpointAuth{ClientCert: &herald.ClientCert{CertPEM: string(pki.certPEM), KeyPEM: herald.Credential(pki.keyPEM)}}}
+	ep := herald.Endpoint{ID: "ep", URL: rcv.URL, Auth: herald.EndpointAuth{ClientCert: &herald.ClientCert{CertPEM: string(certPEM), KeyPEM: herald.Credential(keyPEM)}}}
 	if res := deliverTo(t, d, ep); !res.Delivered() || cn.Load() != "herald" {
 		t.Fatalf("with the client certificate: %+v, receiver saw CN %v", res, cn.Load())
 	}
@@ -258,7 +207,7 @@ func TestClientCertificate(t *testing.T) {
 		t.Fatalf("another endpoint on the same host without a certificate: %+v; want refused by the receiver", res)
 	}
 	// A new certificate for the same endpoint is used at once.
-	c2, k2 := pki.issue(t, "herald-2")
+	c2, k2 := pki.Issue(t, "herald-2")
 	ep.Auth.ClientCert = &herald.ClientCert{CertPEM: string(c2), KeyPEM: herald.Credential(k2)}
 	if res := deliverTo(t, d, ep); !res.Delivered() || cn.Load() != "herald-2" {
 		t.Fatalf("with the new certificate: %+v, receiver saw CN %v", res, cn.Load())

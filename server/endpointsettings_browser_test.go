@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/heraldhq/herald/internal/testpki"
 )
 
 // TestBrowserSettingsFilterAndAuth: in a browser, a tenant sets its endpoint's filter from
@@ -19,7 +21,7 @@ func TestBrowserSettingsFilterAndAuth(t *testing.T) {
 	ep := uniq("browser-settings")
 	putEndpoint(t, ep, "acme", rcv.URL, 1, nil)
 	browserSignIn(t, ctx, shared.acme)
-	certPEM, keyPEM := selfSignedPEM(t)
+	certPEM, keyPEM := testpki.SelfSignedClientCert(t, "herald")
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "herald.crt"), filepath.Join(dir, "herald.key")
 	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {

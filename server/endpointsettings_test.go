@@ -2,14 +2,7 @@ package server
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"html"
-	"math/big"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -20,6 +13,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/expr"
 	"github.com/heraldhq/herald/internal/testkit/check"
+	"github.com/heraldhq/herald/internal/testpki"
 )
 
 // postMultipart posts a multipart dashboard form with c, with the CSRF token of the page
@@ -88,26 +82,6 @@ func sameVersion(t *testing.T, what, id string, version any) {
 	if st := endpointJSON(t, id); st["version"] != version {
 		t.Errorf("%s changed endpoint %s: version %v, was %v", what, id, st["version"], version)
 	}
-}
-
-// selfSignedPEM makes a client certificate and its key, in PEM.
-func selfSignedPEM(t testing.TB) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
 
 // TestSettingsExpressionForms: the settings page sets and removes an endpoint's filter and
@@ -189,8 +163,8 @@ func TestSettingsAuthForms(t *testing.T) {
 	settings := "/endpoints/" + ep + "/settings"
 	auth := "/endpoints/" + ep + "/auth"
 	password, password2, clientSecret := uniq("pw-sentinel"), uniq("pw2-sentinel"), uniq("cs-sentinel")
-	certPEM, keyPEM := selfSignedPEM(t)
-	_, otherKey := selfSignedPEM(t)
+	certPEM, keyPEM := testpki.SelfSignedClientCert(t, "herald")
+	_, otherKey := testpki.SelfSignedClientCert(t, "herald")
 	keyBody := strings.Split(string(keyPEM), "\n")[1] // a line of the key's base64
 	var pages []string
 	keep := func(page string) { pages = append(pages, page) }
@@ -377,7 +351,7 @@ func TestSettingsFormsPortalScope(t *testing.T) {
 // (a part set is the part asked for, its secret kept as typed) and its error never holds the
 // password, client secret or key given.
 func FuzzAuthFormChange(f *testing.F) {
-	cert, key := selfSignedPEM(f)
+	cert, key := testpki.SelfSignedClientCert(f, "herald")
 	f.Add("basic", "herald", "s3cret", "", "", "", "", "")
 	f.Add("basic", "her:ald", "s3cret", "", "", "", "", "")
 	f.Add("oauth2", "", "s3cret", "http://127.0.0.1:9/token", "herald", "", "webhooks:write read", "")

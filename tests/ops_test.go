@@ -67,6 +67,27 @@ func opsEventID(t *testing.T, typ, tenant, id string, round int) string {
 	return ev.ID
 }
 
+// useOpsEndpoint registers the installation's operational endpoint at url (with the fast
+// ladder), enables it, and disables it when the test is over. The test that ran before
+// may have left it disabled, and a put does not enable it.
+func useOpsEndpoint(t *testing.T, url string) herald.PutEndpointResult {
+	t.Helper()
+	ctx := context.Background()
+	res, err := shared.starter.PutOpsEndpoint(ctx, herald.PutEndpointRequest{URL: url, Overrides: fast(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.starter.EnableEndpoint(ctx, herald.OpsEndpointID); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := shared.starter.DisableEndpoint(ctx, herald.OpsEndpointID, "the test is over"); err != nil {
+			t.Error(err)
+		}
+	})
+	return res
+}
+
 // TestOpsEvents: with an operational endpoint registered, a circuit that opens and closes,
 // dead letters and their recovery reach it as signed Herald events, through the ladder like
 // any delivery; an operational delivery that dead-letters, and is recovered, produces none.
@@ -74,20 +95,7 @@ func opsEventID(t *testing.T, typ, tenant, id string, round int) string {
 func TestOpsEvents(t *testing.T) {
 	ctx := context.Background()
 	opsRcv := newReceiver(t, status(http.StatusOK))
-	res, err := shared.starter.PutOpsEndpoint(ctx, herald.PutEndpointRequest{URL: opsRcv.URL, Overrides: fast(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The test that ran before may have left it disabled, and a put does not enable it.
-	if _, err := shared.starter.EnableEndpoint(ctx, herald.OpsEndpointID); err != nil {
-		t.Fatal(err)
-	}
-	opsSecret := res.Endpoint.Secret
-	t.Cleanup(func() {
-		if _, err := shared.starter.DisableEndpoint(ctx, herald.OpsEndpointID, "the test is over"); err != nil {
-			t.Error(err)
-		}
-	})
+	opsSecret := useOpsEndpoint(t, opsRcv.URL).Endpoint.Secret
 	if _, err := shared.starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: herald.OpsEndpointID, URL: opsRcv.URL}); !errors.Is(err, starter.ErrInvalid) {
 		t.Error("a plain put of the operational endpoint's id was accepted")
 	}

@@ -86,19 +86,8 @@ func TestRecordFailingBeforeRecovery(t *testing.T) {
 func TestEndpointRecovers(t *testing.T) {
 	ctx := context.Background()
 	opsRcv := newReceiver(t, status(http.StatusOK))
-	res, err := shared.starter.PutOpsEndpoint(ctx, herald.PutEndpointRequest{URL: opsRcv.URL, Overrides: fast(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The test that ran before may have left it disabled, and a put does not enable it.
-	if _, err := shared.starter.EnableEndpoint(ctx, herald.OpsEndpointID); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := shared.starter.DisableEndpoint(ctx, herald.OpsEndpointID, "the test is over"); err != nil {
-			t.Error(err)
-		}
-	})
+	res := useOpsEndpoint(t, opsRcv.URL)
+	var err error
 	rcv := newReceiver(t, status(http.StatusServiceUnavailable))
 	sec := failingEndpoint(t, "recovers", rcv.URL, fast(2, 2*time.Second))
 	e1, e2 := sendOne(t, "recovers"), sendOne(t, "recovers")
