@@ -103,7 +103,8 @@ request there answers 503 with a JSON error and Retry-After, so clients retry.`,
 			mux.Handle("/codec/", codec.Handler(g.keys, []string{srv.UIAddress()}))
 		}
 		copts := g.clientOptions(srv.FrontendAddress(), rec)
-		copts.ConnectionOptions = srv.Connection()
+		// The embedded server is plain gRPC on loopback: the --tls flags are for a remote one.
+		copts.ConnectionOptions, copts.Credentials = srv.Connection(), nil
 		c, err := client.DialContext(ctx, copts)
 		if err != nil {
 			return fmt.Errorf("connect to the embedded Temporal: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,11 @@ type globals struct {
 	// tracing on; nil otherwise.
 	tracing      *tracing.Tracing
 	interceptors []interceptor.ClientInterceptor
+	// tls holds the flags for a Temporal frontend behind TLS or an API key; connTLS and
+	// creds are what PersistentPreRunE built from them (nil: plain gRPC, no credentials).
+	tls     temporalTLS
+	connTLS *tls.Config
+	creds   client.Credentials
 }
 
 func envOr(name, def string) string {
@@ -74,12 +80,17 @@ Start here:
 	pf.StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", defaultAddress), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
 	pf.StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", defaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", herald.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
+	g.tls.flags(pf)
 	pf.StringVarP(&g.output, "output", "o", "text", "output format: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log more (Temporal client and worker details)")
 	pf.StringVar(&g.keyFile, "codec-key-file", envOr("HERALD_CODEC_KEY_FILE", defaultKeyFile), "payload encryption keys (env HERALD_CODEC_KEY_FILE; HERALD_CODEC_KEYS holds keys inline and wins)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "text" && g.output != "json" {
 			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
+		}
+		var err error
+		if g.connTLS, g.creds, err = g.tls.connection(); err != nil {
+			return err
 		}
 		if cmd.Annotations[annotationNoKeys] != "" {
 			return nil // e.g. keygen, whose key file does not exist yet
@@ -104,8 +115,8 @@ func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// clientOptions are the Temporal client options for address/namespace, with the SDK's
-// metrics going to rec (nil: no metrics).
+// clientOptions are the Temporal client options for address/namespace, with TLS and an
+// API key as the flags say, and the SDK's metrics going to rec (nil: no metrics).
 func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Options {
 	return client.Options{
 		HostPort:         address,
@@ -116,8 +127,10 @@ func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Op
 		FailureConverter: codec.FailureConverter(g.keys),
 		// Workers advertise their release and the ids of their keys, so producers can
 		// check theirs.
-		Identity:     worker.Identity("", g.keys),
-		Interceptors: g.interceptors,
+		Identity:          worker.Identity("", g.keys),
+		Interceptors:      g.interceptors,
+		ConnectionOptions: client.ConnectionOptions{TLS: g.connTLS},
+		Credentials:       g.creds,
 	}
 }
 
@@ -128,7 +141,11 @@ func (g *globals) dial(ctx context.Context, rec *metrics.Recorder) (client.Clien
 	defer cancel()
 	c, err := client.DialContext(ctx, g.clientOptions(g.address, rec))
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nIs `herald dev` running? Point elsewhere with --address or TEMPORAL_ADDRESS", g.address, g.namespace, err)
+		hint := "Is `herald dev` running? Point elsewhere with --address or TEMPORAL_ADDRESS"
+		if g.tls.on() {
+			hint = "Check the address and the TLS settings: --tls-ca-path trusts the server's certificate, --tls-server-name is a name in it, --tls-cert-path/--tls-key-path are the client certificate it asks for, --api-key a key it accepts"
+		}
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\n%s", g.address, g.namespace, err, hint)
 	}
 	return c, nil
 }

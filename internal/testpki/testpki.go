@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,6 +56,24 @@ func (p *PKI) Issue(t testing.TB, cn string) (certPEM, keyPEM []byte) {
 	return clientCert(t, cn, big.NewInt(p.serial.Add(1)), p.CA, p.key)
 }
 
+// IssueServer makes a server certificate for the IP addresses or DNS names in hosts, signed
+// by the authority, and its private key, both in PEM.
+func (p *PKI) IssueServer(t testing.TB, hosts ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial.Add(1)), Subject: pkix.Name{CommonName: hosts[0]},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return sign(t, tmpl, key, p.CA, p.key)
+}
+
 // SelfSignedClientCert makes a self-signed client certificate for common name cn and its
 // private key, both in PEM.
 func SelfSignedClientCert(t testing.TB, cn string) (certPEM, keyPEM []byte) {
@@ -73,6 +92,12 @@ func clientCert(t testing.TB, cn string, serial *big.Int, parent *x509.Certifica
 	if parent == nil {
 		parent, parentKey = tmpl, key
 	}
+	return sign(t, tmpl, key, parent, parentKey)
+}
+
+// sign makes the certificate tmpl for key, signed by parent and parentKey, in PEM with key.
+func sign(t testing.TB, tmpl *x509.Certificate, key *ecdsa.PrivateKey, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte) {
+	t.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
