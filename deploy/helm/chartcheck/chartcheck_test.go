@@ -177,6 +177,24 @@ func TestAllOptions(t *testing.T) {
 	if got, _ := env(w, "HERALD_TASK_QUEUE"); got != "herald-prod" {
 		t.Errorf("HERALD_TASK_QUEUE=%q", got)
 	}
+	for _, c := range []corev1.Container{w, container(t, objs, "herald-prod-serve"), objs["Job/herald-prod-namespace-setup"].Value.(*batchv1.Job).Spec.Template.Spec.Containers[0]} {
+		for name, want := range map[string]string{
+			"TEMPORAL_TLS": "true", "TEMPORAL_TLS_CERT": "/etc/herald/temporal-tls/tls.crt", "TEMPORAL_TLS_KEY": "/etc/herald/temporal-tls/tls.key",
+			"TEMPORAL_TLS_CA": "/etc/herald/temporal-tls/ca.crt", "TEMPORAL_TLS_SERVER_NAME": "temporal.example.com",
+		} {
+			if got, _ := env(c, name); got != want {
+				t.Errorf("%s: %s=%q, want %q", c.Name, name, got, want)
+			}
+		}
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "TEMPORAL_API_KEY" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef.Name == "temporal-api-key" && e.ValueFrom.SecretKeyRef.Key == "api-key"
+		}) {
+			t.Errorf("%s: no TEMPORAL_API_KEY from the Secret temporal-api-key: %v", c.Name, c.Env)
+		}
+		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "temporal-tls" && m.ReadOnly }) {
+			t.Errorf("%s: the Temporal TLS Secret is not mounted: %v", c.Name, c.VolumeMounts)
+		}
+	}
 	if !slices.Contains(w.Args, "--require-https") || !slices.Contains(w.Args, "30s,2m,10m") {
 		t.Errorf("worker args %q", w.Args)
 	}
@@ -256,6 +274,17 @@ func TestVariants(t *testing.T) {
 				}
 			}
 		}},
+		"temporal TLS, system roots": {`temporal: {tls: {enabled: true}}`, func(t *testing.T, objs map[string]Object) {
+			w := container(t, objs, "herald-worker")
+			if got, _ := env(w, "TEMPORAL_TLS"); got != "true" {
+				t.Errorf("TEMPORAL_TLS=%q", got)
+			}
+			for _, name := range []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CA", "TEMPORAL_API_KEY"} {
+				if _, ok := env(w, name); ok {
+					t.Errorf("%s set without a Secret", name)
+				}
+			}
+		}},
 		"plaintext, no key": {`codecKeys: {keys: "", plaintext: true}`, func(t *testing.T, objs map[string]Object) {
 			w := container(t, objs, "herald-worker")
 			if !slices.Contains(w.Args, "--plaintext") {
@@ -293,17 +322,20 @@ func TestRefused(t *testing.T) {
 		override string
 		want     string
 	}{
-		"no payload key":          {nil, "", "codecKeys: give the payload key file"},
-		"codec server, plaintext": {nil, `{codecKeys: {plaintext: true}, codecServer: {enabled: true}}`, "the codec server needs the payload keys"},
-		"serve pods on one RWO":   {[]string{"minimal"}, `serve: {replicaCount: 2}`, "ReadWriteMany"},
-		"tls without a secret":    {[]string{"minimal"}, `serve: {tls: {enabled: true}}`, "serve.tls.secretName"},
-		"hpa without a metric":    {[]string{"minimal"}, `worker: {autoscaling: {enabled: true, targetCPUUtilizationPercentage: ""}}`, "set targetCPUUtilizationPercentage"},
-		"hpa min above max":       {[]string{"minimal"}, `worker: {autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 3}}`, "minReplicas is above maxReplicas"},
-		"no temporal address":     {[]string{"minimal"}, `temporal: {address: ""}`, "temporal.address"},
-		"value removed":           {[]string{"minimal"}, `worker: {autoscaling: null}`, "autoscaling"},
-		"misspelt value (schema)": {[]string{"minimal"}, `worker: {replicas: 5}`, "replicas"},
-		"wrong type (schema)":     {[]string{"minimal"}, `serve: {port: "8080"}`, "port"},
-		"bad enum (schema)":       {[]string{"minimal"}, `serve: {cookieSecure: sometimes}`, "cookieSecure"},
+		"no payload key":               {nil, "", "codecKeys: give the payload key file"},
+		"codec server, plaintext":      {nil, `{codecKeys: {plaintext: true}, codecServer: {enabled: true}}`, "the codec server needs the payload keys"},
+		"serve pods on one RWO":        {[]string{"minimal"}, `serve: {replicaCount: 2}`, "ReadWriteMany"},
+		"tls without a secret":         {[]string{"minimal"}, `serve: {tls: {enabled: true}}`, "serve.tls.secretName"},
+		"hpa without a metric":         {[]string{"minimal"}, `worker: {autoscaling: {enabled: true, targetCPUUtilizationPercentage: ""}}`, "set targetCPUUtilizationPercentage"},
+		"hpa min above max":            {[]string{"minimal"}, `worker: {autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 3}}`, "minReplicas is above maxReplicas"},
+		"no temporal address":          {[]string{"minimal"}, `temporal: {address: ""}`, "temporal.address"},
+		"temporal TLS secret, TLS off": {[]string{"minimal"}, `temporal: {tls: {existingSecret: tls}}`, "temporal.tls.enabled=true"},
+		"client cert without key":      {[]string{"minimal"}, `temporal: {tls: {enabled: true, existingSecret: tls, keyKey: ""}}`, "temporal.tls.keyKey"},
+		"bad server name (schema)":     {[]string{"minimal"}, `temporal: {tls: {enabled: true, serverName: "a b"}}`, "serverName"},
+		"value removed":                {[]string{"minimal"}, `worker: {autoscaling: null}`, "autoscaling"},
+		"misspelt value (schema)":      {[]string{"minimal"}, `worker: {replicas: 5}`, "replicas"},
+		"wrong type (schema)":          {[]string{"minimal"}, `serve: {port: "8080"}`, "port"},
+		"bad enum (schema)":            {[]string{"minimal"}, `serve: {cookieSecure: sometimes}`, "cookieSecure"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Render(chartDir, values(t, tc.files, tc.override), rel)

@@ -89,6 +89,69 @@ the key file. */}}
 {{- with include "herald.keysEnv" . }}
 {{- . }}
 {{- end }}
+{{- with include "herald.temporalTLSEnv" . }}
+{{- . }}
+{{- end }}
+{{- end }}
+
+{{/* Where the Secret of temporal.tls.existingSecret is mounted. */}}
+{{- define "herald.temporalTLSPath" -}}/etc/herald/temporal-tls{{- end }}
+
+{{/* Environment for a Temporal frontend behind TLS, mTLS or an API key: the temporal CLI's
+variables, which every Herald command reads. Fails the render on settings that cannot
+connect. */}}
+{{- define "herald.temporalTLSEnv" -}}
+{{- $t := .Values.temporal.tls }}
+{{- $dir := include "herald.temporalTLSPath" . }}
+{{- if and (not $t.enabled) (or $t.existingSecret $t.serverName) }}
+{{- fail "temporal.tls: existingSecret or serverName is set but temporal.tls.enabled is false: set temporal.tls.enabled=true" }}
+{{- end }}
+{{- if $t.enabled }}
+{{- if and $t.existingSecret $t.certKey (not $t.keyKey) }}
+{{- fail "temporal.tls.keyKey: the client certificate (certKey) needs its private key's key in the Secret" }}
+{{- end }}
+- name: TEMPORAL_TLS
+  value: "true"
+{{- if and $t.existingSecret $t.certKey }}
+- name: TEMPORAL_TLS_CERT
+  value: {{ printf "%s/%s" $dir $t.certKey | quote }}
+- name: TEMPORAL_TLS_KEY
+  value: {{ printf "%s/%s" $dir $t.keyKey | quote }}
+{{- end }}
+{{- if and $t.existingSecret $t.caKey }}
+- name: TEMPORAL_TLS_CA
+  value: {{ printf "%s/%s" $dir $t.caKey | quote }}
+{{- end }}
+{{- with $t.serverName }}
+- name: TEMPORAL_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with .Values.temporal.apiKey.existingSecret }}
+- name: TEMPORAL_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ required "temporal.apiKey.existingSecretKey: the key in the Secret that holds the API key" $.Values.temporal.apiKey.existingSecretKey }}
+{{- end }}
+{{- end }}
+
+{{/* The volume and mount of temporal.tls.existingSecret. */}}
+{{- define "herald.temporalTLSVolume" -}}
+{{- if and .Values.temporal.tls.enabled .Values.temporal.tls.existingSecret }}
+- name: temporal-tls
+  secret:
+    secretName: {{ .Values.temporal.tls.existingSecret }}
+    defaultMode: 0440
+{{- end }}
+{{- end }}
+
+{{- define "herald.temporalTLSMount" -}}
+{{- if and .Values.temporal.tls.enabled .Values.temporal.tls.existingSecret }}
+- name: temporal-tls
+  mountPath: {{ include "herald.temporalTLSPath" . }}
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "herald.keysEnv" -}}
