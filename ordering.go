@@ -14,8 +14,11 @@ import (
 //
 // A small sequencer workflow per (tenant, endpoint, key), SequencerWorkflowID, hands each
 // new delivery its predecessor (the key's tail) through UpdateOrderingAppend and records
-// the new tail: two ids, whatever the number of events. The successor then tells its
-// predecessor it waits (SignalOrderingNext), and the predecessor hands it the turn
+// the new tail: two ids, whatever the number of events. It looks where its tail is first
+// (PresenceRunning, PresenceClosed, PresenceMissing): after a closed tail the new delivery
+// is ready (OrderingPlace.Ready: its turn is there), after a missing one (its send failed
+// after its append) it goes after the missing one's predecessor. Otherwise the successor
+// tells its predecessor it waits (SignalOrderingNext), and the predecessor hands it the turn
 // (SignalOrderingTurn) when its own turn ends; a predecessor that is already closed cannot
 // be signalled, and that failure is the turn.
 

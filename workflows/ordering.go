@@ -16,7 +16,10 @@ import (
 // The sequencer of a key holds two workflow ids, the key's tail and the tail's
 // predecessor, whatever the number of events: UpdateOrderingAppend makes the caller the
 // new tail and answers the old one. The starter appends before it starts the delivery, so
-// the order is the order sends were accepted. A delivery with a predecessor then signals
+// the order is the order sends were accepted. Since versionOrderingPlaced the sequencer
+// looks where the old tail is first (sequencerPlacing): closed, the new one starts with its
+// turn; never started, the new one goes after the old tail's predecessor. A delivery with
+// a predecessor still running then signals
 // it (SignalOrderingNext, its own workflow id) and waits on a signal channel for its turn
 // (SignalOrderingTurn): no timer, no activity, no worker slot. The predecessor hands the
 // turn on when its own ends: delivered, skipped, dead-lettered under OrderingSkip, or, under
