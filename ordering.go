@@ -14,8 +14,11 @@ import (
 //
 // A small sequencer workflow per (tenant, endpoint, key), SequencerWorkflowID, hands each
 // new delivery its predecessor (the key's tail) through UpdateOrderingAppend and records
-// the new tail: two ids, whatever the number of events. The successor then tells its
-// predecessor it waits (SignalOrderingNext), and the predecessor hands it the turn
+// the new tail: two ids, whatever the number of events. It looks where its tail is first
+// (PresenceRunning, PresenceClosed, PresenceMissing): after a closed tail the new delivery
+// is ready (OrderingPlace.Ready: its turn is there), after a missing one (its send failed
+// after its append) it goes after the missing one's predecessor. Otherwise the successor
+// tells its predecessor it waits (SignalOrderingNext), and the predecessor hands it the turn
 // (SignalOrderingTurn) when its own turn ends; a predecessor that is already closed cannot
 // be signalled, and that failure is the turn.
 
@@ -91,6 +94,30 @@ type OrderingAppend struct {
 type OrderingPlace struct {
 	After string `json:"after,omitempty"`
 	Seq   int64  `json:"seq,omitempty"`
+	// Ready is set when the delivery before it was closed as it was appended (or it has
+	// none): its turn is already there, and it tells nobody it waits.
+	Ready bool `json:"ready,omitempty"`
+}
+
+// Where a workflow is, as an ordering key's sequencer finds its tail (activities.Ops.Presence).
+const (
+	// PresenceRunning: its latest run is open.
+	PresenceRunning = "running"
+	// PresenceClosed: its latest run is closed.
+	PresenceClosed = "closed"
+	// PresenceMissing: no run of it exists (its send failed after it was appended, or it
+	// is past its retention).
+	PresenceMissing = "missing"
+)
+
+// OrderingSignal is an ordering signal that a delivery sends from a local activity: to
+// workflow To, Name is SignalOrderingNext (with Next, the sender's workflow id) or
+// SignalOrderingTurn (with Turn).
+type OrderingSignal struct {
+	To   string       `json:"to"`
+	Name string       `json:"name"`
+	Next string       `json:"next,omitempty"`
+	Turn OrderingTurn `json:"turn,omitzero"`
 }
 
 // OrderingTurn hands a delivery its turn: the predecessor that ended its turn, and how.
@@ -112,6 +139,10 @@ type Ordering struct {
 	Next string `json:"next,omitempty"`
 	// Released is set once the delivery handed its successor the turn (or would have).
 	Released bool `json:"released,omitempty"`
+	// Also lists the other deliveries that said they wait after it, in the order they
+	// said so: two sends of one key at once may both find the delivery between them not
+	// started yet, and both wait on it. Each gets the turn with Next.
+	Also []string `json:"also,omitempty"`
 }
 
 // OrderingStatus is an ordered delivery's key in its status: what it waits on, or that it
@@ -144,6 +175,10 @@ type SequencerInput struct {
 	TailAfter string `json:"tail_after,omitempty"`
 	// Seq is the number the tail got (OrderingPlace.Seq).
 	Seq int64 `json:"seq,omitempty"`
+	// TailAt is when the tail was appended, and TailReady whether its turn was already
+	// there (OrderingPlace.Ready).
+	TailAt    time.Time `json:"tail_at,omitzero"`
+	TailReady bool      `json:"tail_ready,omitempty"`
 	// Idle overrides how long the sequencer waits without an append before it asks
 	// whether its tail is closed, and closes if it is (tests; default one hour).
 	Idle time.Duration `json:"idle,omitempty"`

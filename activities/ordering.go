@@ -7,6 +7,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+
+	"github.com/heraldhq/herald"
 )
 
 // Closed reports whether workflow id's latest run is closed, or never started: an ordering
@@ -21,4 +23,42 @@ func (o *Ops) Closed(ctx context.Context, workflowID string) (bool, error) {
 		return false, fmt.Errorf("describe %s: %w", workflowID, err)
 	}
 	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+}
+
+// Presence reports where workflow id's latest run is: herald.PresenceRunning,
+// herald.PresenceClosed, or herald.PresenceMissing (never started, or gone past its
+// retention). An ordering key's sequencer asks it of its tail as it appends the next
+// delivery.
+func (o *Ops) Presence(ctx context.Context, workflowID string) (string, error) {
+	d, err := o.Client.DescribeWorkflowExecution(ctx, workflowID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return herald.PresenceMissing, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("describe %s: %w", workflowID, err)
+	}
+	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return herald.PresenceRunning, nil
+	}
+	return herald.PresenceClosed, nil
+}
+
+// SignalOrdering sends an ordering signal (the successor's SignalOrderingNext, or the
+// predecessor's SignalOrderingTurn) from a delivery's workflow task, and reports whether
+// its target is running: false when it is closed or was never started.
+func (o *Ops) SignalOrdering(ctx context.Context, s herald.OrderingSignal) (bool, error) {
+	var arg any = s.Next
+	if s.Name == herald.SignalOrderingTurn {
+		arg = s.Turn
+	}
+	err := o.Client.SignalWorkflow(ctx, s.To, "", s.Name, arg)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("signal %s to %s: %w", s.Name, s.To, err)
+	}
+	return true, nil
 }

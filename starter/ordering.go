@@ -14,7 +14,8 @@ import (
 // started: the key's sequencer appends it and answers the delivery before it. It returns
 // nil for an event without a key, and for an id sent before (a resend keeps the place its
 // delivery has: the sequencer is not asked again). A send that fails after the append
-// leaves a tail that never starts; the next delivery of the key finds it absent and goes.
+// leaves a tail that never starts: the sequencer finds it missing as it appends the next
+// delivery, and places that one after the missing one's predecessor (no gap in the key).
 func (s *Client) placeOrdered(ctx context.Context, tenant, wfID string, ev Event) (*herald.Ordering, error) {
 	if ev.OrderingKey == "" {
 		return nil, nil
@@ -40,5 +41,7 @@ func (s *Client) placeOrdered(ctx context.Context, tenant, wfID string, ev Event
 			return nil, fmt.Errorf("ordering key %s: %w", ev.OrderingKey, err)
 		}
 	}
-	return &herald.Ordering{Key: ev.OrderingKey, After: place.After, Seq: place.Seq}, nil
+	// A ready place (the delivery before it closed, or none) starts with its turn: it asks
+	// nobody (a worker before versionOrderingPlaced reads Turn the same way).
+	return &herald.Ordering{Key: ev.OrderingKey, After: place.After, Seq: place.Seq, Turn: place.Ready}, nil
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
@@ -257,6 +259,58 @@ func TestOrderedBlockedHead(t *testing.T) {
 	}
 	waitDelivered(t, rcv, len(keys)*perKey, time.Minute)
 	rcv.checkOrder(t, keys, perKey)
+}
+
+// TestOrderedSendFailedAfterAppend: a send that fails after its append and before its
+// delivery starts leaves a tail that never starts (injected here: the key's sequencer
+// appends an id nobody starts). The next event of the key does not take the missing one
+// for a closed predecessor and pass the blocked head: it waits for the head, and goes once
+// the head is replayed and delivered.
+func TestOrderedSendFailedAfterAppend(t *testing.T) {
+	t.Parallel()
+	var broken sync.Map
+	broken.Store("gap/0", true)
+	rcv := newOrderReceiver(t, func(d orderedData) int {
+		if _, ok := broken.Load(fmt.Sprintf("%s/%d", d.Key, d.Seq)); ok {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	const ep = "ordered-gap"
+	putEndpoint(t, ep, rcv.URL, orderedOverrides(2, ""))
+	send := func(seq int, id string) {
+		t.Helper()
+		data, _ := json.Marshal(orderedData{Key: "gap", Seq: seq})
+		if _, err := shared.starter.Send(context.Background(), starter.Event{ID: id, EndpointID: ep, Type: "test.ordered", Data: data, OrderingKey: "gap"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(0, "evt_gap_head")
+	waitState(t, "evt_gap_head", herald.StateDeadLetter)
+
+	// The failed send: appended, never started.
+	h, err := shared.client.UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
+		WorkflowID: herald.SequencerWorkflowID("", ep, "gap"), UpdateName: herald.UpdateOrderingAppend,
+		Args: []any{herald.OrderingAppend{Delivery: herald.DeliveryID("", "evt_gap_lost")}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	send(1, "evt_gap_next")
+	next := waitState(t, "evt_gap_next", herald.StateWaitingTurn)
+	if next.Ordering == nil || next.Ordering.WaitingFor != "evt_gap_head" || len(next.Attempts) != 0 {
+		t.Errorf("next: ordering %+v, %d attempts; want waiting for evt_gap_head (the missing one passed over), none", next.Ordering, len(next.Attempts))
+	}
+	broken.Delete("gap/0")
+	if _, err := shared.starter.Replay(context.Background(), starter.Ref{EventID: "evt_gap_head"}); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, rcv, 2, time.Minute)
+	rcv.checkOrder(t, []string{"gap"}, 2)
 }
 
 // TestOrderedSkip: under skip, a dead letter at the head lets the key go on, and its

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -15,7 +16,10 @@ import (
 // The sequencer of a key holds two workflow ids, the key's tail and the tail's
 // predecessor, whatever the number of events: UpdateOrderingAppend makes the caller the
 // new tail and answers the old one. The starter appends before it starts the delivery, so
-// the order is the order sends were accepted. A delivery with a predecessor then signals
+// the order is the order sends were accepted. Since versionOrderingPlaced the sequencer
+// looks where the old tail is first (sequencerPlacing): closed, the new one starts with its
+// turn; never started, the new one goes after the old tail's predecessor. A delivery with
+// a predecessor still running then signals
 // it (SignalOrderingNext, its own workflow id) and waits on a signal channel for its turn
 // (SignalOrderingTurn): no timer, no activity, no worker slot. The predecessor hands the
 // turn on when its own ends: delivered, skipped, dead-lettered under OrderingSkip, or, under
@@ -36,9 +40,17 @@ const (
 	sequencerIdle = time.Hour
 )
 
+// sequencerStartGrace: a tail not found as the next delivery is appended may still be
+// starting (its send appended it and is starting it); the sequencer looks again, once a
+// second, until this long after its append, and then takes it for a send that failed.
+const sequencerStartGrace = 10 * time.Second
+
 // SequencerWorkflow is the workflow of one ordering key (herald.SequencerWorkflowID). Its
 // state is two workflow ids: bounded whatever the number of events in its key.
 func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
+	if workflow.GetVersion(ctx, versionOrderingPlaced, workflow.DefaultVersion, 1) == 1 {
+		return sequencerPlacing(ctx, in)
+	}
 	appends := 0
 	err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
 		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
@@ -95,6 +107,100 @@ func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
 	}
 }
 
+// sequencerPlacing is SequencerWorkflow since versionOrderingPlaced. An append finds where
+// the tail is (activities.Ops.Presence) before it answers: a closed tail makes the new one
+// ready (its turn is there: it tells nobody it waits); a tail that was never started (its
+// send failed after its append) is passed over, and the new one goes after the tail's own
+// predecessor, so that no send that failed opens a gap in the key. Appends are placed one
+// at a time. One timer per idle period, not one per append.
+func sequencerPlacing(ctx workflow.Context, in herald.SequencerInput) error {
+	appends := 0
+	mu := workflow.NewMutex(ctx)
+	err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
+		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
+			appends++
+			if err := mu.Lock(ctx); err != nil {
+				return herald.OrderingPlace{}, err
+			}
+			defer mu.Unlock()
+			if req.Delivery != in.Tail { // else the same delivery again (a retried call): the same place
+				after, ready := in.Tail, in.Tail == ""
+				if in.Tail != "" {
+					switch tailPresence(ctx, in.Tail, in.TailAt) {
+					case herald.PresenceClosed:
+						ready = true
+					case herald.PresenceMissing:
+						// Its send failed: the new one takes its place, after its predecessor.
+						workflow.GetLogger(ctx).Info("ordering: the tail was never started, passed over", "tail", in.Tail, "after", in.TailAfter)
+						after, ready = in.TailAfter, in.TailAfter == ""
+					}
+				}
+				in.TailAfter, in.Tail, in.TailAt, in.TailReady = after, req.Delivery, workflow.Now(ctx), ready
+				in.Seq++
+			}
+			return herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq, Ready: in.TailReady}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req herald.OrderingAppend) error {
+			if _, _, ok := herald.ParseDeliveryID(req.Delivery); !ok {
+				return fmt.Errorf("append: %q is not a delivery's workflow id", req.Delivery)
+			}
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	idle := in.Idle
+	if idle <= 0 {
+		idle = sequencerIdle
+	}
+	for {
+		seen := appends
+		if _, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return appends >= sequencerAppendsPerRun }); err != nil {
+			return err
+		}
+		if appends >= sequencerAppendsPerRun {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, herald.SequencerInput{
+				Tail: in.Tail, TailAfter: in.TailAfter, Seq: in.Seq, Idle: in.Idle, TailAt: in.TailAt, TailReady: in.TailReady,
+			})
+		}
+		if appends != seen || !workflow.AllHandlersFinished(ctx) {
+			continue // not idle
+		}
+		if in.Tail == "" || tailPresence(ctx, in.Tail, time.Time{}) != herald.PresenceRunning {
+			if appends == seen && workflow.AllHandlersFinished(ctx) {
+				return nil // idle, its tail done: the next append starts a new run with no tail
+			}
+		}
+	}
+}
+
+// tailPresence asks where the tail is (herald.PresenceRunning, PresenceClosed or
+// PresenceMissing). A tail not found before sequencerStartGrace has passed since
+// appendedAt is looked for again each second: its send may still be starting it. When the
+// question cannot be answered, the tail counts as running: the next delivery asks it
+// itself.
+func tailPresence(ctx workflow.Context, tail string, appendedAt time.Time) string {
+	var ops *activities.Ops
+	opts := opsOptions
+	opts.Summary = "where is the tail?"
+	for {
+		var p string
+		if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), ops.Presence, tail).Get(ctx, &p); err != nil {
+			workflow.GetLogger(ctx).Warn("ordering: cannot tell where the tail is", "tail", tail, "error", err)
+			return herald.PresenceRunning
+		}
+		if p != herald.PresenceMissing || workflow.Now(ctx).Sub(appendedAt) >= sequencerStartGrace {
+			return p
+		}
+		if err := workflow.Sleep(ctx, time.Second); err != nil {
+			return herald.PresenceRunning
+		}
+	}
+}
+
 // orderingRun is the ordering part of one ordered delivery run.
 type orderingRun struct {
 	o     *herald.Ordering
@@ -103,6 +209,12 @@ type orderingRun struct {
 	turns workflow.ReceiveChannel
 	// sending counts turn signals on their way to the successor.
 	sending int
+	// local is set since versionOrderingPlaced: the ordering signals go from local
+	// activities (activities.Ops.SignalOrdering), in the task that decides them, not as
+	// SignalExternalWorkflow commands whose result takes another workflow task.
+	local bool
+	// asked is set once versionOrderingPlaced was asked (isLocal).
+	asked bool
 }
 
 // startOrdering sets up an ordered delivery's part: the status's key, and the goroutine that
@@ -111,8 +223,10 @@ func (d *delivery) startOrdering(ctx workflow.Context) {
 	if d.in.Ordering == nil {
 		return
 	}
-	// Only ordered runs ask, and none ran before this release: no old branch to keep.
-	workflow.GetVersion(ctx, versionOrdering, workflow.DefaultVersion, 1)
+	// No version is asked here: versionOrderingPlaced is asked where the commands start to
+	// differ (isLocal), so a delivery that signals nobody (its turn there as it starts, no
+	// successor) records no marker. The versionOrdering marker that runs before it recorded
+	// here is skipped by the SDK's replay check, and the code before it did not branch on it.
 	r := &orderingRun{
 		o:     d.in.Ordering,
 		self:  workflow.GetInfo(ctx).WorkflowExecution.ID,
@@ -125,12 +239,49 @@ func (d *delivery) startOrdering(ctx workflow.Context) {
 		for {
 			var next string
 			r.next.Receive(ctx, &next)
-			r.o.Next = next
+			if r.isLocal(ctx) && r.o.Next != "" && r.o.Next != next {
+				// A second successor (two sends at once): it gets the turn too.
+				if !slices.Contains(r.o.Also, next) {
+					r.o.Also = append(r.o.Also, next)
+				}
+			} else {
+				r.o.Next = next
+			}
 			if r.o.Released {
-				r.sendTurn(ctx, "its turn had ended")
+				r.sendTurn(ctx, next, "its turn had ended")
 			}
 		}
 	})
+}
+
+// isLocal asks versionOrderingPlaced, once, where the ordering commands start to differ:
+// the first ordering signal the run sends, or the first successor that says it waits.
+func (r *orderingRun) isLocal(ctx workflow.Context) bool {
+	if !r.asked {
+		r.asked = true
+		r.local = workflow.GetVersion(ctx, versionOrderingPlaced, workflow.DefaultVersion, 1) == 1
+	}
+	return r.local
+}
+
+// signalLocal sends s from a local activity and reports whether its target is running. It
+// tries again, a minute apart, until the server answers: a turn or a successor must not be
+// lost to an outage.
+func (r *orderingRun) signalLocal(ctx workflow.Context, s herald.OrderingSignal) bool {
+	var ops *activities.Ops
+	opts := opsOptions
+	opts.Summary = s.Name + " → " + herald.OrderingEventID(s.To)
+	for {
+		var running bool
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), ops.SignalOrdering, s).Get(ctx, &running)
+		if err == nil {
+			return running
+		}
+		workflow.GetLogger(ctx).Warn("ordering: signal not sent, again in a minute", "signal", s.Name, "to", s.To, "error", err)
+		if err := workflow.Sleep(ctx, time.Minute); err != nil {
+			return false
+		}
+	}
 }
 
 // awaitTurn waits until the delivery before this one in its key hands it the turn. A replay
@@ -146,8 +297,14 @@ func (d *delivery) awaitTurn(ctx workflow.Context) (cancelled bool) {
 		r.o.Turn = true
 		return false
 	}
-	err := workflow.SignalExternalWorkflow(ctx, r.o.After, "", herald.SignalOrderingNext, r.self).Get(ctx, nil)
-	if err != nil {
+	if r.isLocal(ctx) {
+		if !r.signalLocal(ctx, herald.OrderingSignal{To: r.o.After, Name: herald.SignalOrderingNext, Next: r.self}) {
+			// The predecessor is closed (the sequencer checked it was started): its turn is over.
+			workflow.GetLogger(ctx).Info("ordering: the predecessor is closed, the turn is ours", "after", r.o.After)
+			r.o.Turn = true
+			return false
+		}
+	} else if err := workflow.SignalExternalWorkflow(ctx, r.o.After, "", herald.SignalOrderingNext, r.self).Get(ctx, nil); err != nil {
 		// The predecessor is closed (or was never started: its send failed): its turn is over.
 		workflow.GetLogger(ctx).Info("ordering: the predecessor is closed, the turn is ours", "after", r.o.After, "error", err)
 		r.o.Turn = true
@@ -221,17 +378,27 @@ func (d *delivery) releaseTurn(ctx workflow.Context, reason string) {
 		d.status.Ordering.Blocking = false
 	}
 	if r.o.Next != "" {
-		r.sendTurn(ctx, reason)
+		r.sendTurn(ctx, r.o.Next, reason)
+	}
+	for _, next := range r.o.Also {
+		r.sendTurn(ctx, next, reason)
 	}
 }
 
-// sendTurn signals the successor its turn. A successor that is gone needs none.
-func (r *orderingRun) sendTurn(ctx workflow.Context, reason string) {
+// sendTurn signals successor next its turn. A successor that is gone needs none.
+func (r *orderingRun) sendTurn(ctx workflow.Context, next, reason string) {
 	r.sending++
 	defer func() { r.sending-- }()
-	err := workflow.SignalExternalWorkflow(ctx, r.o.Next, "", herald.SignalOrderingTurn, herald.OrderingTurn{From: r.self, Reason: reason}).Get(ctx, nil)
+	turn := herald.OrderingTurn{From: r.self, Reason: reason}
+	if r.isLocal(ctx) {
+		if !r.signalLocal(ctx, herald.OrderingSignal{To: next, Name: herald.SignalOrderingTurn, Turn: turn}) {
+			workflow.GetLogger(ctx).Info("ordering: the successor is gone", "next", next)
+		}
+		return
+	}
+	err := workflow.SignalExternalWorkflow(ctx, next, "", herald.SignalOrderingTurn, turn).Get(ctx, nil)
 	if err != nil {
-		workflow.GetLogger(ctx).Info("ordering: the successor is gone", "next", r.o.Next, "error", err)
+		workflow.GetLogger(ctx).Info("ordering: the successor is gone", "next", next, "error", err)
 	}
 }
 

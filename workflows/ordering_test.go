@@ -39,6 +39,12 @@ func orderedEnv(t *testing.T, s script, signals *tape[string]) (*testsuite.TestW
 			}
 			return nil
 		})
+	// Since versionOrderingPlaced the signals go from a local activity: the same tape.
+	env.OnActivity((&activities.Ops{}).SignalOrdering, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, s herald.OrderingSignal) (bool, error) {
+			signals.add(s.Name + "→" + s.To + "@" + env.Now().Sub(testStart).String())
+			return s.To != "delivery:evt_closed", nil
+		})
 	return env, rec
 }
 
@@ -196,6 +202,13 @@ func TestSequencerAppends(t *testing.T) {
 	open := true
 	env.OnActivity((&activities.Ops{}).Closed, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, id string) (bool, error) { return !open, nil })
+	env.OnActivity((&activities.Ops{}).Presence, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id string) (string, error) {
+			if open {
+				return herald.PresenceRunning, nil
+			}
+			return herald.PresenceClosed, nil
+		})
 	ids := []string{"delivery:a", "delivery:b", "delivery:b", "delivery:c", "endpoint:x"} // b twice: the same call again
 	outs := make([]*updateOutcome[herald.OrderingPlace], len(ids))
 	for i, id := range ids {
@@ -251,6 +264,7 @@ func TestSequencerContinuesAsNew(t *testing.T) {
 			sendUpdate[herald.OrderingPlace](env, herald.UpdateOrderingAppend, herald.OrderingAppend{Delivery: fmt.Sprintf("delivery:e%d", i)})
 		}, time.Duration(i+1)*time.Millisecond)
 	}
+	env.OnActivity((&activities.Ops{}).Presence, mock.Anything, mock.Anything).Return(herald.PresenceRunning, nil)
 	env.ExecuteWorkflow(herald.SequencerWorkflow, herald.SequencerInput{Tail: "delivery:before", Idle: time.Hour})
 	_, next := continuedAsNew[herald.SequencerInput](t, env)
 	last := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-1)
@@ -299,5 +313,104 @@ func TestOrderedCancelledWhileWaitingKeepsItsPlace(t *testing.T) {
 	}
 	if want := []string{herald.SignalOrderingTurn + "→" + orderNext + "@5h0m0s"}; !slices.Equal(turn, want) {
 		t.Errorf("turn signals %q, want %q: handed on when its own turn came, not at the cancel", turn, want)
+	}
+}
+
+// TestSequencerPlaces: an append finds where the tail is: after a running tail the new
+// delivery waits; after a closed one it is ready; a tail that was never started (its send
+// failed after its append) is looked for until sequencerStartGrace has passed and then
+// passed over, so the next delivery goes after the missing one's predecessor, not at once.
+func TestSequencerPlaces(t *testing.T) {
+	env := newTestEnv()
+	env.RegisterWorkflowWithOptions(SequencerWorkflow, workflow.RegisterOptions{Name: herald.SequencerWorkflow})
+	presence := map[string]string{"delivery:a": herald.PresenceRunning, "delivery:b": herald.PresenceMissing, "delivery:c": herald.PresenceClosed}
+	var asked tape[string]
+	env.OnActivity((&activities.Ops{}).Presence, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id string) (string, error) {
+			asked.add(id + "@" + env.Now().Sub(testStart).String())
+			if p, ok := presence[id]; ok {
+				return p, nil
+			}
+			return herald.PresenceClosed, nil
+		})
+	env.OnActivity((&activities.Ops{}).Closed, mock.Anything, mock.Anything).Return(true, nil)
+	ids := []string{"delivery:a", "delivery:b", "delivery:c", "delivery:d"}
+	outs := make([]*updateOutcome[herald.OrderingPlace], len(ids))
+	for i, id := range ids {
+		env.RegisterDelayedCallback(func() {
+			outs[i] = sendUpdate[herald.OrderingPlace](env, herald.UpdateOrderingAppend, herald.OrderingAppend{Delivery: id})
+		}, time.Duration(i+1)*time.Second)
+	}
+	env.RegisterDelayedCallback(func() { presence["delivery:a"] = herald.PresenceClosed }, time.Hour)
+	env.ExecuteWorkflow(herald.SequencerWorkflow, herald.SequencerInput{Idle: 2 * time.Hour})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	var got []string
+	for i, o := range outs {
+		if o.check(t, "append "+ids[i]) {
+			got = append(got, fmt.Sprintf("%s<%s#%d ready=%v", ids[i], o.result.After, o.result.Seq, o.result.Ready))
+		}
+	}
+	want := []string{
+		"delivery:a<#1 ready=true",            // first: nothing before it
+		"delivery:b<delivery:a#2 ready=false", // a runs: b waits for it
+		"delivery:c<delivery:a#3 ready=false", // b never started: c goes after a, not at once
+		"delivery:d<delivery:c#4 ready=true",  // c closed: d's turn is there
+	}
+	if !equalStrings(got, want) {
+		t.Errorf("places %v, want %v", got, want)
+	}
+	var forB int
+	for _, a := range asked.all() {
+		if strings.HasPrefix(a, "delivery:b@") {
+			forB++
+		}
+	}
+	if forB < 2 {
+		t.Errorf("asked %v: b, not found, was not looked for again within the grace", asked.all())
+	}
+}
+
+// TestOrderedReadyGoesAtOnce: a delivery whose place is ready (its predecessor closed as it
+// was appended: the starter sets Turn) attempts at once and signals nobody.
+func TestOrderedReadyGoesAtOnce(t *testing.T) {
+	var signals tape[string]
+	env, rec := orderedEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
+		return deliveredAttempt(now, defaultPolicy()), nil
+	}, &signals)
+	in := orderedInput(orderPrev)
+	in.Ordering.Turn = true
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, in)
+	st := workflowStatus(t, env)
+	if calls := rec.wantCalls(t, 1, "one"); !calls[0].At.Equal(testStart) || st.State != herald.StateDelivered {
+		t.Errorf("attempt at %s, state %q; want at once, delivered", calls[0].At, st.State)
+	}
+	if got := signals.all(); len(got) != 0 {
+		t.Errorf("signals %v, want none", got)
+	}
+}
+
+// TestOrderedTwoSuccessors: two deliveries that both said they wait after this one (two
+// sends at once) both get the turn when it ends.
+func TestOrderedTwoSuccessors(t *testing.T) {
+	var signals tape[string]
+	env, _ := orderedEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
+		return deliveredAttempt(now, defaultPolicy()), nil
+	}, &signals)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalOrderingNext, orderNext)
+		env.SignalWorkflow(herald.SignalOrderingNext, "delivery:evt_also")
+		env.SignalWorkflow(herald.SignalOrderingNext, orderNext) // again: no second turn
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalOrderingTurn, herald.OrderingTurn{From: orderPrev, Reason: "delivered"})
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, orderedInput(orderPrev))
+	workflowStatus(t, env)
+	want := []string{herald.SignalOrderingNext + "→" + orderPrev + "@0s",
+		herald.SignalOrderingTurn + "→" + orderNext + "@2h0m0s", herald.SignalOrderingTurn + "→delivery:evt_also@2h0m0s"}
+	if got := signals.all(); !equalStrings(got, want) {
+		t.Errorf("signals %v, want %v", got, want)
 	}
 }

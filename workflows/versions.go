@@ -110,5 +110,25 @@ const (
 	// delivery_dead_letter_replayed_before_ordering.json keep two as the code before it
 	// recorded them) never reaches it; delivery_ordered_waited.json and
 	// delivery_ordered_blocked_replayed.json take the new branch (TestRecordOrderedHistories).
+	// No longer asked since versionOrderingPlaced (the code before it did not branch on it;
+	// the marker in older histories is skipped by the SDK's replay check): kept, never reuse.
 	versionOrdering = "ordering"
+	// versionOrderingPlaced (2026-12-02): an ordering key's sequencer finds where its tail
+	// is before it answers an append (a local activity, activities.Ops.Presence): a closed
+	// tail makes the new delivery ready (herald.OrderingPlace.Ready: its turn is there, it
+	// signals nobody), a tail that was never started is passed over (its send failed after
+	// the append: the new one goes after the tail's predecessor); appends are placed one at
+	// a time, and the idle timer is one per idle period, not one per append. Asked as a
+	// sequencer run starts: ordering_sequencer_before_placed.json takes the old branch,
+	// ordering_sequencer.json the new one.
+	// An ordered delivery sends its ordering signals (the successor's ordering-next, the
+	// turn) from local activities (activities.Ops.SignalOrdering) in the task that decides
+	// them, not as SignalExternalWorkflow commands, and may hand the turn to more than one
+	// successor (herald.Ordering.Also). Asked where those commands start to differ (its
+	// first ordering signal, or the first successor that says it waits), so a delivery
+	// whose turn is there as it starts and that has no successor records no marker at all:
+	// delivery_ordered_waited_before_placed.json and
+	// delivery_ordered_blocked_replayed_before_placed.json take the old branch,
+	// delivery_ordered_waited.json and delivery_ordered_blocked_replayed.json the new one.
+	versionOrderingPlaced = "ordering-placed"
 )
