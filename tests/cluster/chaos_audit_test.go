@@ -141,6 +141,7 @@ type chaosReport struct {
 	Deliveries                              int // (event, endpoint) pairs owed
 	Delivered, DeadLetters, Skipped, OnOpen int
 	Lost                                    []string
+	Unsettled                               []string
 	FalseDelivered                          []string // Herald says delivered, the receiver never answered 2xx
 	Requests                                int
 	Repeats                                 int
@@ -156,6 +157,9 @@ type chaosReport struct {
 	Recovery                                map[string]time.Duration // worst, restart → first delivery
 	RecoveryFromKill                        map[string]time.Duration // worst, kill → first delivery after restart
 	NoRecovery                              []string
+	// Crashes are exits no kill caused (a Temporal service started while PostgreSQL was
+	// down exits), by process: the run's supervisor started each again.
+	Crashes map[string]int
 }
 
 // violations lists what breaks the invariants; empty when the run is clean.
@@ -170,7 +174,8 @@ func (r chaosReport) violations() []string {
 		}
 		v = append(v, fmt.Sprintf("%s: %s", what, strings.Join(list, "; ")))
 	}
-	add("lost (accepted, neither delivered, dead-lettered, skipped nor waiting on an open circuit)", r.Lost)
+	add("lost (accepted, and Herald has no record of the delivery)", r.Lost)
+	add("not settled within the bound (accepted, Herald holds it, but neither delivered, dead-lettered, skipped nor waiting on an open circuit)", r.Unsettled)
 	add("recorded delivered without a 2xx at the receiver", r.FalseDelivered)
 	add("repeats with no fault or replay to explain them", r.Unexplained)
 	add("cap exceeded", r.CapViolations)
@@ -289,11 +294,14 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 			r.OnOpen++
 		case o.State == "delivered":
 			r.FalseDelivered = append(r.FalseDelivered, fmt.Sprintf("%s at %s", w.Event, w.Endpoint))
+		case o.State == "":
+			r.Lost = append(r.Lost, fmt.Sprintf("%s at %s: no 2xx, and Herald does not know it", w.Event, w.Endpoint))
 		default:
-			r.Lost = append(r.Lost, fmt.Sprintf("%s at %s: %s (circuit %s)", w.Event, w.Endpoint, o.State, o.Circuit))
+			r.Unsettled = append(r.Unsettled, fmt.Sprintf("%s at %s: %s (circuit %s)", w.Event, w.Endpoint, o.State, o.Circuit))
 		}
 	}
 	sort.Strings(r.Lost)
+	sort.Strings(r.Unsettled)
 
 	for _, ts := range replays {
 		r.Replays += len(ts)
@@ -332,10 +340,15 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 // result not yet recorded, at the kill), or a replay the client asked for in that time; ""
 // when nothing explains it. herald serve takes no part in a delivery once it is accepted, so
 // its kills explain nothing.
+// The kind named is the likeliest of those killed in that time: a herald worker (the
+// attempt's result dies with it), then history and PostgreSQL (the result not yet recorded),
+// then the frontend and matching (on its way), then Temporal's own worker service.
 func explainRepeat(first, rep hit, faults []fault, replays []time.Time) string {
-	for _, f := range faults {
-		if f.Kind != "serve" && !f.Killed.Before(first.Start) && !f.Killed.After(rep.Start) {
-			return "in flight at a kill of " + f.Kind
+	for _, kind := range []string{"worker", "history", "postgresql", "frontend", "matching", "temporal-worker"} {
+		for _, f := range faults {
+			if f.Kind == kind && !f.Killed.Before(first.Start) && !f.Killed.After(rep.Start) {
+				return "in flight at a kill of " + f.Kind
+			}
 		}
 	}
 	for _, at := range replays {
@@ -364,6 +377,7 @@ func (r chaosReport) markdown() string {
 	row("waiting on an open circuit", r.OnOpen)
 	row("skipped (disabled endpoint)", r.Skipped)
 	row("**lost**", len(r.Lost))
+	row("**not settled within the bound**", len(r.Unsettled))
 	row("requests at the receivers", r.Requests)
 	row("repeats (same webhook-id after a 2xx)", r.Repeats)
 	for _, k := range sortedKeys(r.RepeatsBy) {
@@ -385,6 +399,16 @@ func (r chaosReport) markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", k, r.FaultsBy[k], r.Recovery[k].Round(10*time.Millisecond), r.RecoveryFromKill[k].Round(10*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "\n%d faults in all, %d of them two processes at once.\n", sumValues(r.FaultsBy)-r.Pairs, r.Pairs)
+	if len(r.Crashes) > 0 {
+		fmt.Fprintf(&b, "\nExits no kill caused, each started again by the run's supervisor (as systemd or Kubernetes would):")
+		for _, k := range sortedKeys(r.Crashes) {
+			fmt.Fprintf(&b, " %s %d;", k, r.Crashes[k])
+		}
+		fmt.Fprintln(&b)
+	}
+	if len(r.NoRecovery) > 0 {
+		fmt.Fprintf(&b, "\nFaults with no delivery after them: %s\n", strings.Join(r.NoRecovery, "; "))
+	}
 	if v := r.violations(); len(v) > 0 {
 		fmt.Fprintf(&b, "\nViolations:\n\n")
 		for _, s := range v {
@@ -456,7 +480,7 @@ func TestChaosAudit(t *testing.T) {
 		{"disabled", append(clean, ok("off", "e7", 70, 1)), outcomes, faults, "disabled endpoint"},
 		{"lost", clean, map[pair]outcome{{"off", "e7"}: {State: "skipped"}, {"down", "e8"}: {State: "dead_letter"}}, faults, "lost"},
 		{"waiting on a closed circuit", clean, map[pair]outcome{{"off", "e7"}: {State: "skipped"}, {"down", "e8"}: {State: "dead_letter"},
-			{"down", "e9"}: {State: "waiting_endpoint", Circuit: "closed"}}, faults, "lost"},
+			{"down", "e9"}: {State: "waiting_endpoint", Circuit: "closed"}}, faults, "not settled"},
 		{"delivered on record only", clean, map[pair]outcome{{"off", "e7"}: {State: "skipped"}, {"down", "e8"}: {State: "dead_letter"},
 			{"down", "e9"}: {State: "delivered"}}, faults, "without a 2xx"},
 	} {
