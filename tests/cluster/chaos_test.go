@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,7 +208,7 @@ func (r *chaosRun) endpoints(t *testing.T) []*chaosEndpoint {
 			return http.StatusInternalServerError, 0
 		}
 		return http.StatusOK, 5 * time.Millisecond
-	}, append([]string{"--schedule", "1s,2s", "--attempts", "3"}, breaker...)...)
+	}, "--schedule", "1s", "--attempts", "2", "--breaker-consecutive", "8", "--probe-delay", "2s", "--max-probe-delay", "8s", "--half-open-attempts", "2")
 	add(endpointRule{ID: "chaos-ta", Types: []string{"order.*"}, Healthy: true}, healthy, append([]string{"--tenant", "chaos-t", "--types", "order.*"}, ladder...)...)
 	add(endpointRule{ID: "chaos-tb", Healthy: true}, healthy, append([]string{"--tenant", "chaos-t"}, ladder...)...)
 	add(endpointRule{ID: "chaos-tc", Types: []string{"invoice.*"}, Healthy: true}, healthy, append([]string{"--tenant", "chaos-t", "--types", "invoice.*"}, ladder...)...)
@@ -527,6 +528,11 @@ func (r *chaosRun) supervise(ctx context.Context, t *testing.T) {
 			r.mu.Unlock()
 			if !down && !c.running(name) {
 				last[name] = time.Now()
+				tail, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
+				if len(tail) > 400 {
+					tail = tail[len(tail)-400:]
+				}
+				t.Logf("supervisor: %s exited on its own; starting it again. Its log ends: %s", name, tail)
 				r.mu.Lock()
 				r.crashes[name]++
 				r.mu.Unlock()

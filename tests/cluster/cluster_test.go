@@ -8,6 +8,8 @@
 //
 // It needs PostgreSQL's server programs (initdb, postgres; Debian: apt-get install
 // postgresql). Without them the tests skip, except on CI (CI=true), where they fail.
+// The cluster's directory (every process's log) is removed after a passing run unless
+// HERALD_CLUSTER_KEEP is set.
 package cluster
 
 import (
@@ -82,7 +84,7 @@ func run(m *testing.M) int {
 		c.dumpLogs(os.Stderr)
 	}
 	c.stop()
-	if code == 0 {
+	if code == 0 && os.Getenv("HERALD_CLUSTER_KEEP") == "" {
 		os.RemoveAll(dir)
 	}
 	return code
