@@ -8,6 +8,8 @@
 //
 // It needs PostgreSQL's server programs (initdb, postgres; Debian: apt-get install
 // postgresql). Without them the tests skip, except on CI (CI=true), where they fail.
+// The cluster's directory (every process's log) is removed after a passing run unless
+// HERALD_CLUSTER_KEEP is set.
 package cluster
 
 import (
@@ -82,7 +84,7 @@ func run(m *testing.M) int {
 		c.dumpLogs(os.Stderr)
 	}
 	c.stop()
-	if code == 0 {
+	if code == 0 && os.Getenv("HERALD_CLUSTER_KEEP") == "" {
 		os.RemoveAll(dir)
 	}
 	return code
@@ -153,10 +155,12 @@ type cluster struct {
 	token      string
 	api        string // herald serve's base URL
 
-	mu      sync.Mutex
-	procs   map[string]*exec.Cmd
-	exited  map[string]chan struct{}
-	workers []string
+	mu         sync.Mutex
+	procs      map[string]*exec.Cmd
+	exited     map[string]chan struct{}
+	workers    []string
+	serves     []string       // the `herald serve` processes, by name
+	servePorts map[string]int // each serve's port
 }
 
 // runAs is the unprivileged user PostgreSQL runs as when the tests run as root.
@@ -273,7 +277,7 @@ func freePort() (int, error) {
 // startPostgres initdbs a cluster in dir/pg and starts it on a free port. As root, it runs
 // as the user nobody (setpriv), since PostgreSQL refuses to run as root.
 func (c *cluster) startPostgres() error {
-	data := filepath.Join(c.dir, "pg")
+	data := c.pgData()
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
@@ -307,19 +311,36 @@ func (c *cluster) startPostgres() error {
 	if c.pgPort, err = freePort(); err != nil {
 		return err
 	}
-	cmd := c.pgCommand("postgres", "-D", data, "-p", strconv.Itoa(c.pgPort),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+data,
-		"-c", "max_connections=300")
-	if err := c.spawn("postgresql", cmd); err != nil {
+	return c.startPostmaster()
+}
+
+// pgData is PostgreSQL's data directory.
+func (c *cluster) pgData() string { return filepath.Join(c.dir, "pg") }
+
+// startPostmaster starts PostgreSQL on the initdb'd data directory and c.pgPort and waits
+// until it accepts connections: at the start, and again after the chaos run stopped it.
+func (c *cluster) startPostmaster() error {
+	if err := c.spawn("postgresql", c.postmasterCommand()); err != nil {
 		return err
 	}
-	return waitFor("postgresql", 60*time.Second, func() error {
-		out, err := exec.Command(filepath.Join(c.pgBin, "pg_isready"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.pgPort)).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%v: %s", err, out)
-		}
-		return nil
-	})
+	return waitFor("postgresql", 60*time.Second, c.pgReady)
+}
+
+// postmasterCommand is the command that runs PostgreSQL's server.
+func (c *cluster) postmasterCommand() *exec.Cmd {
+	data := c.pgData()
+	return c.pgCommand("postgres", "-D", data, "-p", strconv.Itoa(c.pgPort),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+data,
+		"-c", "max_connections=300")
+}
+
+// pgReady is nil once PostgreSQL accepts connections.
+func (c *cluster) pgReady() error {
+	out, err := exec.Command(filepath.Join(c.pgBin, "pg_isready"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.pgPort)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
 }
 
 // pgCommand is PostgreSQL's program name with args, as the PostgreSQL user.
@@ -492,9 +513,7 @@ func (c *cluster) startHerald() error {
 	if err != nil {
 		return err
 	}
-	serve := exec.Command(filepath.Join(c.bin, "herald"), "serve", "--listen", "127.0.0.1:"+strconv.Itoa(port))
-	serve.Env = c.env()
-	if err := c.spawn("herald-serve", serve); err != nil {
+	if err := c.startServe("herald-serve", port); err != nil {
 		return err
 	}
 	c.api = "http://127.0.0.1:" + strconv.Itoa(port)
@@ -502,6 +521,26 @@ func (c *cluster) startHerald() error {
 		_, err := c.call("GET", "/v1/endpoints", nil, nil)
 		return err
 	})
+}
+
+// startServe starts `herald serve` as process name on port (the same port when it is
+// started again).
+func (c *cluster) startServe(name string, port int) error {
+	serve := exec.Command(filepath.Join(c.bin, "herald"), "serve", "--listen", "127.0.0.1:"+strconv.Itoa(port))
+	serve.Env = c.env()
+	if err := c.spawn(name, serve); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.servePorts == nil {
+		c.servePorts = map[string]int{}
+	}
+	if _, ok := c.servePorts[name]; !ok {
+		c.serves = append(c.serves, name)
+	}
+	c.servePorts[name] = port
+	c.mu.Unlock()
+	return nil
 }
 
 // env is the environment of Herald's processes: the README's variables.
@@ -518,7 +557,9 @@ func (c *cluster) startWorker(name string) error {
 		return err
 	}
 	c.mu.Lock()
-	c.workers = append(c.workers, name)
+	if !containsName(c.workers, name) {
+		c.workers = append(c.workers, name)
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -622,8 +663,8 @@ func (c *cluster) kill(name string, sig syscall.Signal) error {
 
 // stop ends every process: Herald's first, PostgreSQL last.
 func (c *cluster) stop() {
-	order := []string{"herald-serve"}
 	c.mu.Lock()
+	order := append([]string{}, c.serves...)
 	order = append(order, c.workers...)
 	c.mu.Unlock()
 	order = append(order, "temporal-frontend", "temporal-worker", "temporal-matching", "temporal-history", "postgresql")
