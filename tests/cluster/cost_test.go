@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -92,14 +93,19 @@ func BenchmarkCost(b *testing.B) {
 		if err := c.setWorkers(workers); err != nil {
 			b.Error(err)
 		}
+		if err := c.awaitServing(); err != nil {
+			b.Error(err)
+		}
 	}()
 	if err := c.setWorkers(0); err != nil {
 		b.Fatal(err)
 	}
-	api, err := c.startAPIWorker()
+	port, err := freePort()
 	if err != nil {
 		b.Fatal(err)
 	}
+	apiAddr = "127.0.0.1:" + strconv.Itoa(port)
+	api := "http://" + apiAddr
 	if err := c.prepareCost(); err != nil {
 		b.Fatal(err)
 	}
@@ -193,19 +199,28 @@ func BenchmarkCost(b *testing.B) {
 // apiWorker is the process name of the Herald worker that serves the API (--api-listen).
 const apiWorker = "herald-worker-api"
 
-// startAPIWorker starts `herald worker --api-listen` and returns its API's base URL.
-func (c *cluster) startAPIWorker() (string, error) {
-	port, err := freePort()
-	if err != nil {
-		return "", err
+// apiAddr is where the API worker serves its API.
+var apiAddr string
+
+// ensureAPIWorker starts `herald worker --api-listen apiAddr` unless it runs, once the
+// frontend accepts connections (a worker that cannot reach Temporal as it starts exits).
+func (c *cluster) ensureAPIWorker() error {
+	if c.running(apiWorker) {
+		return nil
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	w := exec.Command(filepath.Join(c.bin, "herald"), "worker", "--api-listen", addr)
+	if err := waitFor("the frontend's port", 2*time.Minute, func() error {
+		conn, err := net.DialTimeout("tcp", c.address, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // the frontend finds history and matching
+	w := exec.Command(filepath.Join(c.bin, "herald"), "worker", "--api-listen", apiAddr)
 	w.Env = c.env()
-	if err := c.spawn(apiWorker, w); err != nil {
-		return "", err
-	}
-	return "http://" + addr, nil
+	return c.spawn(apiWorker, w)
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -376,6 +391,9 @@ func (c *cluster) costLayout(cfg costConfig) error {
 			}
 		}
 	}
+	if err := c.ensureAPIWorker(); err != nil {
+		return err
+	}
 	if err := c.awaitServing(); err != nil {
 		return err
 	}
@@ -390,6 +408,14 @@ func (c *cluster) awaitServing() error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if apiAddr != "" && c.running(apiWorker) {
+		if err := waitFor("the worker's API", 2*time.Minute, func() error {
+			_, err := c.callAt("http://"+apiAddr, "GET", "/v1/endpoints", nil)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	rcv := newCostReceiver()
 	defer rcv.Close()
@@ -409,7 +435,8 @@ func (c *cluster) awaitServing() error {
 }
 
 // restoreCostLayout puts the cluster back as TestMain started it: PostgreSQL without
-// pg_stat_statements and the four services as the role temporal, with temporal.yaml.
+// pg_stat_statements and the four services as the role temporal, with temporal.yaml; it
+// returns once the frontend accepts connections (start the workers then).
 func (c *cluster) restoreCostLayout() error {
 	layoutNow = ""
 	if err := c.stopTemporalAll(); err != nil {
@@ -426,7 +453,15 @@ func (c *cluster) restoreCostLayout() error {
 			return err
 		}
 	}
-	return c.awaitServing()
+	err := waitFor("the frontend's port", 2*time.Minute, func() error {
+		conn, err := net.DialTimeout("tcp", c.address, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	})
+	time.Sleep(3 * time.Second) // the frontend finds history and matching
+	return err
 }
 
 // costReceiver answers 200 at once and records the webhook-ids it saw.
