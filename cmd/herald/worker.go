@@ -36,8 +36,8 @@ Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).
 With --api-listen HOST:PORT the worker also serves Herald's HTTP API and dashboard there, as
 ` + "`herald serve`" + ` does (tokens from --tokens-file), and starts the deliveries of the events it
 accepts eagerly: the Temporal server hands each new delivery's first workflow task to this
-worker in its answer to the start, with no trip through matching. On PostgreSQL that is 7 to
-8 transactions fewer per delivery (docs/sizing.md, "The production path's cost"). For TLS,
+worker in its answer to the start, with no trip through matching. On PostgreSQL that is
+about 5 transactions fewer per delivery (docs/sizing.md, "The production path's cost"). For TLS,
 portal links and the Temporal UI links, run ` + "`herald serve`" + ` in front.`,
 	}, nil, func(cmd *cobra.Command, opts worker.Options) error {
 		var err error
