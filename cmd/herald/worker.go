@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,14 +10,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/server"
+	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
 )
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	wf := &workerFlags{}
-	var metricsListen string
+	var metricsListen, apiListen, tokensFile string
 	cmd := wf.command(g, &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Herald worker against any Temporal server",
@@ -27,7 +31,14 @@ attributes (HeraldStatus, HeraldEndpoint, HeraldEventType, HeraldCircuit, Herald
 Run as many workers as you like on the same task queue.
 
 With --metrics-listen HOST:PORT the worker serves Prometheus metrics on /metrics there: the
-Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).`,
+Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).
+
+With --api-listen HOST:PORT the worker also serves Herald's HTTP API and dashboard there, as
+` + "`herald serve`" + ` does (tokens from --tokens-file), and starts the deliveries of the events it
+accepts eagerly: the Temporal server hands each new delivery's first workflow task to this
+worker in its answer to the start, with no trip through matching. On PostgreSQL that is
+about 5 transactions fewer per delivery (docs/sizing.md, "The production path's cost"). For TLS,
+portal links and the Temporal UI links, run ` + "`herald serve`" + ` in front.`,
 	}, nil, func(cmd *cobra.Command, opts worker.Options) error {
 		var err error
 		if g.keys == nil && !wf.plaintext {
@@ -60,13 +71,57 @@ Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).`,
 		if metricsListen != "" {
 			fmt.Fprintf(cmd.OutOrStdout(), "Metrics on http://%s/metrics\n", metricsListen)
 		}
+		stopAPI := func() {}
+		if apiListen != "" {
+			if stopAPI, err = serveWorkerAPI(g, c, apiListen, tokensFile); err != nil {
+				w.Stop()
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Herald API and dashboard on http://%s/ (deliveries started eagerly on this worker)\n", apiListen)
+		}
 		<-ctx.Done()
 		fmt.Fprintln(cmd.OutOrStdout(), "Stopping: finishing running attempts...")
+		stopAPI()
 		w.Stop()
 		return nil
 	})
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://HOST:PORT/metrics, e.g. 127.0.0.1:9090 (default: no metrics)")
+	cmd.Flags().StringVar(&apiListen, "api-listen", "", "also serve the HTTP API and dashboard on HOST:PORT, starting deliveries eagerly on this worker (default: no API)")
+	cmd.Flags().StringVar(&tokensFile, "tokens-file", envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile), "tokens file of the API (--api-listen); share it with herald serve (env HERALD_TOKENS_FILE)")
 	return cmd
+}
+
+// serveWorkerAPI serves Herald's API and dashboard on addr from the worker's process: its
+// starter shares the worker's client c and starts deliveries eagerly, so that the server
+// hands each one's first workflow task straight to this worker. stop shuts it down.
+func serveWorkerAPI(g *globals, c client.Client, addr, tokensFile string) (stop func(), err error) {
+	tokens, err := server.OpenTokenStore(tokensFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	h, err := server.New(server.Options{
+		Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart = true })), Client: c, Tokens: tokens,
+		Namespace: g.namespace, Logger: g.logger(), Tracing: g.tracing,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--api-listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	log := g.logger()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("API server stopped", "listen", addr, "error", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // serveMetrics serves rec on addr's /metrics until the returned function is called.
