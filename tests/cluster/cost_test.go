@@ -251,7 +251,7 @@ func (c *cluster) prepareCost() error {
 	if err := c.stopTemporalAll(); err != nil {
 		return err
 	}
-	if err := c.restartPostgres("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.max=10000"); err != nil {
+	if err := c.restartPostgresWith("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.max=10000"); err != nil {
 		return err
 	}
 	if _, err := c.psql("postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
@@ -293,9 +293,9 @@ var costConfigs = []costConfig{
 // layoutNow is the configuration costLayout last started ("" when TestMain's or restored).
 var layoutNow string
 
-// restartPostgres stops PostgreSQL (fast shutdown) and starts it again as startPostgres
+// restartPostgresWith stops PostgreSQL (fast shutdown) and starts it again as startPostgres
 // does, with extra arguments.
-func (c *cluster) restartPostgres(extra ...string) error {
+func (c *cluster) restartPostgresWith(extra ...string) error {
 	if err := c.kill("postgresql", syscall.SIGINT); err != nil {
 		return err
 	}
@@ -310,22 +310,6 @@ func (c *cluster) restartPostgres(extra ...string) error {
 		_, err := c.psql("postgres", "SELECT 1")
 		return err
 	})
-}
-
-// running says whether process name was started and has not exited.
-func (c *cluster) running(name string) bool {
-	c.mu.Lock()
-	done := c.exited[name]
-	c.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
 }
 
 // stopTemporalAll stops the Temporal server's processes, in either layout.
@@ -445,7 +429,7 @@ func (c *cluster) restoreCostLayout() error {
 	if _, err := c.psql("postgres", "ALTER SYSTEM RESET ALL"); err != nil {
 		return err
 	}
-	if err := c.restartPostgres(); err != nil {
+	if err := c.restartPostgresWith(); err != nil {
 		return err
 	}
 	for _, svc := range []string{"history", "matching", "frontend", "worker"} {
