@@ -167,7 +167,7 @@ func TestEndpointChange(t *testing.T) {
 		{"half-open 0", EndpointChange{Breaker: &BreakerChange{HalfOpenSuccesses: i(0)}}, ""},
 		{"rate limit", EndpointChange{RateLimit: i(5)}, ""},
 		{"rate limit 0 (none)", EndpointChange{RateLimit: i(0)}, ""},
-		{"rate limit -1", EndpointChange{RateLimit: i(-1)}, "rate_limit: rate limit -1 is outside 1..1000"},
+		{"rate limit -1", EndpointChange{RateLimit: i(-1)}, "rate_limit: rate limit -1 is outside 1..10000"},
 		{"rate limit 1001", EndpointChange{RateLimit: i(1001)}, "rate limit 1001"},
 	}
 	for _, tt := range tests {
