@@ -284,6 +284,26 @@ type LocalRate struct {
 	Turned int
 	// Asked is set once a renewal has asked for shares.
 	Asked bool
+	// Late is how late booked attempts come back, as a moving average: a timer fires after
+	// its time, and its workflow task and attempt start later still on a busy worker.
+	// Bookings are told to come back that much before their time.
+	Late time.Duration
+	// Due holds when each booked attempt (by waiter) was told to come back, until it does.
+	Due map[string]time.Time
+}
+
+// MaxRateLate bounds LocalRate.Late.
+const MaxRateLate = 2 * time.Second
+
+// Back notes that waiter came back at now: if it was booked, how late it came (Late).
+func (r *LocalRate) Back(waiter string, now time.Time) {
+	due, ok := r.Due[waiter]
+	if !ok {
+		return
+	}
+	delete(r.Due, waiter)
+	late := min(max(now.Sub(due), 0), MaxRateLate)
+	r.Late += (late - r.Late) / 4
 }
 
 // Asking marks a renewal as asking for shares: the attempts turned away are in its want.
@@ -317,31 +337,19 @@ func (r *LocalRate) Heard(shares []RateShare, expect int, now time.Time) {
 	}
 }
 
-// Expect is how much of a window nobody holds a share of yet holder would be lent at now,
-// at its first ask, if every holder then wanted what it last asked for: its want, up to an
-// even split among the holders that want some, or what the others leave (an even split
-// if it wants none now). A gate books attempts for coming windows by it.
+// Expect is how much of a window nobody holds a share of yet holder could be lent at now,
+// at its first ask, if it wanted it all and the others what they last asked for: an even
+// split among the holders that want some (itself among them), or what the others leave
+// if more. A gate books attempts for the coming windows by it.
 func (r *RateLedger) Expect(holder string, limit int, now time.Time) int {
-	active, others, want := 0, 0, 0
+	active, others := 1, 0
 	for _, w := range r.Wants {
-		if w.Want <= 0 || now.Sub(w.At) >= RateWantTTL {
-			continue
-		}
-		active++
-		if w.Holder == holder {
-			want = min(w.Want, limit)
-		} else {
+		if w.Holder != holder && w.Want > 0 && now.Sub(w.At) < RateWantTTL {
+			active++
 			others += min(w.Want, limit)
 		}
 	}
-	if want == 0 {
-		active++
-	}
-	fair := (limit + active - 1) / active
-	if want == 0 {
-		return fair
-	}
-	return min(want, max(fair, limit-others))
+	return max((limit+active-1)/active, limit-others)
 }
 
 // Has reports whether a request may start at now under a share held: its window holds now
@@ -371,17 +379,18 @@ func (r *LocalRate) Untake(window time.Time) {
 	}
 }
 
-// Book tells an attempt that finds no share at now when to come back, at least
-// RateTimerFloor later and at most RateBookLatest into its window: in the first window
+// Book tells waiter's attempt, which finds no share at now, when to come back: Late before
+// its place, at least RateTimerFloor from now, and at most RateBookLatest into its
+// window: in the first window
 // from then that has not yet as many attempts booked as this gate expects to hold of it
 // (its share if it holds one, else Share, else limit before any renewal has answered),
 // plus an eighth (at least one) for the attempts that will not come back (run by another
 // worker, or cancelled). The attempts booked for a window come back spread over
 // RateBookSpread from RateBookStart into it.
-func (r *LocalRate) Book(limit int, now time.Time) time.Time {
+func (r *LocalRate) Book(limit int, waiter string, now time.Time) time.Time {
 	r.prune(now)
 	r.Turned++
-	first := now.Add(RateTimerFloor)
+	first := now.Add(RateTimerFloor + r.Late)
 	for win := WindowOf(first); ; win = win.Add(RateWindow) {
 		if first.Sub(win) > RateBookLatest {
 			continue
@@ -403,6 +412,13 @@ func (r *LocalRate) Book(limit int, now time.Time) time.Time {
 			at := win.Add(RateBookStart + time.Duration(int64(RateBookSpread)*int64(n)/int64(room)))
 			if at.Before(first) {
 				at = first
+			}
+			at = at.Add(-r.Late)
+			if waiter != "" {
+				if r.Due == nil {
+					r.Due = map[string]time.Time{}
+				}
+				r.Due[waiter] = at
 			}
 			return at
 		}
@@ -435,8 +451,13 @@ func (r *LocalRate) Holding(now time.Time) bool {
 	return len(r.Booked) > 0 || r.Turned > 0 || slices.ContainsFunc(r.Held, func(l LocalShare) bool { return l.Used < l.N })
 }
 
-// prune forgets the windows over at now.
+// prune forgets the windows over at now, and the bookings due a minute ago or more.
 func (r *LocalRate) prune(now time.Time) {
+	for w, due := range r.Due {
+		if now.Sub(due) >= time.Minute {
+			delete(r.Due, w)
+		}
+	}
 	cur := WindowOf(now)
 	r.Held = slices.DeleteFunc(r.Held, func(l LocalShare) bool { return l.Window.Before(cur) })
 	// An attempt booked for the current window has come back, or will find its share.
@@ -449,10 +470,12 @@ func (h *LocalLease) RateLeased() bool {
 	return h.Snapshot.RateLimit > 0 && h.Snapshot.RateLeased
 }
 
-// AdmitRate takes room for one attempt to a rate-limited endpoint that leases budgets: what
-// Admit asks (a permit, the circuit closed) and a request of a share holding now. It
-// returns the window the attempt's request must start in (InWindow).
-func (h *LocalLease) AdmitRate(now time.Time, leaseOpen, stopping bool) (time.Time, bool) {
+// AdmitRate takes room for one attempt of waiter to a rate-limited endpoint that leases
+// budgets: what Admit asks (a permit, the circuit closed) and a request of a share holding
+// now. It returns the window the attempt's request must start in (InWindow). A booked
+// waiter's return tells how late bookings come back (LocalRate.Back).
+func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping bool) (time.Time, bool) {
+	h.Rate.Back(waiter, now)
 	if !h.RateLeased() || !h.Rate.Has(now) || !h.admitRoom(leaseOpen, stopping) {
 		return time.Time{}, false
 	}
@@ -462,12 +485,12 @@ func (h *LocalLease) AdmitRate(now time.Time, leaseOpen, stopping bool) (time.Ti
 // HoldRate says what an attempt that AdmitRate turned away does: what Hold says when the
 // breaker, the queue or the cap holds it back or a share is held now (the cap's lease is
 // what it waits for), or else HoldBooked, coming back at the returned time (Book).
-func (h *LocalLease) HoldRate(now time.Time) (HoldKind, time.Time) {
+func (h *LocalLease) HoldRate(waiter string, now time.Time) (HoldKind, time.Time) {
 	s := h.Snapshot
 	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || h.Rate.Has(now) {
 		return h.Hold(), time.Time{}
 	}
-	return HoldBooked, h.Rate.Book(s.RateLimit, now)
+	return HoldBooked, h.Rate.Book(s.RateLimit, waiter, now)
 }
 
 // RateWant is what a renewal asks of the rate budget at now (LocalRate.Want); 0 for an

@@ -141,10 +141,10 @@ func TestLimiterLeasesRatesAndPermits(t *testing.T) {
 func TestLocalRateAdmitsOnItsShares(t *testing.T) {
 	h := LocalLease{Known: true, Snapshot: Snapshot{Circuit: CircuitClosed, Cap: 100, Free: 100, RateLimit: 3, RateLeased: true}, Spare: 4}
 	now := rateEpoch.Add(ms(50))
-	if _, ok := h.AdmitRate(now, false, false); ok {
+	if _, ok := h.AdmitRate("", now, false, false); ok {
 		t.Fatal("admitted with no share")
 	}
-	kind, at := h.HoldRate(now)
+	kind, at := h.HoldRate("", now)
 	if kind != HoldBooked || !WindowOf(at).Equal(rateEpoch.Add(time.Second)) {
 		t.Fatalf("HoldRate = %v at %s, want booked for the next second", kind, at)
 	}
@@ -154,23 +154,23 @@ func TestLocalRateAdmitsOnItsShares(t *testing.T) {
 	h.Rate.Asking()
 	h.Rate.Heard([]RateShare{{rateEpoch, 2}, {rateEpoch.Add(time.Second), 3}}, 3, now)
 	for i := range 2 {
-		w, ok := h.AdmitRate(now, false, false)
+		w, ok := h.AdmitRate("", now, false, false)
 		if !ok || !w.Equal(rateEpoch) {
 			t.Fatalf("attempt %d: %v %s", i, ok, w)
 		}
 	}
-	if _, ok := h.AdmitRate(now, false, false); ok {
+	if _, ok := h.AdmitRate("", now, false, false); ok {
 		t.Fatal("admitted past the share")
 	}
 	// Not within the send margin of its window.
-	if _, ok := h.AdmitRate(rateEpoch.Add(time.Second+ms(950)), false, false); ok {
+	if _, ok := h.AdmitRate("", rateEpoch.Add(time.Second+ms(950)), false, false); ok {
 		t.Fatal("admitted in a window's send margin")
 	}
 	// Booked: an eighth more than the expected share of each coming window (3, then 3).
 	h.Rate.Booked = nil
 	var wins []int64
 	for range 8 {
-		_, at := h.HoldRate(now)
+		_, at := h.HoldRate("", now)
 		wins = append(wins, WindowOf(at).Sub(rateEpoch).Milliseconds()/1000)
 	}
 	if fmt.Sprint(wins) != "[1 1 1 1 2 2 2 2]" {
@@ -181,7 +181,7 @@ func TestLocalRateAdmitsOnItsShares(t *testing.T) {
 	}
 	// A snapshot that does not lease rates: nothing admitted on shares.
 	h.Snapshot.RateLeased = false
-	if _, ok := h.AdmitRate(now.Add(time.Second), false, false); ok || h.Admit(true, false) {
+	if _, ok := h.AdmitRate("", now.Add(time.Second), false, false); ok || h.Admit(true, false) {
 		t.Error("admitted at a rate-limited endpoint that grants each attempt")
 	}
 }
@@ -222,8 +222,10 @@ func (q *rmQueue) Pop() any {
 // aligned second, the attempts admitted by all gates stay within the limit, and every
 // delivery is admitted in the end.
 func TestRateBudgetModel(t *testing.T) {
-	slowest := 0.0 // the longest run over deliveries/limit seconds
-	defer func() { t.Logf("slowest run: %.2f× deliveries/limit seconds", slowest) }()
+	slowest, sum, slowSeed := 0.0, 0.0, int64(0) // runs' lengths over deliveries/limit seconds
+	defer func() {
+		t.Logf("runs took %.2f× deliveries/limit seconds on average, %.2f× at most (seed %d)", sum/200, slowest, slowSeed)
+	}()
 	for seed := int64(1); seed <= 200; seed++ {
 		rnd := rand.New(rand.NewSource(seed))
 		limit := 1 + rnd.Intn(30)
@@ -265,7 +267,8 @@ func TestRateBudgetModel(t *testing.T) {
 			h := gs[e.gate]
 			switch e.kind {
 			case "attempt":
-				if w, ok := h.AdmitRate(e.at, true, false); ok {
+				waiter := fmt.Sprint("d", e.d)
+				if w, ok := h.AdmitRate(waiter, e.at, true, false); ok {
 					if !InWindow(w, e.at) {
 						t.Fatalf("seed %d: admitted at %s for window %s", seed, e.at, w)
 					}
@@ -274,7 +277,7 @@ func TestRateBudgetModel(t *testing.T) {
 					h.Finish(true, false)
 					continue
 				}
-				kind, at := h.HoldRate(e.at)
+				kind, at := h.HoldRate(waiter, e.at)
 				next := e.at.Add(time.Second)
 				if kind == HoldBooked {
 					next = at.Add(time.Duration(rnd.Intn(300)) * time.Millisecond)
@@ -335,6 +338,40 @@ func TestRateBudgetModel(t *testing.T) {
 			t.Errorf("seed %d: %d of %d deliveries admitted by %s (limit %d, %d gates)", seed, done, deliveries, end.Format("15:04:05"), limit, gates)
 		}
 		ideal := float64(deliveries) / float64(limit)
-		slowest = max(slowest, (lastWindow.Sub(rateEpoch).Seconds()+1)/ideal)
+		took := (lastWindow.Sub(rateEpoch).Seconds() + 1) / ideal
+		sum += took
+		if took > slowest {
+			slowest, slowSeed = took, seed
+			t.Logf("seed %d: limit %d, %d gates, %d deliveries: %.2f×", seed, limit, gates, deliveries, took)
+		}
+	}
+}
+
+func TestLocalRateLearnsHowLateBookingsComeBack(t *testing.T) {
+	var r LocalRate
+	now := rateEpoch.Add(ms(100))
+	for i := range 8 {
+		w := fmt.Sprint("d", i)
+		at := r.Book(10, w, now)
+		r.Back(w, at.Add(ms(400)))
+	}
+	if r.Late < ms(300) || r.Late > ms(400) {
+		t.Fatalf("Late = %s after 8 bookings back 400ms late, want about 360ms", r.Late)
+	}
+	r.Back("stranger", now) // never booked: changes nothing
+	late := r.Late
+	at := r.Book(10, "x", now)
+	if at.Sub(now) < RateTimerFloor {
+		t.Errorf("told to come back in %s, under the timer floor", at.Sub(now))
+	}
+	if place := at.Add(late); place.Sub(WindowOf(place)) > RateBookLatest {
+		t.Errorf("its place is %s into its window, past RateBookLatest", place.Sub(WindowOf(place)))
+	}
+	if len(r.Due) != 1 {
+		t.Errorf("%d bookings due, want 1", len(r.Due))
+	}
+	r.prune(at.Add(time.Minute))
+	if len(r.Due) != 0 {
+		t.Errorf("a booking a minute overdue is kept")
 	}
 }

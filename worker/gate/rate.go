@@ -16,7 +16,7 @@ import (
 // held; it unlocks it.
 func (g *Gate) acquireRate(ctx context.Context, e *gateEntry, waiter string) (*Admission, *herald.Hold, error) {
 	now := time.Now()
-	if w, ok := e.h.AdmitRate(now, now.Before(e.until), e.stopping.Load()); ok {
+	if w, ok := e.h.AdmitRate(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
 		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 		grow := e.h.Growing()
 		e.mu.Unlock()
@@ -25,7 +25,7 @@ func (g *Gate) acquireRate(ctx context.Context, e *gateEntry, waiter string) (*A
 		}
 		return a, nil, nil
 	}
-	kind, at := e.h.HoldRate(now)
+	kind, at := e.h.HoldRate(waiter, now)
 	snap, tripped := e.h.Snapshot, e.h.Tripped
 	first := kind == policy.HoldBooked && !e.h.Rate.Asked && !e.h.Renewing
 	e.mu.Unlock()
@@ -51,7 +51,7 @@ func (g *Gate) lateShare(a *Admission, start time.Time) *herald.Hold {
 	e.mu.Lock()
 	e.h.Release()
 	e.h.Rate.Untake(a.Window)
-	at := e.h.Rate.Book(e.h.Snapshot.RateLimit, start)
+	at := e.h.Rate.Book(e.h.Snapshot.RateLimit, a.Waiter, start)
 	e.mu.Unlock()
 	return &herald.Hold{Reason: windowReason(a.Window, start), Brief: true, RetryAt: at,
 		Recheck: herald.Duration(max(at.Sub(start), time.Millisecond))}
