@@ -167,8 +167,8 @@ func TestEndpointChange(t *testing.T) {
 		{"half-open 0", EndpointChange{Breaker: &BreakerChange{HalfOpenSuccesses: i(0)}}, ""},
 		{"rate limit", EndpointChange{RateLimit: i(5)}, ""},
 		{"rate limit 0 (none)", EndpointChange{RateLimit: i(0)}, ""},
-		{"rate limit -1", EndpointChange{RateLimit: i(-1)}, "rate_limit: rate limit -1 is outside 1..1000"},
-		{"rate limit 1001", EndpointChange{RateLimit: i(1001)}, "rate limit 1001"},
+		{"rate limit -1", EndpointChange{RateLimit: i(-1)}, "rate_limit: rate limit -1 is outside 1..10000"},
+		{"rate limit 10001", EndpointChange{RateLimit: i(10001)}, "rate limit 10001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestRateLimitOverride(t *testing.T) {
 		{EndpointChange{RateLimit: i(5)}, 5},
 		{EndpointChange{MaxInFlight: i(3)}, 5},
 		{EndpointChange{RateLimit: i(0)}, 0},
-		{EndpointChange{RateLimit: i(1000)}, 1000},
+		{EndpointChange{RateLimit: i(10000)}, 10000},
 	} {
 		o, err := step.change.Overrides()
 		if err != nil {

@@ -44,10 +44,11 @@ const (
 	Backlog    = "backlog"
 	Scale      = "scale"
 	Ordered    = "ordered"
+	RateLimit  = "ratelimit"
 )
 
 // Scenarios lists every scenario, in the order Run runs them.
-var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale, Ordered}
+var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale, Ordered, RateLimit}
 
 // DefaultScenarios are the scenarios Run runs when Config.Scenarios is empty: all but
 // scale, whose default size takes as long as 100,000 registrations do, and ordered
@@ -149,6 +150,12 @@ type Config struct {
 	// registered within a time (0: all ScaleEndpoints).
 	ScaleFor duration.Duration `json:"scale_for,omitempty"`
 
+	// RateEvents go at once to an endpoint limited to RateLimitN requests per second,
+	// shared by two workers, once quiet and once with RateHogs busy-loop processes.
+	RateLimitN int `json:"rate_limit_n"`
+	RateEvents int `json:"rate_events"`
+	RateHogs   int `json:"rate_hogs"`
+
 	// Progress, if set, receives a line as each phase starts.
 	Progress io.Writer `json:"-"`
 	// Logger receives the server's and worker's logs; default: discarded.
@@ -170,6 +177,7 @@ func DefaultConfig() Config {
 		OrderedKeys: 1000, OrderedPerKey: 5, OrderedEndpoints: 10,
 		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: duration.Duration(20 * time.Second), BacklogCap: 20, BacklogDelay: duration.Duration(20 * time.Millisecond),
 		ScaleEndpoints: 100_000, ScaleEngineStarts: 5000, ScaleSends: 50,
+		RateLimitN: 100, RateEvents: 3000, RateHogs: runtime.NumCPU(),
 	}
 }
 
@@ -218,6 +226,7 @@ type Report struct {
 	Backlog    *BacklogResult     `json:"backlog,omitempty"`
 	Ordered    *OrderedResult     `json:"ordered,omitempty"`
 	Scale      *ScaleResult       `json:"scale,omitempty"`
+	RateLimit  *RateLimitResult   `json:"ratelimit,omitempty"`
 	Errors     map[string]string  `json:"errors,omitempty"`
 	Durations  map[string]Seconds `json:"durations"`
 }
@@ -235,7 +244,8 @@ type env struct {
 	worker  *worker.Worker
 	starter *starter.Client
 	rcv     *receivers
-	tag     string // makes endpoint ids unique to this run (a --db-file may hold older runs)
+	keys    *codec.Keyring // the payload keys (nil: plaintext)
+	tag     string         // makes endpoint ids unique to this run (a --db-file may hold older runs)
 }
 
 // Run starts the stack, runs the selected scenarios one after the other and returns what
@@ -261,6 +271,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Backlog:    into(&rep.Backlog, e.backlog),
 		Scale:      into(&rep.Scale, e.scale),
 		Ordered:    into(&rep.Ordered, e.ordered),
+		RateLimit:  into(&rep.RateLimit, e.ratelimit),
 	}
 	for _, name := range Scenarios {
 		if !slices.Contains(cfg.Scenarios, name) {
@@ -349,7 +360,7 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		stk.Stop()
 		return nil, nil, err
 	}
-	e := &env{cfg: cfg, srv: srv, client: c, worker: w, rcv: rcv,
+	e := &env{cfg: cfg, srv: srv, client: c, worker: w, rcv: rcv, keys: keys,
 		starter: stk.Starter,
 		tag:     strings.ToLower(strings.TrimPrefix(starter.NewEventID(), "evt_"))[20:]}
 

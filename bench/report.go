@@ -158,6 +158,9 @@ func (r *Report) Rows() []Row {
 	if o := r.Ordered; o != nil {
 		rows = append(rows, orderedRows(o)...)
 	}
+	if rl := r.RateLimit; rl != nil {
+		rows = append(rows, rateRows(rl)...)
+	}
 	return rows
 }
 

@@ -84,8 +84,13 @@ type Limiter struct {
 	Ledger   Ledger        `json:"ledger"`
 	// Grants are the one-permit grants to woken waiters, with the ticket each runs under.
 	Grants []Grant `json:"grants,omitempty"`
-	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit).
+	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit),
+	// while the limiter grants every attempt to a rate-limited endpoint (not RateLeased).
 	Rate RateCount `json:"rate,omitzero"`
+	// RateLeased is set when the limiter leases rate budgets to the holders (LeaseRates):
+	// RateBudget splits each window's requests among them and the queue.
+	RateLeased bool       `json:"rate_leased,omitempty"`
+	RateBudget RateLedger `json:"rate_budget,omitzero"`
 	// Disabled is set while the endpoint is disabled: it receives nothing.
 	Disabled *Disablement `json:"disabled,omitempty"`
 	// FailingSince is when the current spell of failures began (zero after a success).
@@ -129,6 +134,9 @@ type LeaseRequest struct {
 	// renewed lease has room for are covered by it; each of the others is granted a permit
 	// of its own, or queued. The workers' gates send none: they queue attempts with Wait.
 	Waiters []string `json:"waiters,omitempty"`
+	// RateWant is how many requests per rate window the holder would like to start, for
+	// a limiter that leases rate budgets (Limiter.RateLeased; LocalRate.Want).
+	RateWant int `json:"rate_want,omitempty"`
 	// Flight is how many attempts the holder may admit under its lease while this request
 	// is on its way (LocalLease.Flight): the endpoint keeps them counted until the
 	// holder's next request (Ledger.Reserve). Nil reserves nothing.
@@ -147,6 +155,10 @@ type LeaseReply struct {
 	Ticket  Ticket        `json:"ticket"`
 	Circuit CircuitState  `json:"circuit"`
 	Waiters []WaiterReply `json:"waiters,omitempty"`
+	// Rate are the holder's shares of the coming rate windows (Limiter.RateLeased);
+	// RateExpect is what it may expect of a window not lent yet (RateLedger.Expect).
+	Rate       []RateShare `json:"rate,omitempty"`
+	RateExpect int         `json:"rate_expect,omitempty"`
 }
 
 // WaiterOutcome is what became of a waiter in a LeaseReply.
@@ -217,7 +229,7 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.expire(now)
 	want := max(r.Want, r.InUse)
 	closed := g.Breaker.State() == CircuitClosed && g.Disabled == nil
-	if !closed || len(g.Ledger.Waiting) > 0 || g.Config.RateLimit > 0 {
+	if !closed || len(g.Ledger.Waiting) > 0 || (g.Config.RateLimit > 0 && !g.RateLeased) {
 		// No new permits: the queue (or the breaker, or the endpoint being disabled) comes
 		// first, and a rate-limited endpoint grants each attempt on its own.
 		want = r.InUse
@@ -243,6 +255,7 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 		g.Ledger.Reserve(r.Holder, max(r.InUse, *r.Flight), now.Add(ttl))
 	}
 	reply := LeaseReply{Permits: l.Permits, Expires: l.Expires, Circuit: g.Breaker.State()}
+	reply.Rate, reply.RateExpect = g.lendRate(now, r, closed), g.rateExpect(r.Holder, now)
 	if t, ok := g.Breaker.Ticket(); ok {
 		reply.Ticket = t
 	}
@@ -323,7 +336,7 @@ func (g *Limiter) holdReason(now time.Time) (string, time.Time) {
 // admitOne grants w one permit if an attempt may go now: the cap has room, the rate window
 // too (for a rate-limited endpoint), and the breaker admits it.
 func (g *Limiter) admitOne(now time.Time, w string, ttl time.Duration) (Grant, bool) {
-	if g.Ledger.Free(g.Cap(), now) < 1 || !g.Rate.Open(now, g.Config.RateLimit) {
+	if g.Ledger.Free(g.Cap(), now) < 1 || !g.rateOpen(now) {
 		return Grant{}, false
 	}
 	adm := g.Breaker.Admit(now)
@@ -333,7 +346,7 @@ func (g *Limiter) admitOne(now time.Time, w string, ttl time.Duration) (Grant, b
 	l := g.Ledger.Lend(w, 1, g.Cap(), ttl, now)
 	s := Grant{Waiter: w, Ticket: adm.Ticket, Until: l.Expires}
 	if g.Config.RateLimit > 0 {
-		s.Window = g.Rate.Take(now)
+		s.Window = g.takeRate(now)
 	}
 	g.Grants = append(slices.Clip(g.Grants), s)
 	return s, true
@@ -446,8 +459,8 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	}
 	if len(g.Ledger.Waiting) > 0 && g.Disabled != nil {
 		take(now) // the waiters left are sent away at the next tick
-	} else if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.Rate.Open(now, g.Config.RateLimit) {
-		take(NextOpen(now)) // waiters held back by the rate limit: the next window's grants
+	} else if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.rateOpen(now) {
+		take(g.nextRateOpen(now)) // waiters held back by the rate limit: the next window's grants
 	}
 	if len(g.Ledger.Waiting) > 0 && g.Disabled == nil {
 		if g.Breaker.SlotBusy {

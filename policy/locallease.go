@@ -44,6 +44,8 @@ type LocalLease struct {
 	// the next one (Ledger.Reserve): the attempts running when it was sent, or its
 	// Flight if more. Zero after a renewal that got no answer.
 	Claim int
+	// Rate is the gate's rate budget, for an endpoint that leases them (RateLeased).
+	Rate LocalRate
 }
 
 // Settling says whether the last renewal lent fewer permits than it claimed: the endpoint
@@ -74,6 +76,9 @@ const (
 	// HoldDisabled: the endpoint is disabled; the attempt does not go, and does not wait
 	// (OnDisabled says what the delivery does).
 	HoldDisabled
+	// HoldBooked: the endpoint's rate budget held by this gate has no request left now:
+	// come back at the second the attempt is booked for (LocalLease.HoldRate).
+	HoldBooked
 )
 
 // Heard takes what the endpoint workflow said: s, with the lease it granted when leased is
@@ -88,7 +93,7 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 	}
 	h.Told = max(h.Told, seen)
 	h.Spare = 0
-	if s.Circuit == CircuitClosed && s.Queue == 0 && s.RateLimit == 0 && !s.Disabled {
+	if s.Circuit == CircuitClosed && s.Queue == 0 && (s.RateLimit == 0 || s.RateLeased) && !s.Disabled {
 		h.Spare = min(SparePermits(s.Cap), s.Free)
 	}
 	if s.Circuit == CircuitClosed && (wasOpen || (h.Tripped && seen >= h.TripSeq)) {
@@ -101,7 +106,13 @@ func (h *LocalLease) Heard(s Snapshot, leased bool, permits, seen int) {
 // of its own), and a permit of the lease (while its admission window, leaseOpen, lasts) or
 // a spare one free.
 func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
-	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed || h.Snapshot.RateLimit > 0 || h.Snapshot.Disabled {
+	return h.Snapshot.RateLimit == 0 && h.admitRoom(leaseOpen, stopping)
+}
+
+// admitRoom is Admit but for the rate limit: room under the cap (AdmitRate adds a request
+// of a rate share).
+func (h *LocalLease) admitRoom(leaseOpen, stopping bool) bool {
+	if !h.Known || h.Tripped || stopping || h.Snapshot.Circuit != CircuitClosed || h.Snapshot.Disabled {
 		return false
 	}
 	leased := h.Permits
@@ -126,7 +137,7 @@ func (h *LocalLease) Admit(leaseOpen, stopping bool) bool {
 func (h *LocalLease) Growing() bool {
 	s := h.Snapshot
 	return !h.Renewing && h.InUse >= h.Permits+h.Spare && s.Circuit == CircuitClosed && s.Queue == 0 && s.Free > h.Spare &&
-		s.RateLimit == 0 && !s.Disabled
+		(s.RateLimit == 0 || s.RateLeased) && !s.Disabled
 }
 
 // Hold says what an attempt that Admit turned away does: queue when the endpoint holds
@@ -137,7 +148,7 @@ func (h *LocalLease) Growing() bool {
 // renewal.
 func (h *LocalLease) Hold() HoldKind {
 	s := h.Snapshot
-	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare && s.RateLimit == 0
+	closedAndFree := s.Circuit == CircuitClosed && !h.Tripped && s.Queue == 0 && s.Free > h.Spare && (s.RateLimit == 0 || s.RateLeased)
 	switch {
 	case s.Disabled:
 		return HoldDisabled
@@ -185,7 +196,7 @@ func (h *LocalLease) Release() { h.InUse-- }
 // only what the cap leaves free, and nothing more while others wait; a rate-limited
 // endpoint's gate asks for no more than it runs.
 func (h *LocalLease) Want(stopping bool) int {
-	if (h.Used || h.Demand > 0) && !stopping && h.Snapshot.RateLimit == 0 {
+	if (h.Used || h.Demand > 0) && !stopping && (h.Snapshot.RateLimit == 0 || h.Snapshot.RateLeased) {
 		return max(h.InUse+h.Demand, 2*h.Peak)
 	}
 	return h.InUse

@@ -19,8 +19,8 @@ func TestValidateRateLimit(t *testing.T) {
 		want []string
 	}{
 		{0, nil}, {1, nil}, {MaxRateLimit, nil},
-		{-1, []string{"rate limit -1", "1..1000", "0 means no rate limit"}},
-		{MaxRateLimit + 1, []string{"rate limit 1001", "1..1000"}},
+		{-1, []string{"rate limit -1", "1..10000", "0 means no rate limit"}},
+		{MaxRateLimit + 1, []string{"rate limit 10001", "1..10000"}},
 	} {
 		wantErrContaining(t, fmt.Sprintf("ValidateRateLimit(%d)", c.n), ValidateRateLimit(c.n), c.want)
 	}

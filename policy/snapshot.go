@@ -71,6 +71,10 @@ type Snapshot struct {
 	// RateLimit, when set, is the endpoint's rate limit in requests per second: the gate
 	// admits no attempt on its own (no lease, no spare permits); each waits for a grant.
 	RateLimit int `json:"rate_limit,omitempty"`
+	// RateLeased, with RateLimit, says the limiter leases rate budgets to the gates
+	// (Limiter.RateLeased): a gate admits attempts against the shares it holds (LocalRate).
+	// Without it, each attempt waits for a grant of its own.
+	RateLeased bool `json:"rate_leased,omitempty"`
 	// Reason says why attempts wait now (empty while they need not); RetryAt is when the
 	// next probe is due, for an open circuit.
 	Reason  string    `json:"reason,omitempty"`
@@ -102,6 +106,7 @@ func (g *Limiter) Snapshot(now time.Time) Snapshot {
 		Slow:      g.Capacity.Config.RecoverP99,
 		RateLimit: g.Config.RateLimit,
 	}
+	s.RateLeased = g.RateLeased && s.RateLimit > 0
 	if t, ok := g.Breaker.Ticket(); ok {
 		s.Ticket = t
 	}

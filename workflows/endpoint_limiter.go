@@ -64,6 +64,7 @@ func (l *limiterLoop) run(ctx workflow.Context) error {
 	e := l.e
 	for {
 		now := workflow.Now(ctx)
+		e.leaseRates(ctx)
 		l.tick(ctx, now)
 		l.timer.set(ctx, l.nextDeadline(now), now)
 
@@ -268,6 +269,7 @@ func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseReques
 // lease answers a worker's gate: its permits, its waiters, and the configuration.
 func (e *endpointRun) lease(ctx workflow.Context, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	now := workflow.Now(ctx)
+	e.leaseRates(ctx)
 	r := e.in.Limiter.Lease(now, req.LeaseRequest)
 	e.dirty = true
 	return herald.LeaseReply{

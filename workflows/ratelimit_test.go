@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/policy"
 )
@@ -12,9 +14,12 @@ import (
 // waiters 3 per aligned second: those that came in the first half of a second for that
 // second, the rest woken by the timer in the middle of a second for the next one; a holder
 // leases no permits; a waiter whose second passed unused asks again and is granted in the
-// current second; an admission snapshot tells the gates the limit.
+// current second; an admission snapshot tells the gates the limit. This is the path of an
+// endpoint run started before versionRateLease.
 func TestLimiterRateLimit(t *testing.T) {
 	env, rec := newGuardEnv(t)
+	// The path of a run started before versionRateLease (TestLimiterRateLease: after).
+	env.OnGetVersion(versionRateLease, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	limit := 3
 	register(t, env, &herald.Overrides{RateLimit: &limit})
 	burst := 10*time.Second + 100*time.Millisecond

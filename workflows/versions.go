@@ -131,4 +131,14 @@ const (
 	// delivery_ordered_blocked_replayed_before_placed.json take the old branch,
 	// delivery_ordered_waited.json and delivery_ordered_blocked_replayed.json the new one.
 	versionOrderingPlaced = "ordering-placed"
+	// versionRateLease (2026-12-02): a rate-limited endpoint's limiter leases rate budgets
+	// to the workers' gates with their lease renewals (policy.Limiter.LeaseRates: each
+	// aligned second's requests split among the gates and the endpoint's own queue), and
+	// leases them permits of the cap as to any endpoint; before, every attempt waited for
+	// a grant of its own. Asked before each pass of the loop and each lease renewal while
+	// the endpoint is rate-limited and does not lease budgets yet. The histories recorded
+	// before (endpoint_rate_limited.json, endpoint_rate_limited_continued*.json,
+	// endpoint_queue_full*.json and endpoint_rate_limited_before_rate_lease.json) take the
+	// old branch; endpoint_rate_leased.json takes the new one.
+	versionRateLease = "rate-lease"
 )

@@ -78,6 +78,13 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               delivery (its own, sampled, plus its share of its key's sequencer) against
               the unordered, and arrivals out of send order within a key (0). Not in the
               default set.
+  ratelimit   --rate-events events sent at once to an endpoint limited to --rate-limit-n
+              requests per second, shared by two workers, once quiet and once with
+              --rate-hogs busy-loop processes (default one per CPU): delivered/s against
+              the limit and against the engine limit measured in the same conditions, the
+              most requests signed (webhook-timestamp) and arrived in one second, every event
+              delivered once, and deliveries left waiting as queued while the endpoint's
+              queue is empty (0). Not in the default set.
 
 With --address HOST:PORT (and --namespace) the bench runs on that Temporal instead, e.g. a
 cluster on PostgreSQL: its worker, baselines and receivers stay in this process, and any
@@ -94,6 +101,7 @@ on the same machine. -o json prints everything measured.`,
   herald bench --scenario backlog --backlog-events 20000
   herald bench --scenario scale --scale-endpoints 100000 --db-file /tmp/scale.db
   herald bench --scenario ordered --ordered-keys 1000 --ordered-per-key 5
+  herald bench --scenario ratelimit --rate-limit-n 100 --rate-events 3000
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
   herald bench --address 127.0.0.1:7233 --namespace herald --scenario throughput,cost
   herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
@@ -219,6 +227,9 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.ScaleEngineStarts, "scale-engine-starts", cfg.ScaleEngineStarts, "scale: engine-limit workflows started to compare the registration rate with")
 	f.IntVar(&cfg.ScaleSends, "scale-sends", cfg.ScaleSends, "scale: fan-out sends timed in each tenant")
 	f.DurationVar((*time.Duration)(&cfg.ScaleFor), "scale-for", 0, "scale: end the registration after this long, e.g. 1h (the call of 10,000 puts in flight finishes; default: register all of --scale-endpoints)")
+	f.IntVar(&cfg.RateLimitN, "rate-limit-n", cfg.RateLimitN, "ratelimit: the endpoint's rate limit, requests per second")
+	f.IntVar(&cfg.RateEvents, "rate-events", cfg.RateEvents, "ratelimit: events sent at once to the rate-limited endpoint")
+	f.IntVar(&cfg.RateHogs, "rate-hogs", cfg.RateHogs, "ratelimit: busy-loop processes in its second run")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to `FILE`; read it with go tool pprof")
 	return cmd
 }

@@ -152,6 +152,9 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 		// Too late to use it safely: ask again (the endpoint workflow renews it).
 		return nil, g.wait(ctx, e, waiter, snap, "the permit expired before the attempt could start"), nil
 	}
+	if e.h.RateLeased() {
+		return g.acquireRate(ctx, e, waiter) // unlocks e.mu
+	}
 	if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
 		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
 		grow := e.h.Growing()
@@ -163,6 +166,11 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	}
 	kind, snap, tripped := e.h.Hold(), e.h.Snapshot, e.h.Tripped
 	e.mu.Unlock()
+	return g.hold(ctx, e, waiter, kind, snap, tripped)
+}
+
+// hold is the answer to an attempt the gate turned away with kind.
+func (g *Gate) hold(ctx context.Context, e *gateEntry, waiter string, kind policy.HoldKind, snap policy.Snapshot, tripped bool) (*Admission, *herald.Hold, error) {
 	reason := snap.Reason
 	if tripped && snap.Circuit == policy.CircuitClosed {
 		reason = fmt.Sprintf("%d consecutive failures at this worker: the circuit breaker decides", snap.Threshold)
@@ -218,6 +226,9 @@ func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap polic
 func (g *Gate) Late(ctx context.Context, a *Admission, start time.Time) *herald.Hold {
 	if a.Window.IsZero() || policy.InWindow(a.Window, start) {
 		return nil
+	}
+	if a.Waiter == "" {
+		return g.lateShare(a, start)
 	}
 	defer g.unref(a.entry)
 	a.entry.mu.Lock()

@@ -66,6 +66,7 @@ func (g *Gate) pass(ctx context.Context) {
 		act := policy.Wait
 		if e.call == nil {
 			act = e.h.Background(e.outcomes, e.until.Sub(now) < 2*g.every, stopping, policy.Stale(e.outcomes, now, latencyWindow))
+			act = e.h.RateAction(act, stopping, now)
 		}
 		e.mu.Unlock()
 		switch act {
@@ -111,7 +112,7 @@ func (g *Gate) kick(e *gateEntry) {
 	e.mu.Lock()
 	busy := e.call != nil
 	act := policy.Report
-	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settling() {
+	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settling() || e.h.RateWant(false, time.Now()) > 0 {
 		act = policy.Renew
 	}
 	e.mu.Unlock()
@@ -148,6 +149,8 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		}
 		// The lease outlives an attempt admitted at its last moment (see until below).
 		req.TTL = duration.Duration(g.timeout(e.ep) + leaseMargin)
+		req.RateWant = e.h.RateWant(g.stopping.Load(), time.Now())
+		e.h.Rate.Asking()
 		seq = e.h.StartRenewal(want)
 		flight := e.h.Flight
 		req.Flight = &flight
@@ -174,6 +177,7 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 	case act == policy.Renew:
 		e.ep, e.learned = reply.Endpoint, sent
 		e.h.Heard(reply.Snapshot, true, reply.Permits, seq)
+		e.h.Rate.Heard(reply.Rate, reply.RateExpect, time.Now())
 		// Stop admitting early enough that an attempt admitted last finishes before the
 		// permit returns to the pool (the endpoint workflow starts the lease after sent).
 		e.until = sent.Add(req.TTL.Std() - g.timeout(e.ep) - leaseMargin/2)
