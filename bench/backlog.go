@@ -106,6 +106,28 @@ type BacklogResult struct {
 	DrainPerSecond float64 `json:"drain_per_second"`
 	DrainTimedOut  bool    `json:"drain_timed_out"`
 	MaxConcurrent  int     `json:"max_concurrent"`
+
+	// Engine is the engine limit measured in this run (eager start, one local activity,
+	// Config.Events workflows); DrainTarget is min(Cap ÷ Delay, Engine's rate) and
+	// DrainVsTarget the drain's rate over it.
+	Engine        Phase   `json:"engine"`
+	DrainTarget   float64 `json:"drain_target"`
+	DrainVsTarget float64 `json:"drain_vs_target"`
+	// Draining is the healthy endpoints' same steady load while the backlog drains;
+	// DrainingRatio its p99 over Without's.
+	Draining        Phase   `json:"while_draining"`
+	DrainingMissing int     `json:"while_draining_missing"`
+	DrainingGC      GCStats `json:"while_draining_gc"`
+	DrainingRatio   float64 `json:"while_draining_p99_ratio"`
+}
+
+// drainTarget is the rate a backlog can drain at: min(cap ÷ the receiver's latency, the
+// engine's limit); 0 if either is unknown.
+func drainTarget(capN int, delay time.Duration, engine float64) float64 {
+	if capN <= 0 || delay <= 0 || engine <= 0 {
+		return 0
+	}
+	return min(float64(capN)/delay.Seconds(), engine)
 }
 
 func (t OpTiming) String() string {
@@ -240,8 +262,14 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	}
 	waitUntil(ctx, time.Minute, func() bool { return e.rcv.allSeen(warm, 1) })
 
-	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, no backlog", backlogHealthy, cfg.BacklogRate, cfg.BacklogFor)
+	// The engine's limit in this run, for the drain's target.
+	e.progress("backlog: engine limit (eager start, one local activity), %d workflows", cfg.Events)
 	var err error
+	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true, cfg.Events, cfg.Senders); err != nil {
+		return res, err
+	}
+
+	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, no backlog", backlogHealthy, cfg.BacklogRate, cfg.BacklogFor)
 	if res.Without, res.WithoutMissing, err = steady("without backlog", &res.WithoutGC); err != nil {
 		return res, err
 	}
@@ -358,15 +386,25 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		}
 		return k, last
 	}
-	// The endpoint workflow grants queued deliveries a round of permits per workflow task,
-	// so the drain runs at tens per second whatever the receiver could take.
+	// Bounded for a drain far slower than the target: tens per second.
 	drainTimeout := 90*time.Second + time.Duration(len(ids))*(20*time.Millisecond+cfg.BacklogDelay.Std()*2/time.Duration(cfg.BacklogCap))
 	stop = ticker(10*time.Second, func() {
 		k, _ := drained()
 		e.progress("backlog: drain: %d/%d delivered", k, len(ids))
 	})
+	// The healthy load again, while the backlog drains.
+	during := make(chan error, 1)
+	go func() {
+		var err error
+		res.Draining, res.DrainingMissing, err = steady("while draining", &res.DrainingGC)
+		during <- err
+	}()
 	res.DrainTimedOut = !waitUntil(ctx, drainTimeout, func() bool { k, _ := drained(); return k == len(ids) })
 	stop()
+	if err := <-during; err != nil {
+		return res, err
+	}
+	res.DrainingRatio = ratio(float64(res.Draining.Latency.P99), float64(res.Without.Latency.P99))
 	var last time.Time
 	res.Drained, last = drained()
 	if res.Drained > 0 {
@@ -377,6 +415,8 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		e.progress("backlog: drain: %d/%d delivered within %s", res.Drained, len(ids), drainTimeout)
 	}
 	res.MaxConcurrent = e.rcv.maxInFlight(bq)
+	res.DrainTarget = drainTarget(res.Cap, res.Delay.Std(), res.Engine.PerSecond)
+	res.DrainVsTarget = ratio(res.DrainPerSecond, res.DrainTarget)
 	return res, ctx.Err()
 }
 

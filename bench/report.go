@@ -282,6 +282,12 @@ func backlogRows(b *BacklogResult) []Row {
 		op("endpoint reset (close the circuit by hand)", b.Reset),
 		{s, fmt.Sprintf("drain (receiver %s per request)", b.Delay), drain, "", verdict(!b.DrainTimedOut && b.Drained == b.Events)},
 		{s, fmt.Sprintf("most concurrent requests to it (cap %d)", b.Cap), fmt.Sprintf("%d", b.MaxConcurrent), fmt.Sprintf("≤ %d", b.Cap), capVerdict},
+		phaseRow(s, fmt.Sprintf("engine limit in this run: %d workflows", b.Engine.Events), b.Engine),
+		{s, "drain ÷ min(cap ÷ receiver latency, engine limit)", fmt.Sprintf("%.2f×  (%.1f/s of %.1f/s)", b.DrainVsTarget, b.DrainPerSecond, b.DrainTarget),
+			"≥ 0.8×", verdict(b.DrainTarget > 0 && b.DrainVsTarget >= 0.8)},
+		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s while it drains", b.Healthy, b.Rate), healthy(b.Draining, b.DrainingMissing) + "; " + b.DrainingGC.String(), "", ""},
+		{s, "healthy p99 while draining ÷ without backlog", fmt.Sprintf("%.2f×", b.DrainingRatio), "≤ 1.5×",
+			verdict(b.DrainingRatio > 0 && b.DrainingRatio <= 1.5 && b.DrainingMissing == 0)},
 	}
 }
 

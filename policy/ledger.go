@@ -212,6 +212,18 @@ func (p *Ledger) Remove(waiter string) bool {
 	return true
 }
 
+// ToFront moves a queued waiter to the front of the queue (a scan: rare).
+func (p *Ledger) ToFront(waiter string) {
+	p.mine()
+	if _, ok := p.queued[waiter]; !ok || p.Waiting[0] == waiter {
+		return
+	}
+	i := slices.Index(p.Waiting, waiter)
+	w := make([]string, 0, len(p.Waiting))
+	w = append(append(append(w, waiter), p.Waiting[:i]...), p.Waiting[i+1:]...)
+	p.Waiting = w
+}
+
 // UnmarshalJSON reads a ledger, dropping what p knew of the queue it replaces: the index
 // is built again, from the queue read, before the next change.
 func (p *Ledger) UnmarshalJSON(b []byte) error {

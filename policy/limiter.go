@@ -84,6 +84,11 @@ type Limiter struct {
 	Ledger   Ledger        `json:"ledger"`
 	// Grants are the one-permit grants to woken waiters, with the ticket each runs under.
 	Grants []Grant `json:"grants,omitempty"`
+	// Passes are the queued waiters let go to the workers' gates, each admitted there under
+	// a lease (TickPasses, drain.go), not yet reported used.
+	Passes []Grant `json:"passes,omitempty"`
+	// PassUse counts the passes used lately: the window follows it.
+	PassUse PassUse `json:"pass_use,omitzero"`
 	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit),
 	// while the limiter grants every attempt to a rate-limited endpoint (not RateLeased).
 	Rate RateCount `json:"rate,omitzero"`
@@ -109,6 +114,9 @@ type Grant struct {
 	Window time.Time `json:"window,omitzero"`
 	// Disabled says the endpoint is disabled: there is no permit, the waiter gives up.
 	Disabled bool `json:"disabled,omitempty"`
+	// Pass says the waiter holds no permit of its own: its worker's gate admits it ahead of
+	// the queue, under the gate's lease (TickPasses). Until is when the pass stops counting.
+	Pass bool `json:"pass,omitempty"`
 }
 
 // Outcome is the result of one admitted attempt, as reported to the limiter.
@@ -141,6 +149,12 @@ type LeaseRequest struct {
 	// is on its way (LocalLease.Flight): the endpoint keeps them counted until the
 	// holder's next request (Ledger.Reserve). Nil reserves nothing.
 	Flight *int `json:"flight,omitempty"`
+	// Passed are the pass-holders (Grant.Pass) the holder admitted, or sent back to the
+	// queue, since its last request: their places in the pass window come free.
+	Passed []string `json:"passed,omitempty"`
+	// Passing is how many pass-holders wait at the holder for room under its lease: the
+	// lease may grow for them though others are queued.
+	Passing int `json:"passing,omitempty"`
 	// TTL is how long the lease lasts unless renewed; zero means the configured LeaseTTL.
 	// Give the holder's attempt timeout plus a margin.
 	TTL duration.Duration `json:"ttl,omitempty"`
@@ -227,11 +241,14 @@ func (g *Limiter) Cap() int { return max(g.Capacity.Cap(), 1) }
 func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 	g.Record(now, r.Outcomes)
 	g.expire(now)
+	g.Passed(now, r.Passed)
 	want := max(r.Want, r.InUse)
 	closed := g.Breaker.State() == CircuitClosed && g.Disabled == nil
-	if !closed || len(g.Ledger.Waiting) > 0 || (g.Config.RateLimit > 0 && !g.RateLeased) {
+	if !closed || (len(g.Ledger.Waiting) > 0 && r.Passing == 0 && len(r.Passed) == 0) || (g.Config.RateLimit > 0 && !g.RateLeased) {
 		// No new permits: the queue (or the breaker, or the endpoint being disabled) comes
-		// first, and a rate-limited endpoint grants each attempt on its own.
+		// first, and a rate-limited endpoint grants each attempt on its own. A holder
+		// draining the queue (pass-holders waiting for room, or passes used since its last
+		// request) keeps and grows its lease: its pass-holders are the front of the queue.
 		want = r.InUse
 	}
 	capNow := g.Cap()
@@ -412,6 +429,7 @@ func (g *Limiter) Done(now time.Time, waiter string, o *Outcome) {
 	g.Ledger.Return(waiter, 1)
 	if o == nil {
 		g.Ledger.Remove(waiter)
+		g.dropPass(waiter)
 	}
 }
 
@@ -472,6 +490,7 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	if r := g.recovery(); r != nil {
 		take(r.NextAt) // the next probe of an endpoint disabled for failing
 	}
+	take(g.passDeadline()) // a pass that expires makes room in the window
 	if !next.IsZero() && next.Before(now) {
 		next = now
 	}
@@ -517,11 +536,16 @@ func (g *Limiter) WaitRefusingWhenFull(now time.Time, waiter string) (w Grant, o
 
 func (g *Limiter) wait(now time.Time, waiter string, overflow bool) (w Grant, ok bool) {
 	g.expire(now)
+	// A pass-holder its gate could not admit asks again: it keeps its place, at the front.
+	passed := g.dropPass(waiter)
 	if g.Disabled != nil {
 		g.Ledger.Remove(waiter)
 		return Grant{Waiter: waiter, Until: now, Disabled: true}, true
 	}
 	r := g.waiter(now, waiter, g.Config.LeaseTTL.Std(), overflow)
+	if passed && r.Outcome == WaiterQueued {
+		g.Ledger.ToFront(waiter)
+	}
 	if r.Outcome != WaiterGranted {
 		return Grant{}, false
 	}

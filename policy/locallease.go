@@ -46,6 +46,10 @@ type LocalLease struct {
 	Claim int
 	// Rate is the gate's rate budget, for an endpoint that leases them (RateLeased).
 	Rate LocalRate
+	// Holding counts the attempts waiting at the gate, inside their activities, for room
+	// under the lease (at most RoomWait each); Passing is how many of them hold a pass
+	// (Grant.Pass). Passed counts the passes used here and not yet reported.
+	Holding, Passing, Passed int
 }
 
 // Settling says whether the last renewal lent fewer permits than it claimed: the endpoint
@@ -196,8 +200,8 @@ func (h *LocalLease) Release() { h.InUse-- }
 // only what the cap leaves free, and nothing more while others wait; a rate-limited
 // endpoint's gate asks for no more than it runs.
 func (h *LocalLease) Want(stopping bool) int {
-	if (h.Used || h.Demand > 0) && !stopping && (h.Snapshot.RateLimit == 0 || h.Snapshot.RateLeased) {
-		return max(h.InUse+h.Demand, 2*h.Peak)
+	if (h.Used || h.Demand > 0 || h.Holding > 0) && !stopping && (h.Snapshot.RateLimit == 0 || h.Snapshot.RateLeased) {
+		return max(h.InUse+h.Demand+h.Holding, 2*h.Peak)
 	}
 	return h.InUse
 }
@@ -247,7 +251,7 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 	if h.Renewing {
 		return Wait
 	}
-	if h.Settling() {
+	if h.Settling() || h.Waiting() {
 		return Renew
 	}
 	idle := h.InUse == 0 && !h.Used
@@ -265,6 +269,11 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 	}
 	return Wait
 }
+
+// Waiting says whether the next renewal has news the endpoint workflow waits for now:
+// attempts waiting at the gate for room, or passes used (each frees a place in the
+// endpoint's pass window). Renew at once then (when no renewal is in flight).
+func (h *LocalLease) Waiting() bool { return h.Holding > 0 || h.Passed > 0 }
 
 // MaxUntold is how many outcomes a gate keeps before it reports them anyway.
 const MaxUntold = 64

@@ -158,7 +158,36 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 	if p := conc.peak.Load(); p > capN {
 		t.Errorf("the drain reached %d concurrent requests, cap is %d", p, capN)
 	}
-	t.Logf("drained %d deliveries, peak concurrency %d (cap %d)", backlog, conc.peak.Load(), capN)
+	// First come, first served, give or take: the backlog's first quarter (in the order it
+	// was sent) reached the receiver ahead of its last quarter, on the whole.
+	inBacklog := map[string]bool{}
+	for _, id := range ids {
+		inBacklog[id] = true
+	}
+	rank := map[string]int{}
+	for _, r := range bq.requests() {
+		if id := r.Header.Get("webhook-id"); inBacklog[id] {
+			if _, ok := rank[id]; !ok {
+				rank[id] = len(rank)
+			}
+		}
+	}
+	if len(rank) != backlog {
+		t.Errorf("the receiver saw %d distinct backlog events, want %d", len(rank), backlog)
+	}
+	mean := func(ids []string) float64 {
+		sum := 0
+		for _, id := range ids {
+			sum += rank[id]
+		}
+		return float64(sum) / float64(len(ids))
+	}
+	early, late := mean(ids[:backlog/4]), mean(ids[backlog*3/4:])
+	if early >= late {
+		t.Errorf("drain order: the first quarter sent came at mean rank %.0f, the last at %.0f: want the first ahead", early, late)
+	}
+	t.Logf("drained %d deliveries, peak concurrency %d (cap %d); mean rank of the first quarter %.0f, the last %.0f",
+		backlog, conc.peak.Load(), capN, early, late)
 }
 
 // TestColdEndpointsTwoWorkers: many endpoints with a few events each, two workers, no

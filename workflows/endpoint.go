@@ -112,6 +112,8 @@ type endpointRun struct {
 	noRecovery bool
 	// probing is set while a probe is in flight.
 	probing bool
+	// passesAsked and passes: whether this run drains its queue with passes (endpoint_drain.go).
+	passesAsked, passes bool
 }
 
 // admission answers a gate's snapshot query: the configuration, and what the limiter

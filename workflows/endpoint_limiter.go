@@ -86,7 +86,7 @@ func (l *limiterLoop) run(ctx workflow.Context) error {
 func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
 	e := l.e
 	e.expirePreviousSecret(now)
-	for _, w := range e.in.Limiter.Tick(now) {
+	for _, w := range e.wakes(ctx, now) {
 		e.wake(ctx, w)
 	}
 	e.recover(ctx, now)
@@ -270,7 +270,7 @@ func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseReques
 func (e *endpointRun) lease(ctx workflow.Context, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	now := workflow.Now(ctx)
 	e.leaseRates(ctx)
-	r := e.in.Limiter.Lease(now, req.LeaseRequest)
+	r := e.in.Limiter.Lease(now, e.leaseRequest(ctx, req))
 	e.dirty = true
 	return herald.LeaseReply{
 		LeaseReply: r,
@@ -292,7 +292,7 @@ func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
 	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit,
-		policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window, Disabled: w.Disabled})
+		policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window, Disabled: w.Disabled, Pass: w.Pass})
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
@@ -212,6 +213,8 @@ func circuitStates(us []circuitUpsert) []string {
 // queue flows out through the cap, never more at once.
 func TestLimiterOpenProbeHalfOpenClosed(t *testing.T) {
 	env, rec := newGuardEnv(t)
+	// The branch before drain-passes: each woken waiter gets a permit of its own.
+	env.OnGetVersion(versionDrainPasses, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	register(t, env, &herald.Overrides{MaxInFlight: 3})
 	const trip = 20 * time.Second
 	tripped := at(trip - 5*time.Second) // the 5th failure
@@ -433,6 +436,8 @@ func TestLimiterHalvedCapTrimsBusyLease(t *testing.T) {
 // permits come back after the lease TTL of 40 s and the last waiter gets one.
 func TestLimiterDeadHolderLeaseExpires(t *testing.T) {
 	env, rec := newGuardEnv(t)
+	// The branch before drain-passes: each woken waiter gets a permit of its own.
+	env.OnGetVersion(versionDrainPasses, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	register(t, env, &herald.Overrides{MaxInFlight: 2})
 	const ttl = 25 * time.Second
 	var dead, other *updateOutcome[herald.LeaseReply]
@@ -552,6 +557,8 @@ func TestLimiterContinueAsNewKeepsGuard(t *testing.T) {
 // the queue flows out through the cap.
 func TestLimiterResetClosesAndWakesQueue(t *testing.T) {
 	env, rec := newGuardEnv(t)
+	// The branch before drain-passes: each woken waiter gets a permit of its own.
+	env.OnGetVersion(versionDrainPasses, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	register(t, env, &herald.Overrides{MaxInFlight: 2})
 	const trip = 20 * time.Second
 	tripAt(env, trip, 0, waiterIDs(1, 3))

@@ -141,4 +141,13 @@ const (
 	// endpoint_queue_full*.json and endpoint_rate_limited_before_rate_lease.json) take the
 	// old branch; endpoint_rate_leased.json takes the new one.
 	versionRateLease = "rate-lease"
+	// versionDrainPasses (2026-12-02, issue 24): an endpoint run wakes its queue, while the
+	// circuit is closed, with passes (policy.Limiter.TickPasses: up to policy.PassWindow
+	// waiters at once, each admitted by its worker's gate under the gate's lease) instead
+	// of a permit of its own for each, so a backlog drains at the pace the cap and the
+	// receiver allow. Asked the first time the queue could be woken in a run, or a gate
+	// reports passes. The old branch (policy.Limiter.Tick) is taken by
+	// tests/testdata/histories/endpoint_drain_before_passes.json; endpoint_drain.json
+	// takes the new one (TestRecordDrainHistory).
+	versionDrainPasses = "drain-passes"
 )

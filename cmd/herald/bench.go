@@ -57,8 +57,10 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               before the backlog exists; how long endpoint get and put on the blocked
               endpoint take (30s timeout each); the attempts recorded on the backlog and the
               requests its receiver saw while open; then its receiver recovers, the circuit
-              is closed by hand, and the drain rate and the most concurrent requests (against
-              --backlog-cap). Every wait is bounded; takes a few minutes.
+              is closed by hand, and the drain rate against min(--backlog-cap ÷
+              --backlog-delay, the engine limit measured in the same run with --events
+              workflows), the most concurrent requests (against --backlog-cap) and the healthy
+              endpoints' p99 while it drains. Every wait is bounded; takes a few minutes.
   scale       --scale-endpoints N registered through the bulk path (herald endpoint
               import's), half in a tenant of their own and half in the default tenant:
               registrations per second, and CPU per registration, against the engine's own

@@ -67,6 +67,10 @@ type gateEntry struct {
 	// the endpoint workflow: one signal carries all that came while the last was sent.
 	waits batcher[string]
 	dones batcher[herald.Done]
+	// changed is closed at the entry's next change, for the attempts waiting for room
+	// (room.go); passed are the pass-holders admitted since the last renewal.
+	changed chan struct{}
+	passed  []string
 }
 
 // askTimeout bounds each call an attempt makes to an endpoint workflow (a snapshot query, a
@@ -126,6 +130,9 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 	if err := g.fresh(ctx, e); err != nil {
 		return nil, nil, err
 	}
+	if permit != nil && permit.Pass && !permit.Disabled {
+		return g.acquirePass(ctx, e, waiter)
+	}
 	e.mu.Lock()
 	if permit != nil {
 		ep, snap := e.ep, e.h.Snapshot
@@ -179,7 +186,9 @@ func (g *Gate) hold(ctx context.Context, e *gateEntry, waiter string, kind polic
 	case policy.HoldDisabled:
 		return nil, disabledHold(snap), nil
 	case policy.HoldLease:
-		g.kick(e)
+		if a := g.admitWaiting(ctx, e); a != nil {
+			return a, nil, nil
+		}
 		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: herald.Duration(g.every)}, nil
 	case policy.HoldLater:
 		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt, Circuit: snap.Circuit,
@@ -320,6 +329,7 @@ func (g *Gate) Finish(ctx context.Context, a *Admission, res herald.Result) (spr
 		e.outcomes = append(e.outcomes, o)
 	}
 	settle := e.h.SettleNow()
+	e.notifyLocked()
 	e.mu.Unlock()
 	g.count(e.id, res)
 	if own {
@@ -343,6 +353,7 @@ func (g *Gate) Release(ctx context.Context, a *Admission) {
 	}
 	a.entry.mu.Lock()
 	a.entry.h.Release()
+	a.entry.notifyLocked()
 	a.entry.mu.Unlock()
 }
 

@@ -35,8 +35,8 @@ func withLease(t *testing.T, g *Gate, f *fakeEndpoints, id string, n int) {
 }
 
 // A cold endpoint takes attempts on spare permits with no lease; taking the last spare
-// one asks for a lease at once, and while it is in flight an attempt is told to come back
-// shortly. The lease's permits then admit more.
+// one asks for a lease at once, and an attempt that comes while it is in flight waits for
+// it (at most policy.RoomWait) and is admitted under it. The lease's permits then admit more.
 func TestSparePermitsThenALease(t *testing.T) {
 	f := &fakeEndpoints{view: closedView(8, 8, 5), hold: make(chan *leaseAnswer), leased: make(chan herald.LeaseRequest, 4)}
 	t.Cleanup(func() { close(f.hold) })
@@ -50,16 +50,25 @@ func TestSparePermitsThenALease(t *testing.T) {
 	if req.Holder != g.Holder() || req.InUse != 2 || req.Want != 4 || req.TTL.Std() != attemptTimeout+leaseMargin {
 		t.Fatalf("lease request %+v, want holder %s, 2 in use, 4 wanted, TTL %s", req, g.Holder(), attemptTimeout+leaseMargin)
 	}
-	a, h, err := g.Acquire(context.Background(), "ep", "delivery-3", nil)
-	if err != nil || a != nil || h == nil || !h.Brief || h.Queued {
-		t.Fatalf("third attempt while the lease is in flight: %+v, %+v, %v; want a brief hold, not queued", a, h, err)
+	type acquired struct {
+		a   *Admission
+		h   *herald.Hold
+		err error
 	}
+	third := make(chan acquired, 1)
+	go func() {
+		a, h, err := g.Acquire(context.Background(), "ep", "delivery-3", nil)
+		third <- acquired{a, h, err}
+	}()
 	f.hold <- &leaseAnswer{permits: 4}
-	settle(t, g, "ep")
-	if l := lease(g, "ep"); l.Permits != 4 || l.Spare != 2 || l.InUse != 2 || l.Renewing {
-		t.Fatalf("after the lease: %+v; want 4 permits, 2 spare, 2 in use", l)
+	if r := <-third; r.err != nil || r.a == nil {
+		t.Fatalf("third attempt while the lease was in flight: %+v, %+v, %v; want admitted under the lease", r.a, r.h, r.err)
 	}
-	for range 4 {
+	settle(t, g, "ep")
+	if l := lease(g, "ep"); l.Permits != 4 || l.Spare != 2 || l.InUse != 3 || l.Renewing {
+		t.Fatalf("after the lease: %+v; want 4 permits, 2 spare, 3 in use", l)
+	}
+	for range 3 {
 		admit(t, g, "ep")
 	}
 	if l := lease(g, "ep"); l.InUse != 6 {

@@ -112,7 +112,7 @@ func (g *Gate) kick(e *gateEntry) {
 	e.mu.Lock()
 	busy := e.call != nil
 	act := policy.Report
-	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settling() || e.h.RateWant(false, time.Now()) > 0 {
+	if e.h.Permits > 0 || e.h.Demand > 0 || e.h.Growing() || e.h.Settling() || e.h.RateWant(false, time.Now()) > 0 || e.h.Waiting() {
 		act = policy.Renew
 	}
 	e.mu.Unlock()
@@ -154,6 +154,8 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		seq = e.h.StartRenewal(want)
 		flight := e.h.Flight
 		req.Flight = &flight
+		req.Passed, req.Passing = e.passed, e.h.Passing
+		e.passed, e.h.Passed = nil, 0
 	}
 	e.mu.Unlock()
 
@@ -173,6 +175,9 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		e.outcomes = append(outs, e.outcomes...)
 		if act == policy.Renew {
 			e.h.RenewFailed()
+			// Report the passes with the next try.
+			e.passed = append(req.Passed, e.passed...)
+			e.h.Passed = len(e.passed)
 		}
 	case act == policy.Renew:
 		e.ep, e.learned = reply.Endpoint, sent
@@ -187,7 +192,14 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 		e.learned = time.Time{}
 	}
 	e.call = nil
+	e.notifyLocked()
+	// Passes used while this call was on its way, or more pass-holders waiting for room
+	// than it told of: renew again now.
+	again := err == nil && (e.h.Passed > 0 || e.h.Passing > req.Passing || (act != policy.Renew && e.h.Waiting()))
 	e.mu.Unlock()
 	c.finish(err)
+	if again {
+		g.kick(e)
+	}
 	return err
 }

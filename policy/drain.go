@@ -1,0 +1,164 @@
+package policy
+
+import (
+	"slices"
+	"time"
+)
+
+// Draining a queue through the workers' leases.
+//
+// A queued delivery woken with a permit of its own (Tick) costs the endpoint workflow a
+// round trip per attempt: the permit's signal, then its return (a done) before the permit
+// can go to the next in line, so a backlog drains at the pace of that workflow's tasks
+// whatever the cap and the receiver allow. While the circuit is closed, TickPasses wakes
+// queued deliveries with a pass instead (Grant.Pass): no permit of its own, but the right
+// to be admitted ahead of the queue by a worker's gate, under the gate's lease. The lease's
+// permits turn over at the gate (an attempt finishes, the next pass-holder takes its
+// permit) with no message to the endpoint workflow, which only keeps a window of passes out
+// (PassWindow) and lets the next ones go as the gates report theirs used (LeaseRequest.Passed,
+// carried by the renewals). The cap stays exact: every pass-holder's attempt runs on a
+// leased permit. The order is the queue's, give or take the deliveries' own pace.
+
+// PassTTL is how long a pass counts toward the window unless its gate reports it used: a
+// delivery that got its pass but never reached a gate (its worker died) stops holding up
+// the queue after it. A pass-holder that comes after it is still admitted ahead of the queue.
+const PassTTL = 30 * time.Second
+
+// RoomWait bounds how long an attempt waits inside its activity, at its worker's gate, for
+// room under the gate's lease (a renewal on its way, or a permit of the lease coming free)
+// before it falls back to a durable wait. It holds a worker slot meanwhile, so it is short.
+const RoomWait = 2 * time.Second
+
+// PassWindow is how many passes may be out at once at an endpoint with cap capNow, before
+// any was used: twice the cap (at least 4; a pass-holder waits at its gate for one attempt's
+// length), and no more than the cap plus 64 (a slow endpoint's pass-holders would hold worker
+// slots for nothing). Once passes are used, the window is what the gates used in the last
+// second, twice over (Limiter.passWindow), up to MaxPassWindow.
+func PassWindow(capNow int) int {
+	capNow = max(capNow, 1)
+	return min(max(2*capNow, 4), capNow+64)
+}
+
+// MaxPassWindow bounds the passes out at once, however fast the gates use them.
+const MaxPassWindow = 1000
+
+// PassUse counts the passes the gates reported used, per aligned second of the endpoint
+// workflow's clock: the window follows what the gates can take (Limiter.passWindow).
+type PassUse struct {
+	Second time.Time `json:"second,omitzero"`
+	This   int       `json:"this,omitempty"`
+	Last   int       `json:"last,omitempty"`
+}
+
+// add counts n passes used at now.
+func (u *PassUse) add(now time.Time, n int) {
+	sec := now.Truncate(time.Second)
+	switch {
+	case sec.Equal(u.Second):
+	case sec.Equal(u.Second.Add(time.Second)):
+		u.Last, u.This, u.Second = u.This, 0, sec
+	default:
+		u.Last, u.This, u.Second = 0, 0, sec
+	}
+	u.This += n
+}
+
+// rate is the passes used per second lately: the larger of the last second's and this one's.
+func (u PassUse) rate(now time.Time) int {
+	sec := now.Truncate(time.Second)
+	switch {
+	case sec.Equal(u.Second):
+		return max(u.This, u.Last)
+	case sec.Equal(u.Second.Add(time.Second)):
+		return u.This
+	}
+	return 0
+}
+
+// passWindow is how many passes may be out at now: PassWindow(cap), or twice what the gates
+// used in the last second if more, at most MaxPassWindow.
+func (g *Limiter) passWindow(now time.Time) int {
+	return min(max(PassWindow(g.Cap()), 2*g.PassUse.rate(now)), MaxPassWindow)
+}
+
+// Drainable reports whether queued waiters would be woken with passes (TickPasses) rather
+// than with permits of their own: some are queued, the circuit is closed, the endpoint is
+// enabled and has no rate limit (a rate-limited endpoint's attempts are each granted).
+func (g *Limiter) Drainable() bool {
+	return len(g.Ledger.Waiting) > 0 && g.Disabled == nil && g.Config.RateLimit == 0 &&
+		g.Breaker.State() == CircuitClosed
+}
+
+// TickPasses is Tick for an endpoint that drains its queue through the workers' leases:
+// while the circuit is closed (and there is no rate limit) it takes waiters off the front
+// of the queue, in order, each with a pass (Grant.Pass, until PassTTL), as long as fewer
+// than its window of passes are out (passWindow); a drain starts (no pass out, none used
+// lately) only once a permit is free; otherwise (the probe, half-open attempts, a rate limit,
+// a disabled endpoint) it is Tick.
+func (g *Limiter) TickPasses(now time.Time) []Grant {
+	g.expirePasses(now)
+	if !g.Drainable() {
+		return g.Tick(now)
+	}
+	g.expire(now)
+	if len(g.Passes) == 0 && g.Ledger.Free(g.Cap(), now) == 0 && g.PassUse.rate(now) == 0 {
+		// Every permit is leased and no gate is draining (no pass out, none used lately): a
+		// pass-holder would find no room. The drain starts once a permit is free (a lease
+		// given back, or expired).
+		return nil
+	}
+	var wakes []Grant
+	for win := g.passWindow(now); len(g.Ledger.Waiting) > 0 && len(g.Passes) < win; {
+		w := g.Ledger.Waiting[0]
+		g.Ledger.Remove(w)
+		p := Grant{Waiter: w, Until: now.Add(PassTTL), Pass: true}
+		g.Passes = append(slices.Clip(g.Passes), p)
+		wakes = append(wakes, p)
+	}
+	return wakes
+}
+
+// Passed takes the passes a gate reports used at now (its pass-holders admitted under its
+// lease): each frees a place in the window, and counts toward its size.
+func (g *Limiter) Passed(now time.Time, waiters []string) {
+	if len(waiters) == 0 {
+		return
+	}
+	g.PassUse.add(now, len(waiters))
+	if len(g.Passes) == 0 {
+		return
+	}
+	g.Passes = slices.DeleteFunc(slices.Clone(g.Passes), func(p Grant) bool { return slices.Contains(waiters, p.Waiter) })
+}
+
+// dropPass forgets waiter's pass, if it holds one (it asked to wait again, or its delivery
+// is gone), and reports whether it did.
+func (g *Limiter) dropPass(waiter string) bool {
+	if i := slices.IndexFunc(g.Passes, func(p Grant) bool { return p.Waiter == waiter }); i >= 0 {
+		g.Passes = slices.Delete(slices.Clone(g.Passes), i, i+1)
+		return true
+	}
+	return false
+}
+
+// expirePasses forgets the passes whose time is over.
+func (g *Limiter) expirePasses(now time.Time) {
+	if slices.ContainsFunc(g.Passes, func(p Grant) bool { return !p.Until.After(now) }) {
+		g.Passes = slices.DeleteFunc(slices.Clone(g.Passes), func(p Grant) bool { return !p.Until.After(now) })
+	}
+}
+
+// passDeadline is when the first pass expires while waiters wait for a place in the
+// window (zero: no such deadline).
+func (g *Limiter) passDeadline() time.Time {
+	if len(g.Ledger.Waiting) == 0 || len(g.Passes) == 0 {
+		return time.Time{}
+	}
+	first := g.Passes[0].Until
+	for _, p := range g.Passes[1:] {
+		if p.Until.Before(first) {
+			first = p.Until
+		}
+	}
+	return first
+}

@@ -1,0 +1,150 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
+)
+
+// An attempt that finds no room under this worker's lease while the endpoint has room (a
+// hot endpoint whose first lease is on its way), or that holds a pass (policy.Grant.Pass:
+// woken from the endpoint's queue to be admitted under a lease), waits here, inside its
+// activity, for a renewal to answer or a permit of the lease to come free, at most
+// policy.RoomWait, rather than on a durable timer of a second or more.
+
+// changedLocked returns the channel closed at e's next change (a renewal answered, an
+// attempt finished or released). Call with e.mu held.
+func (e *gateEntry) changedLocked() <-chan struct{} {
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
+	return e.changed
+}
+
+// notifyLocked wakes the attempts waiting for room at e. Call with e.mu held.
+func (e *gateEntry) notifyLocked() {
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
+}
+
+// awaitRoom waits, at most until deadline, for e to change; it reports false once the
+// deadline has passed or ctx is done.
+func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// admitWaiting retries admission of an attempt that found no room while the endpoint has
+// some (policy.HoldLease): it asks for a renewal and waits for room, at most
+// policy.RoomWait. It returns nil when there was none in time: the caller's hold stands.
+func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry) *Admission {
+	deadline := time.Now().Add(policy.RoomWait)
+	e.mu.Lock()
+	e.h.Holding++
+	e.mu.Unlock()
+	g.kick(e)
+	defer func() {
+		e.mu.Lock()
+		e.h.Holding--
+		e.mu.Unlock()
+	}()
+	for {
+		e.mu.Lock()
+		ch := e.changedLocked()
+		e.mu.Unlock()
+		if !awaitRoom(ctx, ch, deadline) {
+			return nil
+		}
+		e.mu.Lock()
+		if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
+			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+			e.mu.Unlock()
+			return a
+		}
+		closedAndFree := e.h.Snapshot.Circuit == policy.CircuitClosed && !e.h.Tripped && e.h.Snapshot.Queue == 0
+		e.mu.Unlock()
+		if !closedAndFree {
+			return nil // the endpoint holds attempts back now: the hold stands
+		}
+	}
+}
+
+// acquirePass admits a pass-holder (permit.Pass) under the lease, ahead of the endpoint's
+// queue, waiting for room at most policy.RoomWait; the pass is reported used with the
+// next renewal. Without room in time, or if the endpoint holds attempts back now (the
+// circuit opened again), it queues the waiter again.
+func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*Admission, *herald.Hold, error) {
+	deadline := time.Now().Add(policy.RoomWait)
+	e.mu.Lock()
+	e.h.Holding++
+	e.h.Passing++
+	e.mu.Unlock()
+	kicked, refreshed := false, false
+	for {
+		e.mu.Lock()
+		if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
+			e.h.Holding--
+			e.h.Passing--
+			e.h.Passed++
+			e.passed = append(e.passed, waiter)
+			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+			e.mu.Unlock()
+			g.kick(e) // report the pass: its place in the window comes free
+			return a, nil, nil
+		}
+		snap, tripped := e.h.Snapshot, e.h.Tripped
+		ch := e.changedLocked()
+		e.mu.Unlock()
+		held := snap.Disabled || tripped || snap.Circuit != policy.CircuitClosed
+		if held && !refreshed && !tripped {
+			// Passes go out only while the circuit is closed: what this gate knows may be
+			// older than the pass (a reset a moment ago). Read it again, once.
+			refreshed = true
+			e.mu.Lock()
+			e.learned = time.Time{}
+			e.mu.Unlock()
+			if g.fresh(ctx, e) == nil {
+				continue
+			}
+		}
+		if !held && !kicked {
+			kicked = true
+			g.kick(e) // a renewal that says this worker's pass-holders wait for room
+		}
+		if held || !awaitRoom(ctx, ch, deadline) {
+			e.mu.Lock()
+			e.h.Holding--
+			e.h.Passing--
+			e.mu.Unlock()
+			if snap.Disabled {
+				return nil, disabledHold(snap), nil
+			}
+			reason := snap.Reason
+			if !held {
+				reason = fmt.Sprintf("woken from the endpoint's queue, but this worker's lease had no room within %s", policy.RoomWait)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			// Waiting again takes the pass back (policy.Limiter.Wait).
+			return nil, g.wait(ctx, e, waiter, snap, reason), nil
+		}
+	}
+}

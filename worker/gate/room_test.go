@@ -1,0 +1,87 @@
+package gate
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
+)
+
+// eventuallyGate polls cond for up to 10 s.
+func eventuallyGate(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// A pass-holder (woken from the endpoint's queue with policy.Grant.Pass) is admitted under
+// the gate's lease though others are queued: the renewal says it waits for room, and the
+// next one reports its pass used.
+func TestPassHolderAdmittedUnderLease(t *testing.T) {
+	v := closedView(4, 0, 5)
+	v.Snapshot.Queue = 10
+	f := &fakeEndpoints{view: v}
+	g := newGate(f)
+	pass := &policy.Grant{Waiter: "d1", Pass: true, Until: time.Now().Add(policy.PassTTL)}
+	a, h, err := g.Acquire(context.Background(), "ep", "d1", pass)
+	if err != nil || a == nil {
+		t.Fatalf("pass-holder: %+v, %+v, %v; want admitted", a, h, err)
+	}
+	if a.Waiter != "" {
+		t.Fatalf("pass-holder admitted on a permit of its own (%q): want the lease's", a.Waiter)
+	}
+	f.mu.Lock()
+	first := f.leases[0]
+	f.mu.Unlock()
+	if first.Passing != 1 || first.Want < 1 {
+		t.Fatalf("renewal %+v: want 1 pass-holder waiting, a permit wanted", first)
+	}
+	eventuallyGate(t, "the pass reported used", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return slices.ContainsFunc(f.leases, func(r herald.LeaseRequest) bool { return slices.Contains(r.Passed, "d1") })
+	})
+	g.Finish(context.Background(), a, delivered(time.Now()))
+	if l := lease(g, "ep"); l.InUse != 0 || l.Holding != 0 || l.Passing != 0 {
+		t.Fatalf("after the attempt: %+v; want nothing in use or waiting", l)
+	}
+}
+
+// A pass-holder that finds no room under the lease within policy.RoomWait queues again.
+func TestPassHolderWithoutRoomQueuesAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits policy.RoomWait")
+	}
+	v := closedView(4, 0, 5)
+	v.Snapshot.Queue = 10
+	f := &fakeEndpoints{view: v, hold: make(chan *leaseAnswer)}
+	stop := make(chan struct{})
+	go func() { // every renewal: no permits
+		for {
+			select {
+			case f.hold <- &leaseAnswer{permits: 0}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop) })
+	g := newGate(f)
+	pass := &policy.Grant{Waiter: "d1", Pass: true, Until: time.Now().Add(policy.PassTTL)}
+	a, h, err := g.Acquire(context.Background(), "ep", "d1", pass)
+	if err != nil || a != nil || h == nil || !h.Queued {
+		t.Fatalf("pass-holder without room: %+v, %+v, %v; want queued again", a, h, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.waits) != 1 || !slices.Equal(f.waits[0], []string{"d1"}) {
+		t.Fatalf("waits %v, want d1 queued again", f.waits)
+	}
+}
