@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 )
 
 func TestSendIsIdempotentAndShowsAttempts(t *testing.T) {
@@ -563,7 +564,7 @@ func TestEndpointRateLimitAPI(t *testing.T) {
 	if _, page := get(t, c, "/endpoints/"+ep); !strings.Contains(page, `<b id="rate-limit">5/s</b>`) {
 		t.Errorf("the dashboard's endpoint page does not show the rate limit:\n%s", page)
 	}
-	for _, bad := range []any{1001, -1, "5/s"} {
+	for _, bad := range []any{policy.MaxRateLimit + 1, -1, "5/s"} {
 		code, out = call(t, "PUT", "/v1/endpoints/"+ep, shared.operator, map[string]any{"rate_limit": bad})
 		if code != http.StatusBadRequest {
 			t.Errorf("rate_limit %v: status %d, want 400: %v", bad, code, out)
