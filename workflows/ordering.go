@@ -61,14 +61,7 @@ func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
 			}
 			return herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq}, nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req herald.OrderingAppend) error {
-			if _, _, ok := herald.ParseDeliveryID(req.Delivery); !ok {
-				return fmt.Errorf("append: %q is not a delivery's workflow id", req.Delivery)
-			}
-			// Appends accepted while the run waits to continue as new still count: the
-			// new run starts from the tail they leave (2,000 updates per run leave room).
-			return nil
-		}})
+		workflow.UpdateHandlerOptions{Validator: validateAppend})
 	if err != nil {
 		return err
 	}
@@ -140,12 +133,7 @@ func sequencerPlacing(ctx workflow.Context, in herald.SequencerInput) error {
 			}
 			return herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq, Ready: in.TailReady}, nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req herald.OrderingAppend) error {
-			if _, _, ok := herald.ParseDeliveryID(req.Delivery); !ok {
-				return fmt.Errorf("append: %q is not a delivery's workflow id", req.Delivery)
-			}
-			return nil
-		}})
+		workflow.UpdateHandlerOptions{Validator: validateAppend})
 	if err != nil {
 		return err
 	}
@@ -439,4 +427,14 @@ func (d *delivery) orderingSettle(ctx workflow.Context) {
 		return
 	}
 	_ = workflow.Await(ctx, func() bool { return r.sending == 0 && r.next.Len() == 0 })
+}
+
+// validateAppend refuses an append that does not name a delivery's workflow id. Appends
+// accepted while a run waits to continue as new still count: the new run starts from the
+// tail they leave (2,000 updates per run leave room).
+func validateAppend(_ workflow.Context, req herald.OrderingAppend) error {
+	if _, _, ok := herald.ParseDeliveryID(req.Delivery); !ok {
+		return fmt.Errorf("append: %q is not a delivery's workflow id", req.Delivery)
+	}
+	return nil
 }

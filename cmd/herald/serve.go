@@ -80,7 +80,7 @@ sites may not frame it.
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (choose another address with --listen)", listen, err)
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+			srv := apiServer(h)
 			scheme := "http"
 			if tlsCert != "" {
 				scheme = "https"
@@ -125,4 +125,10 @@ sites may not frame it.
 	f.StringVar(&publicURL, "public-url", envOr("HERALD_PUBLIC_URL", ""), "the dashboard's address as people open it, for portal links minted by the API; default: the request's (env HERALD_PUBLIC_URL)")
 	f.StringSliceVar(&frameAncestors, "frame-ancestors", nil, "origins whose pages may embed the dashboard in a frame, e.g. https://app.example.com (repeat or comma-separate)")
 	return cmd
+}
+
+// apiServer is the HTTP server of Herald's API and dashboard (herald serve, herald worker
+// --api-listen), with its timeouts.
+func apiServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 }

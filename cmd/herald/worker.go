@@ -110,7 +110,7 @@ func serveWorkerAPI(g *globals, c client.Client, addr, tokensFile string) (stop 
 	if err != nil {
 		return nil, fmt.Errorf("--api-listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	srv := apiServer(h)
 	log := g.logger()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
