@@ -57,6 +57,7 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 		d.releaseTurn(ctx, string(st.State))
 	}
 	d.orderingSettle(ctx)
+	d.settleAttempt(ctx)
 	return st, err
 }
 
@@ -74,6 +75,11 @@ type delivery struct {
 	cancel cancelling
 	// order is the delivery's part in its ordering key; nil without one (ordering.go).
 	order *orderingRun
+	// waited is set once the delivery has waited for its endpoint (a permit may come late).
+	waited bool
+	// unsettled is set while the result of an attempt that made a request is known only to
+	// the workflow task that ran it (no timer or wait since): see settleAttempt.
+	unsettled bool
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
@@ -156,6 +162,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 			n--
 			continue
 		}
+		d.unsettled = res.Held == nil
 		if res.Held != nil && res.Held.Disabled {
 			// The endpoint is disabled: no request, no attempt used, and no waiting.
 			d.status.Waiting = nil
@@ -244,6 +251,7 @@ func (d *delivery) awaitAttempt(ctx workflow.Context, f workflow.Future, n int, 
 // error. A replay sends the retry at once and cuts the timer short: the attempt numbers
 // and the ladder's remaining attempts stay as they are.
 func (d *delivery) awaitRetry(ctx workflow.Context, delay time.Duration, summary string, next int, at time.Time) error {
+	d.unsettled = false
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(tctx, delay, workflow.TimerOptions{Summary: summary})
@@ -295,6 +303,7 @@ func (d *delivery) noteReplay(ctx workflow.Context, outcome string, clearDead bo
 // protection (its cap, its circuit) decides when the attempt goes.
 func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	now := workflow.Now(ctx)
+	d.waited, d.unsettled = true, false
 	d.status.Waiting = &herald.Waiting{Hold: *h, Since: now}
 	if !h.Brief {
 		d.held = true
@@ -329,6 +338,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).
 func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {
+	d.unsettled = false
 	now := workflow.Now(ctx)
 	d.status.DeadAt = now
 	d.status.ExpiresAt = now.Add(p.Retention.Std())
@@ -461,4 +471,28 @@ func retryReason(next policy.NextAttempt, ra policy.RetryAfter, l policy.Ladder)
 		return fmt.Sprintf("Retry-After %s %s", ra.Raw, ra.Action)
 	}
 	return fmt.Sprintf("ladder %s ±%.0f%%", next.BaseDelay, l.Jitter*100)
+}
+
+// settleDelay is the timer that ends an attempt's workflow task before the delivery completes.
+const settleDelay = time.Millisecond
+
+// settleAttempt keeps a delivery from completing in the workflow task that ran its last
+// attempt when a signal may come during that task: the server refuses a completion while a
+// signal is unread, the task fails, and the attempt's local-activity result, kept only by a
+// task that completes, is lost, so the request is sent again. A delivery that waited for
+// its endpoint (a permit may come late, or twice) or has an ordering key (its successors
+// signal it) first completes that task with a short timer; the fast path (no wait, no key)
+// never gets such a signal but from a person (a replay, a cancel) and stays one task.
+func (d *delivery) settleAttempt(ctx workflow.Context) {
+	if !d.unsettled || (!d.waited && d.order == nil) {
+		return
+	}
+	if workflow.GetVersion(ctx, versionSettleAttempt, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	d.unsettled = false
+	// Its only error is a cancelled workflow, which completes anyway.
+	_ = workflow.NewTimerWithOptions(ctx, settleDelay, workflow.TimerOptions{
+		Summary: "the attempt's result is recorded before the delivery completes",
+	}).Get(ctx, nil)
 }

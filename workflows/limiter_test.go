@@ -650,9 +650,10 @@ func TestDeliveryHeldByGate(t *testing.T) {
 		if st.State != herald.StateDelivered || len(st.Attempts) != 1 || st.Attempts[0].Number != 1 || st.Waiting != nil {
 			t.Errorf("final: state %q, %d attempts, waiting %+v; want delivered on attempt 1, no longer waiting", st.State, len(st.Attempts), st.Waiting)
 		}
-		// The wait timer: until the probe (plus a second), shorter than the queued maximum.
-		if tm := rec.timerDurations(); len(tm) != 1 || tm[0] != 5*time.Minute+time.Second {
-			t.Errorf("timers %v, want one wait of 5m1s", tm)
+		// The wait timer: until the probe (plus a second), shorter than the queued maximum;
+		// then the settle timer, as a delivery that waited completes after its attempt.
+		if tm := rec.timerDurations(); len(tm) != 2 || tm[0] != 5*time.Minute+time.Second || tm[1] != settleDelay {
+			t.Errorf("timers %v, want one wait of 5m1s and the settle (%s)", tm, settleDelay)
 		}
 		if up := rec.statuses(); len(up) == 0 || up[0] != herald.StateWaitingEndpoint {
 			t.Errorf("HeraldStatus upserts %v, want waiting_endpoint first", up)

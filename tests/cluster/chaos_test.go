@@ -77,12 +77,6 @@ type chaosRun struct {
 // status: nothing accepted lost, no cap or rate limit exceeded, nothing sent to an endpoint
 // that did not subscribe or was disabled, every repeat explained by a fault.
 func TestChaos(t *testing.T) {
-	if os.Getenv("HERALD_CHAOS") == "" {
-		// Not in the default run until the duplicate attempt it finds is fixed: a permit
-		// request repeated by a fault gets two permits, and the second can make the server
-		// refuse the task carrying an attempt's result (docs/reliability.md).
-		t.Skip("the chaos run is opt-in (HERALD_CHAOS=1) while the repeat it finds is open: docs/reliability.md")
-	}
 	c := need(t)
 	seed := *chaosSeed
 	if seed == 0 {

@@ -1,0 +1,106 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/starter"
+)
+
+// TestStrayPermitDuringLastAttempt: a permit that reaches a delivery while its last attempt
+// runs (a late grant, or a second one for a request the gate made twice) does not make the
+// attempt run again. The server refuses to complete a workflow in a task that a signal came
+// during, and a local activity's result is kept only by a task that completes: without the
+// settle step (versionSettleAttempt) the delivered attempt's result is lost and the request
+// is sent a second time.
+func TestStrayPermitDuringLastAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var once sync.Once
+	seen := heldBehindFirst(t, "settle-stray", "evt_settle", func(id string) {
+		// The delivery's attempt is in flight: a permit it does not wait for arrives.
+		once.Do(func() {
+			wf := herald.DeliveryID(herald.DefaultTenant, id)
+			if err := shared.client.SignalWorkflow(ctx, wf, "", herald.SignalPermit, policy.Grant{Waiter: wf}); err != nil {
+				t.Errorf("signal the stray permit: %v", err)
+			}
+		})
+		time.Sleep(500 * time.Millisecond) // the signal lands inside the attempt's workflow task
+	})
+	if n := seen(); n != 1 {
+		t.Errorf("the held delivery reached its receiver %d times, want 1 (a stray permit re-ran its attempt)", n)
+	}
+}
+
+// TestRecordSettleHistory records a delivery that waited for its endpoint's only permit and
+// was delivered (delivery_held_delivered.json), for TestReplayHistories;
+// delivery_held_delivered_before_settle.json is one recorded before versionSettleAttempt.
+// It runs only with -record:
+//
+//	go test ./tests -run TestRecordSettleHistory -record
+func TestRecordSettleHistory(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	heldBehindFirst(t, "rec-settle", "evt_rec_settle", func(string) {})
+	save(t, "delivery_held_delivered.json", herald.DeliveryID(herald.DefaultTenant, "evt_rec_settle_held"))
+}
+
+// heldBehindFirst sends prefix_first to a new endpoint with a cap of 1, whose receiver
+// holds that request until prefix_held has been sent and waits for the permit; then it
+// lets the first go. during runs in the receiver at each request of prefix_held before it
+// answers 200. It returns once prefix_held's workflow completed delivered, with a count
+// of the requests prefix_held made.
+func heldBehindFirst(t *testing.T, endpoint, prefix string, during func(id string)) func() int {
+	t.Helper()
+	ctx := context.Background()
+	first, held := prefix+"_first", prefix+"_held"
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var heldSeen int
+	rcv := newReceiver(t, nil)
+	rcv.setAnswer(func(n int, w http.ResponseWriter) {
+		switch id := rcv.requests()[n-1].Header.Get("webhook-id"); id {
+		case first:
+			<-release // holds the endpoint's only permit until the second is queued
+		case held:
+			mu.Lock()
+			heldSeen++
+			mu.Unlock()
+			during(id)
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	o := fast(3, time.Second)
+	o.MaxInFlight = 1
+	putEndpoint(t, endpoint, rcv.URL, o)
+	send := func(id string) {
+		t.Helper()
+		if _, err := shared.starter.Send(ctx, starter.Event{ID: id, EndpointID: endpoint, Type: "test.settle", Data: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(first)
+	eventually(t, "the first attempt to hold the permit", func() bool { return len(rcv.requests()) == 1 })
+	send(held)
+	waitState(t, held, herald.StateWaitingEndpoint)
+	close(release)
+	var st herald.Status
+	if err := shared.client.GetWorkflow(ctx, herald.DeliveryID(herald.DefaultTenant, held), "").Get(ctx, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != herald.StateDelivered {
+		t.Fatalf("%s: state %s, want delivered", held, st.State)
+	}
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return heldSeen
+	}
+}
