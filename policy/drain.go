@@ -96,11 +96,12 @@ func (g *Limiter) Drainable() bool {
 }
 
 // TickPasses is Tick for an endpoint that drains its queue through the workers' leases:
-// while the circuit is closed (and there is no rate limit, or the rate shares drain it) it takes waiters off the front
-// of the queue, in order, each with a pass (Grant.Pass, until PassTTL), as long as fewer
-// than its window of passes are out (passWindow); a drain starts (no pass out, none used
-// lately) only once a permit is free; otherwise (the probe, half-open attempts, a rate limit,
-// a disabled endpoint) it is Tick.
+// while the circuit is closed (and there is no rate limit, or the gates' rate shares drain
+// the queue: DrainRates) it takes waiters off the front of the queue, in order, each with a
+// pass (Grant.Pass, until PassTTL), as long as fewer than its window of passes are out
+// (passWindow); a drain starts (no pass out, none used lately) only once a permit is free;
+// otherwise (the probe, half-open attempts, a rate limit granted per waiter, a disabled
+// endpoint) it is Tick.
 func (g *Limiter) TickPasses(now time.Time) []Grant {
 	g.expirePasses(now)
 	if !g.Drainable() {

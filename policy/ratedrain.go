@@ -89,3 +89,12 @@ func (h *LocalLease) NextRateShare(now time.Time) time.Time {
 	}
 	return h.Rate.Held[i].Window
 }
+
+// RateDrainDue reports whether a limiter that leases rate budgets, and does not drain its
+// queue through them yet (DrainRates), has a queue that would drain now: some are queued,
+// the circuit is closed and the endpoint enabled. The endpoint workflow decides then
+// whether to drain it that way (a change of the commands it issues).
+func (g *Limiter) RateDrainDue() bool {
+	return g.Config.RateLimit > 0 && g.RateLeased && !g.RatePasses && len(g.Ledger.Waiting) > 0 &&
+		g.Disabled == nil && g.Breaker.State() == CircuitClosed
+}

@@ -99,8 +99,8 @@ func (w RateLent) held(holder string) int {
 // holder is lent at first no more than an even split (limit over the holders that want
 // some), or what the others do not want; a later renewal tops it up from what is left.
 // Nothing is lent while hold is set (a circuit not closed, or the endpoint's queue when it
-// is granted one by one, comes first). It returns every share the holder holds from the current window on, oldest
-// first.
+// is granted one by one, comes first). It returns every share the holder holds from the
+// current window on, oldest first.
 func (r *RateLedger) Lend(holder string, want, limit int, hold bool, now time.Time) []RateShare {
 	r.prune(now)
 	r.setWant(holder, want, now)
