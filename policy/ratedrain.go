@@ -98,3 +98,14 @@ func (g *Limiter) RateDrainDue() bool {
 	return g.Config.RateLimit > 0 && g.RateLeased && !g.RatePasses && len(g.Ledger.Waiting) > 0 &&
 		g.Disabled == nil && g.Breaker.State() == CircuitClosed
 }
+
+// AdmitWaiting admits, at now, an attempt that waits at the gate for room under the lease
+// (HoldLease: the endpoint has permits nobody holds): Admit, or at an endpoint that leases
+// rate budgets AdmitRate, which also takes a request of a share holding now and returns its
+// window (Admit alone never admits a rate-limited endpoint's attempt).
+func (h *LocalLease) AdmitWaiting(waiter string, now time.Time, leaseOpen, stopping bool) (time.Time, bool) {
+	if h.RateLeased() {
+		return h.AdmitRate(waiter, now, leaseOpen, stopping)
+	}
+	return time.Time{}, h.Admit(leaseOpen, stopping)
+}

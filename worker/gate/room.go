@@ -51,10 +51,12 @@ func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
 	}
 }
 
-// admitWaiting retries admission of an attempt that found no room while the endpoint has
-// some (policy.HoldLease): it asks for a renewal and waits for room, at most
-// policy.RoomWait. It returns nil when there was none in time: the caller's hold stands.
-func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry) *Admission {
+// admitWaiting retries admission of waiter's attempt that found no room while the endpoint
+// has some (policy.HoldLease): it asks for a renewal and waits for room, at most
+// policy.RoomWait. At an endpoint that leases rate budgets the attempt also takes a request
+// of a share holding now (policy.LocalLease.AdmitWaiting). It returns nil when there was
+// none in time: the caller's hold stands.
+func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *Admission {
 	deadline := time.Now().Add(policy.RoomWait)
 	e.mu.Lock()
 	e.h.Holding++
@@ -73,12 +75,14 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry) *Admission {
 			return nil
 		}
 		e.mu.Lock()
-		if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
-			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+		now := time.Now()
+		if w, ok := e.h.AdmitWaiting(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
+			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 			e.mu.Unlock()
 			return a
 		}
-		closedAndFree := e.h.Snapshot.Circuit == policy.CircuitClosed && !e.h.Tripped && e.h.Snapshot.Queue == 0
+		closedAndFree := e.h.Snapshot.Circuit == policy.CircuitClosed && !e.h.Tripped && e.h.Snapshot.Queue == 0 &&
+			(!e.h.RateLeased() || e.h.Rate.Has(now))
 		e.mu.Unlock()
 		if !closedAndFree {
 			return nil // the endpoint holds attempts back now: the hold stands

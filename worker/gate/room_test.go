@@ -118,3 +118,35 @@ func TestRatePassHolderWaitsForItsSecond(t *testing.T) {
 	}
 	g.Finish(context.Background(), a, delivered(time.Now()))
 }
+
+// An attempt to a rate-limited endpoint that leases budgets, which finds a share of its
+// second but no room under the lease while the endpoint has permits free
+// (policy.HoldLease), is admitted on the share once the renewal it asks for grows the
+// lease, within policy.RoomWait: no durable wait.
+func TestRateAttemptWaitsForTheLease(t *testing.T) {
+	v := closedView(2, 2, 5) // cap 2: no spare permits
+	v.Snapshot.RateLimit, v.Snapshot.RateLeased = 5, true
+	now := policy.WindowOf(time.Now())
+	var shares []policy.RateShare
+	for s := range 3 {
+		shares = append(shares, policy.RateShare{Window: now.Add(time.Duration(s) * policy.RateWindow), N: 5})
+	}
+	f := &fakeEndpoints{view: v, shares: shares}
+	g := newGate(f)
+	// The first attempt finds no share yet: booked, and a renewal asks for one.
+	if a, h, err := g.Acquire(context.Background(), "ep", "d1", nil); err != nil || a != nil || h == nil || h.RetryAt.IsZero() {
+		t.Fatalf("first attempt: %+v, %+v, %v; want booked", a, h, err)
+	}
+	eventuallyGate(t, "the shares", func() bool {
+		l := lease(g, "ep")
+		return len(l.Rate.Held) > 0 && !l.Renewing
+	})
+	a, h, err := g.Acquire(context.Background(), "ep", "d2", nil)
+	if err != nil || a == nil {
+		t.Fatalf("attempt with a share and no room: %+v, %+v, %v; want admitted once the lease grows", a, h, err)
+	}
+	if a.Window.IsZero() || a.Window.After(time.Now()) {
+		t.Fatalf("admitted for the second %s at %s: want the share's", a.Window, time.Now())
+	}
+	g.Finish(context.Background(), a, delivered(time.Now()))
+}
