@@ -76,25 +76,32 @@ func (u PassUse) rate(now time.Time) int {
 }
 
 // passWindow is how many passes may be out at now: PassWindow(cap), or twice what the gates
-// used in the last second if more, at most MaxPassWindow.
+// used in the last second if more, at most MaxPassWindow, and for a rate-limited endpoint
+// at most RatePassWindow.
 func (g *Limiter) passWindow(now time.Time) int {
-	return min(max(PassWindow(g.Cap()), 2*g.PassUse.rate(now)), MaxPassWindow)
+	w := min(max(PassWindow(g.Cap()), 2*g.PassUse.rate(now)), MaxPassWindow)
+	if g.Config.RateLimit > 0 {
+		w = min(w, RatePassWindow(g.Config.RateLimit))
+	}
+	return w
 }
 
 // Drainable reports whether queued waiters would be woken with passes (TickPasses) rather
 // than with permits of their own: some are queued, the circuit is closed, the endpoint is
-// enabled and has no rate limit (a rate-limited endpoint's attempts are each granted).
+// enabled and has no rate limit, or drains its rate-limited queue through the holders'
+// shares (DrainRates; otherwise each of a rate-limited endpoint's waiters is granted).
 func (g *Limiter) Drainable() bool {
-	return len(g.Ledger.Waiting) > 0 && g.Disabled == nil && g.Config.RateLimit == 0 &&
+	return len(g.Ledger.Waiting) > 0 && g.Disabled == nil && (g.Config.RateLimit == 0 || g.rateDrains()) &&
 		g.Breaker.State() == CircuitClosed
 }
 
 // TickPasses is Tick for an endpoint that drains its queue through the workers' leases:
-// while the circuit is closed (and there is no rate limit) it takes waiters off the front
-// of the queue, in order, each with a pass (Grant.Pass, until PassTTL), as long as fewer
-// than its window of passes are out (passWindow); a drain starts (no pass out, none used
-// lately) only once a permit is free; otherwise (the probe, half-open attempts, a rate limit,
-// a disabled endpoint) it is Tick.
+// while the circuit is closed (and there is no rate limit, or the gates' rate shares drain
+// the queue: DrainRates) it takes waiters off the front of the queue, in order, each with a
+// pass (Grant.Pass, until PassTTL), as long as fewer than its window of passes are out
+// (passWindow); a drain starts (no pass out, none used lately) only once a permit is free;
+// otherwise (the probe, half-open attempts, a rate limit granted per waiter, a disabled
+// endpoint) it is Tick.
 func (g *Limiter) TickPasses(now time.Time) []Grant {
 	g.expirePasses(now)
 	if !g.Drainable() {

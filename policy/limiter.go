@@ -96,6 +96,10 @@ type Limiter struct {
 	// RateBudget splits each window's requests among them and the queue.
 	RateLeased bool       `json:"rate_leased,omitempty"`
 	RateBudget RateLedger `json:"rate_budget,omitzero"`
+	// RatePasses is set, with RateLeased, when the limiter drains its queue through the
+	// holders' rate shares (DrainRates, ratedrain.go): queued waiters are woken with passes
+	// and the holders keep being lent shares while some wait.
+	RatePasses bool `json:"rate_passes,omitempty"`
 	// Disabled is set while the endpoint is disabled: it receives nothing.
 	Disabled *Disablement `json:"disabled,omitempty"`
 	// FailingSince is when the current spell of failures began (zero after a success).
@@ -477,7 +481,7 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 	}
 	if len(g.Ledger.Waiting) > 0 && g.Disabled != nil {
 		take(now) // the waiters left are sent away at the next tick
-	} else if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.rateOpen(now) {
+	} else if len(g.Ledger.Waiting) > 0 && g.Breaker.State() == CircuitClosed && !g.rateDrains() && !g.rateOpen(now) {
 		take(g.nextRateOpen(now)) // waiters held back by the rate limit: the next window's grants
 	}
 	if len(g.Ledger.Waiting) > 0 && g.Disabled == nil {

@@ -98,9 +98,9 @@ func (w RateLent) held(holder string) int {
 // that many of each, from what is left under limit. While others want a share too, a
 // holder is lent at first no more than an even split (limit over the holders that want
 // some), or what the others do not want; a later renewal tops it up from what is left.
-// Nothing is lent while hold is set (the endpoint's queue, or a circuit not closed, comes
-// first). It returns every share the holder holds from the current window on, oldest
-// first.
+// Nothing is lent while hold is set (a circuit not closed, or the endpoint's queue when it
+// is granted one by one, comes first). It returns every share the holder holds from the
+// current window on, oldest first.
 func (r *RateLedger) Lend(holder string, want, limit int, hold bool, now time.Time) []RateShare {
 	r.prune(now)
 	r.setWant(holder, want, now)
@@ -430,10 +430,7 @@ func (r *LocalRate) Book(limit int, waiter string, now time.Time) time.Time {
 // windows used, at most limit.
 func (r *LocalRate) Want(limit int, now time.Time) int {
 	r.prune(now)
-	pending := 0
-	for _, b := range r.Booked {
-		pending += b.N
-	}
+	pending := r.pending()
 	used := 0
 	cur := WindowOf(now)
 	for _, l := range r.Held {
@@ -442,6 +439,15 @@ func (r *LocalRate) Want(limit int, now time.Time) int {
 		}
 	}
 	return min(max(pending, 2*used), max(limit, 0))
+}
+
+// pending is how many attempts are booked for the coming windows.
+func (r *LocalRate) pending() int {
+	n := 0
+	for _, b := range r.Booked {
+		n += b.N
+	}
+	return n
 }
 
 // Holding reports whether the gate has anything to keep at now: shares of coming windows,
@@ -474,9 +480,12 @@ func (h *LocalLease) RateLeased() bool {
 // budgets: what Admit asks (a permit, the circuit closed) and a request of a share holding
 // now. It returns the window the attempt's request must start in (InWindow). A booked
 // waiter's return tells how late bookings come back (LocalRate.Back).
+//
+// While the endpoint's queue drains through the shares (RateQueued), an attempt that holds
+// no pass is not admitted: the shares go to the queue first (AdmitRatePass).
 func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping bool) (time.Time, bool) {
 	h.Rate.Back(waiter, now)
-	if !h.RateLeased() || !h.Rate.Has(now) || !h.admitRoom(leaseOpen, stopping) {
+	if !h.RateLeased() || h.RateQueued() || !h.Rate.Has(now) || !h.admitRoom(leaseOpen, stopping) {
 		return time.Time{}, false
 	}
 	return h.Rate.Take(now)
@@ -484,10 +493,12 @@ func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping
 
 // HoldRate says what an attempt that AdmitRate turned away does: what Hold says when the
 // breaker, the queue or the cap holds it back or a share is held now (the cap's lease is
-// what it waits for), or else HoldBooked, coming back at the returned time (Book).
+// what it waits for), or else HoldBooked, coming back at the returned time (Book). A
+// share held now that this gate's pass-holders wait for (RateQueued with nobody queued)
+// is theirs: the attempt is booked.
 func (h *LocalLease) HoldRate(waiter string, now time.Time) (HoldKind, time.Time) {
 	s := h.Snapshot
-	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || h.Rate.Has(now) {
+	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || (h.Rate.Has(now) && !h.RateQueued()) {
 		return h.Hold(), time.Time{}
 	}
 	return HoldBooked, h.Rate.Book(s.RateLimit, waiter, now)
@@ -495,11 +506,19 @@ func (h *LocalLease) HoldRate(waiter string, now time.Time) (HoldKind, time.Time
 
 // RateWant is what a renewal asks of the rate budget at now (LocalRate.Want); 0 for an
 // endpoint that does not lease budgets, or while stopping.
+//
+// The pass-holders waiting at the gate for a share (Passing) are asked for too, on top of
+// the attempts booked.
 func (h *LocalLease) RateWant(stopping bool, now time.Time) int {
 	if !h.RateLeased() || stopping {
 		return 0
 	}
-	return h.Rate.Want(h.Snapshot.RateLimit, now)
+	limit := h.Snapshot.RateLimit
+	want := h.Rate.Want(limit, now)
+	if h.Passing > 0 {
+		want = min(max(want, h.Rate.pending()+h.Passing), max(limit, 0))
+	}
+	return want
 }
 
 // RateAction adjusts the periodic pass's action (Background) for an endpoint that leases
@@ -529,12 +548,14 @@ func (g *Limiter) LeaseRates() {
 }
 
 // lendRate lends holder r its shares of the coming windows, for a limiter that leases rate
-// budgets; nothing new while the circuit is not closed or others are queued.
+// budgets; nothing new while the circuit is not closed, nor while others are queued unless
+// the queue drains through the shares (DrainRates).
 func (g *Limiter) lendRate(now time.Time, r LeaseRequest, closed bool) []RateShare {
 	if !g.RateLeased || g.Config.RateLimit <= 0 {
 		return nil
 	}
-	return g.RateBudget.Lend(r.Holder, r.RateWant, g.Config.RateLimit, !closed || len(g.Ledger.Waiting) > 0, now)
+	hold := !closed || (len(g.Ledger.Waiting) > 0 && !g.RatePasses)
+	return g.RateBudget.Lend(r.Holder, r.RateWant, g.Config.RateLimit, hold, now)
 }
 
 // rateExpect is what holder may expect of a window not lent yet at now (RateLedger.Expect).

@@ -220,7 +220,8 @@ func (q *rmQueue) Pop() any {
 // at any phase of the second, booked attempts whose timers fire up to 300 ms late and may
 // come back to another gate, and the limiter continuing as new through JSON. In every
 // aligned second, the attempts admitted by all gates stay within the limit, and every
-// delivery is admitted in the end.
+// delivery is admitted in the end. Its attempts never fill the cap, so the endpoint's queue
+// never forms here: TestRateQueueModel (ratedrain_test.go) adds it.
 func TestRateBudgetModel(t *testing.T) {
 	slowest, sum, slowSeed := 0.0, 0.0, int64(0) // runs' lengths over deliveries/limit seconds
 	defer func() {

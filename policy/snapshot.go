@@ -75,6 +75,10 @@ type Snapshot struct {
 	// (Limiter.RateLeased): a gate admits attempts against the shares it holds (LocalRate).
 	// Without it, each attempt waits for a grant of its own.
 	RateLeased bool `json:"rate_leased,omitempty"`
+	// RatePasses, with RateLeased, says the limiter drains its queue through the gates'
+	// rate shares (Limiter.DrainRates): while some are queued, a gate's shares go to
+	// pass-holders first (LocalLease.RateQueued).
+	RatePasses bool `json:"rate_passes,omitempty"`
 	// Reason says why attempts wait now (empty while they need not); RetryAt is when the
 	// next probe is due, for an open circuit.
 	Reason  string    `json:"reason,omitempty"`
@@ -107,6 +111,7 @@ func (g *Limiter) Snapshot(now time.Time) Snapshot {
 		RateLimit: g.Config.RateLimit,
 	}
 	s.RateLeased = g.RateLeased && s.RateLimit > 0
+	s.RatePasses = s.RateLeased && g.RatePasses
 	if t, ok := g.Breaker.Ticket(); ok {
 		s.Ticket = t
 	}

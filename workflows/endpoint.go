@@ -114,6 +114,9 @@ type endpointRun struct {
 	probing bool
 	// passesAsked and passes: whether this run drains its queue with passes (endpoint_drain.go).
 	passesAsked, passes bool
+	// rateDrainAsked: whether this run asked if its rate-limited queue drains through the
+	// gates' shares (endpoint_ratelease.go).
+	rateDrainAsked bool
 }
 
 // admission answers a gate's snapshot query: the configuration, and what the limiter

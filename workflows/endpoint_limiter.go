@@ -65,6 +65,7 @@ func (l *limiterLoop) run(ctx workflow.Context) error {
 	for {
 		now := workflow.Now(ctx)
 		e.leaseRates(ctx)
+		e.drainRates(ctx)
 		l.tick(ctx, now)
 		l.timer.set(ctx, l.nextDeadline(now), now)
 
@@ -270,6 +271,7 @@ func (e *endpointRun) validateLease(ctx workflow.Context, req herald.LeaseReques
 func (e *endpointRun) lease(ctx workflow.Context, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	now := workflow.Now(ctx)
 	e.leaseRates(ctx)
+	e.drainRates(ctx)
 	r := e.in.Limiter.Lease(now, e.leaseRequest(ctx, req))
 	e.dirty = true
 	return herald.LeaseReply{

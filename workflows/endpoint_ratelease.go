@@ -19,3 +19,23 @@ func (e *endpointRun) leaseRates(ctx workflow.Context) {
 		e.dirty = true
 	}
 }
+
+// drainRates makes a rate-leased limiter drain its queue through the gates' rate shares
+// from now on (policy.Limiter.DrainRates; versionRateQueuePasses): queued waiters woken
+// with passes that the gates admit against their shares, and shares lent while some are
+// queued, instead of a request of the queue's own budget granted to each. Asked once per
+// run, the first time it matters (policy.Limiter.RateDrainDue: a queue while the circuit is
+// closed), before a pass of the loop or a lease renewal; only a run that drains with
+// passes (versionDrainPasses) takes it. The limiter keeps the choice across
+// continue-as-new.
+func (e *endpointRun) drainRates(ctx workflow.Context) {
+	g := e.in.Limiter
+	if g == nil || e.rateDrainAsked || !g.RateDrainDue() {
+		return
+	}
+	e.rateDrainAsked = true
+	if workflow.GetVersion(ctx, versionRateQueuePasses, workflow.DefaultVersion, 1) == 1 && e.drainPasses(ctx) {
+		g.DrainRates()
+		e.dirty = true
+	}
+}

@@ -162,4 +162,19 @@ const (
 	// delivery_ordered_waited.json and delivery_held_delivered_before_settle.json, among
 	// others); delivery_held_delivered.json takes the new one (TestRecordSettleHistory).
 	versionSettleAttempt = "settle-attempt"
+	// versionRateQueuePasses (2026-12-02, issue 24): a rate-limited endpoint whose limiter
+	// leases rate budgets drains its queue, while the circuit is closed, through the gates'
+	// shares (policy.Limiter.DrainRates): queued waiters are woken with passes
+	// (policy.Limiter.TickPasses, at most policy.RatePassWindow at once) that their gate
+	// admits against its share of the second (policy.LocalLease.AdmitPass), and the gates
+	// keep being lent shares while some are queued; before, the limiter lent nothing new
+	// while any waited and granted each queued waiter a request of its own budget
+	// (RateLedger.TakeOwn), at the pace of its own workflow tasks. Asked once per run, the
+	// first time a queue forms while the circuit is closed (policy.Limiter.RateDrainDue);
+	// the new branch also asks versionDrainPasses there. Every history recorded before it
+	// carries no marker and takes the old branch;
+	// tests/testdata/histories/endpoint_rate_queue_before_rate_queue_passes.json is one that
+	// reaches it (a queue drained by grants after the circuit was closed by hand), and
+	// endpoint_rate_queue.json takes the new one (TestRecordRateQueueHistory).
+	versionRateQueuePasses = "rate-queue-passes"
 )

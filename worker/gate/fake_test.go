@@ -17,11 +17,13 @@ import (
 // view's free permits are then what the cap leaves) and records every call. A test that must see a lease in flight sets hold: each lease then
 // waits for a reply (or its context) on it.
 type fakeEndpoints struct {
-	mu       sync.Mutex
-	view     herald.AdmissionView
-	viewErr  error
-	reads    int
-	grant    int // the most permits a lease gets; 0: what it asks for
+	mu      sync.Mutex
+	view    herald.AdmissionView
+	viewErr error
+	reads   int
+	grant   int // the most permits a lease gets; 0: what it asks for
+	// shares are the rate shares every lease reply carries (a rate-leased endpoint).
+	shares   []policy.RateShare
 	leases   []herald.LeaseRequest
 	waits    [][]string
 	dones    [][]herald.Done
@@ -87,7 +89,7 @@ func (f *fakeEndpoints) Lease(ctx context.Context, id string, req herald.LeaseRe
 	snap := f.view.Snapshot
 	ep := f.view.Endpoint
 	ep.ID = id
-	return herald.LeaseReply{LeaseReply: policy.LeaseReply{Permits: permits}, Endpoint: ep, Snapshot: snap}, nil
+	return herald.LeaseReply{LeaseReply: policy.LeaseReply{Permits: permits, Rate: f.shares}, Endpoint: ep, Snapshot: snap}, nil
 }
 
 func (f *fakeEndpoints) Wait(ctx context.Context, id string, waiters []string) error {

@@ -186,7 +186,7 @@ func (g *Gate) hold(ctx context.Context, e *gateEntry, waiter string, kind polic
 	case policy.HoldDisabled:
 		return nil, disabledHold(snap), nil
 	case policy.HoldLease:
-		if a := g.admitWaiting(ctx, e); a != nil {
+		if a := g.admitWaiting(ctx, e, waiter); a != nil {
 			return a, nil, nil
 		}
 		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: herald.Duration(g.every)}, nil

@@ -51,10 +51,12 @@ func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
 	}
 }
 
-// admitWaiting retries admission of an attempt that found no room while the endpoint has
-// some (policy.HoldLease): it asks for a renewal and waits for room, at most
-// policy.RoomWait. It returns nil when there was none in time: the caller's hold stands.
-func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry) *Admission {
+// admitWaiting retries admission of waiter's attempt that found no room while the endpoint
+// has some (policy.HoldLease): it asks for a renewal and waits for room, at most
+// policy.RoomWait. At an endpoint that leases rate budgets the attempt also takes a request
+// of a share holding now (policy.LocalLease.AdmitWaiting). It returns nil when there was
+// none in time: the caller's hold stands.
+func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *Admission {
 	deadline := time.Now().Add(policy.RoomWait)
 	e.mu.Lock()
 	e.h.Holding++
@@ -73,12 +75,14 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry) *Admission {
 			return nil
 		}
 		e.mu.Lock()
-		if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
-			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+		now := time.Now()
+		if w, ok := e.h.AdmitWaiting(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
+			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 			e.mu.Unlock()
 			return a
 		}
-		closedAndFree := e.h.Snapshot.Circuit == policy.CircuitClosed && !e.h.Tripped && e.h.Snapshot.Queue == 0
+		closedAndFree := e.h.Snapshot.Circuit == policy.CircuitClosed && !e.h.Tripped && e.h.Snapshot.Queue == 0 &&
+			(!e.h.RateLeased() || e.h.Rate.Has(now))
 		e.mu.Unlock()
 		if !closedAndFree {
 			return nil // the endpoint holds attempts back now: the hold stands
@@ -88,8 +92,11 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry) *Admission {
 
 // acquirePass admits a pass-holder (permit.Pass) under the lease, ahead of the endpoint's
 // queue, waiting for room at most policy.RoomWait; the pass is reported used with the
-// next renewal. Without room in time, or if the endpoint holds attempts back now (the
-// circuit opened again), it queues the waiter again.
+// next renewal. At a rate-limited endpoint that drains its queue through the rate shares,
+// it also takes a request of a share holding now (policy.LocalLease.AdmitPass), waiting
+// for the next second this gate holds a share of if it has none left now. Without room in
+// time, or if the endpoint holds attempts back now (the circuit opened again), it queues
+// the waiter again.
 func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*Admission, *herald.Hold, error) {
 	deadline := time.Now().Add(policy.RoomWait)
 	e.mu.Lock()
@@ -99,18 +106,24 @@ func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*A
 	kicked, refreshed := false, false
 	for {
 		e.mu.Lock()
-		if e.h.Admit(time.Now().Before(e.until), e.stopping.Load()) {
+		now := time.Now()
+		if w, ok := e.h.AdmitPass(now, now.Before(e.until), e.stopping.Load()); ok {
 			e.h.Holding--
 			e.h.Passing--
 			e.h.Passed++
 			e.passed = append(e.passed, waiter)
-			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, entry: e}
+			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 			e.mu.Unlock()
 			g.kick(e) // report the pass: its place in the window comes free
 			return a, nil, nil
 		}
 		snap, tripped := e.h.Snapshot, e.h.Tripped
 		ch := e.changedLocked()
+		// A share of a coming second: look again as it begins, if before the deadline.
+		wake := deadline
+		if next := e.h.NextRateShare(now); !next.IsZero() && next.Before(wake) {
+			wake = next
+		}
 		e.mu.Unlock()
 		held := snap.Disabled || tripped || snap.Circuit != policy.CircuitClosed
 		if held && !refreshed && !tripped {
@@ -128,23 +141,24 @@ func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*A
 			kicked = true
 			g.kick(e) // a renewal that says this worker's pass-holders wait for room
 		}
-		if held || !awaitRoom(ctx, ch, deadline) {
-			e.mu.Lock()
-			e.h.Holding--
-			e.h.Passing--
-			e.mu.Unlock()
-			if snap.Disabled {
-				return nil, disabledHold(snap), nil
-			}
-			reason := snap.Reason
-			if !held {
-				reason = fmt.Sprintf("woken from the endpoint's queue, but this worker's lease had no room within %s", policy.RoomWait)
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			// Waiting again takes the pass back (policy.Limiter.Wait).
-			return nil, g.wait(ctx, e, waiter, snap, reason), nil
+		if !held && (awaitRoom(ctx, ch, wake) || (ctx.Err() == nil && time.Now().Before(deadline))) {
+			continue // a change, or the second of a share has begun
 		}
+		e.mu.Lock()
+		e.h.Holding--
+		e.h.Passing--
+		e.mu.Unlock()
+		if snap.Disabled {
+			return nil, disabledHold(snap), nil
+		}
+		reason := snap.Reason
+		if !held {
+			reason = fmt.Sprintf("woken from the endpoint's queue, but this worker's lease (or rate share) had no room within %s", policy.RoomWait)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		// Waiting again takes the pass back (policy.Limiter.Wait).
+		return nil, g.wait(ctx, e, waiter, snap, reason), nil
 	}
 }

@@ -85,3 +85,68 @@ func TestPassHolderWithoutRoomQueuesAgain(t *testing.T) {
 		t.Fatalf("waits %v, want d1 queued again", f.waits)
 	}
 }
+
+// At a rate-limited endpoint that drains its queue through the gates' rate shares, a
+// pass-holder with no share now waits at the gate for the second its renewal is lent a
+// share of, and is admitted in it; an attempt without a pass is not admitted on that share
+// while others are queued: it joins the queue.
+func TestRatePassHolderWaitsForItsSecond(t *testing.T) {
+	v := closedView(4, 4, 5)
+	v.Snapshot.Queue = 10
+	v.Snapshot.RateLimit, v.Snapshot.RateLeased, v.Snapshot.RatePasses = 5, true, true
+	next := policy.WindowOf(time.Now()).Add(policy.RateWindow)
+	f := &fakeEndpoints{view: v, shares: []policy.RateShare{{Window: next, N: 1}, {Window: next.Add(policy.RateWindow), N: 1}}}
+	g := newGate(f)
+	pass := &policy.Grant{Waiter: "d1", Pass: true, Until: time.Now().Add(policy.PassTTL)}
+	a, h, err := g.Acquire(context.Background(), "ep", "d1", pass)
+	if err != nil || a == nil {
+		t.Fatalf("pass-holder: %+v, %+v, %v; want admitted in the next second", a, h, err)
+	}
+	if now := time.Now(); !a.Window.Equal(policy.WindowOf(now)) || !policy.InWindow(a.Window, now) || a.Window.Before(next) {
+		t.Fatalf("admitted at %s for the second %s, want within a share's second from %s", now, a.Window, next)
+	}
+	f.mu.Lock()
+	first := f.leases[0]
+	f.mu.Unlock()
+	if first.Passing != 1 || first.RateWant < 1 {
+		t.Fatalf("renewal %+v: want the pass-holder waiting and a share asked for it", first)
+	}
+	// Another share is held (the second after), but the queue goes first.
+	b, hold, err := g.Acquire(context.Background(), "ep", "d2", nil)
+	if err != nil || b != nil || hold == nil || !hold.Queued {
+		t.Fatalf("attempt without a pass: %+v, %+v, %v; want queued behind the others", b, hold, err)
+	}
+	g.Finish(context.Background(), a, delivered(time.Now()))
+}
+
+// An attempt to a rate-limited endpoint that leases budgets, which finds a share of its
+// second but no room under the lease while the endpoint has permits free
+// (policy.HoldLease), is admitted on the share once the renewal it asks for grows the
+// lease, within policy.RoomWait: no durable wait.
+func TestRateAttemptWaitsForTheLease(t *testing.T) {
+	v := closedView(2, 2, 5) // cap 2: no spare permits
+	v.Snapshot.RateLimit, v.Snapshot.RateLeased = 5, true
+	now := policy.WindowOf(time.Now())
+	var shares []policy.RateShare
+	for s := range 3 {
+		shares = append(shares, policy.RateShare{Window: now.Add(time.Duration(s) * policy.RateWindow), N: 5})
+	}
+	f := &fakeEndpoints{view: v, shares: shares}
+	g := newGate(f)
+	// The first attempt finds no share yet: booked, and a renewal asks for one.
+	if a, h, err := g.Acquire(context.Background(), "ep", "d1", nil); err != nil || a != nil || h == nil || h.RetryAt.IsZero() {
+		t.Fatalf("first attempt: %+v, %+v, %v; want booked", a, h, err)
+	}
+	eventuallyGate(t, "the shares", func() bool {
+		l := lease(g, "ep")
+		return len(l.Rate.Held) > 0 && !l.Renewing
+	})
+	a, h, err := g.Acquire(context.Background(), "ep", "d2", nil)
+	if err != nil || a == nil {
+		t.Fatalf("attempt with a share and no room: %+v, %+v, %v; want admitted once the lease grows", a, h, err)
+	}
+	if a.Window.IsZero() || a.Window.After(time.Now()) {
+		t.Fatalf("admitted for the second %s at %s: want the share's", a.Window, time.Now())
+	}
+	g.Finish(context.Background(), a, delivered(time.Now()))
+}
