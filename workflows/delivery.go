@@ -56,8 +56,10 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 		d.awaitTurnPassing(ctx)
 		d.releaseTurn(ctx, string(st.State))
 	}
-	d.orderingSettle(ctx)
+	// Settle before the ordering does: a successor's signal that comes during the settle
+	// timer is handed the turn, and orderingSettle waits for that.
 	d.settleAttempt(ctx)
+	d.orderingSettle(ctx)
 	return st, err
 }
 
@@ -495,4 +497,14 @@ func (d *delivery) settleAttempt(ctx workflow.Context) {
 	_ = workflow.NewTimerWithOptions(ctx, settleDelay, workflow.TimerOptions{
 		Summary: "the attempt's result is recorded before the delivery completes",
 	}).Get(ctx, nil)
+	// A successor's ordering signal that came in the same task as the timer was handed
+	// straight to the ordering's receiving coroutine, which has not run yet, so the queue
+	// looks empty: yield once, so that it runs and sends the turn that orderingSettle then
+	// waits for (without this the delivery completed first and the key stalled).
+	yielded := false
+	_ = workflow.Await(ctx, func() bool {
+		done := yielded
+		yielded = true
+		return done
+	})
 }
