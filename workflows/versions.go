@@ -151,16 +151,16 @@ const (
 	// tests/testdata/histories/endpoint_drain_before_passes.json; endpoint_drain.json
 	// takes the new one (TestRecordDrainHistory).
 	versionDrainPasses = "drain-passes"
-	// versionSettleAttempt (2026-12-02, issue 27): a delivery that waited for its endpoint,
-	// or has an ordering key, and is about to complete in the workflow task that ran its
-	// last attempt, first ends that task with a 1 ms timer (delivery.settleAttempt). A
-	// signal that came during that task (a late or duplicated permit, a successor's ordering
-	// signal) made the server refuse the completion (UnhandledCommand), which dropped the
-	// attempt's local-activity result, and the request was sent again: the chaos run's
-	// unexplained repeats. Asked only there. The histories recorded before take the old
-	// branch (delivery_held_by_breaker.json, delivery_rate_limited.json,
-	// delivery_ordered_waited.json and delivery_held_delivered_before_settle.json, among
-	// others); delivery_held_delivered.json takes the new one (TestRecordSettleHistory).
+	// versionSettleAttempt (2026-12-02, issue 27): a delivery that waited for its endpoint
+	// and is about to complete in the workflow task that ran its last attempt first ends
+	// that task with a 1 ms timer (delivery.settleAttempt; the server fires it up to a
+	// second later). A signal that came during that task (a late or duplicated permit) made
+	// the server refuse the completion (UnhandledCommand), which dropped the attempt's
+	// local-activity result, and the request was sent again: the chaos run's unexplained
+	// repeats. Asked only there. The histories recorded before take the old branch
+	// (delivery_held_by_breaker.json, delivery_rate_limited.json and
+	// delivery_held_delivered_before_settle.json, among others); delivery_held_delivered.json
+	// takes the new one (TestRecordSettleHistory).
 	versionSettleAttempt = "settle-attempt"
 	// versionRateQueuePasses (2026-12-02, issue 24): a rate-limited endpoint whose limiter
 	// leases rate budgets drains its queue, while the circuit is closed, through the gates'
