@@ -109,3 +109,12 @@ func (h *LocalLease) AdmitWaiting(waiter string, now time.Time, leaseOpen, stopp
 	}
 	return time.Time{}, h.Admit(leaseOpen, stopping)
 }
+
+// RoomMayCome reports whether an attempt that found no room under the lease at now should
+// keep waiting for the renewal it asked for (policy.RoomWait): the circuit is closed, no
+// trip is on its way, nobody is queued, and at a rate-leased endpoint a share of this
+// second is held. Otherwise the endpoint holds attempts back and the hold stands.
+func (h *LocalLease) RoomMayCome(now time.Time) bool {
+	return h.Snapshot.Circuit == CircuitClosed && !h.Tripped && h.Snapshot.Queue == 0 &&
+		(!h.RateLeased() || h.Rate.Has(now))
+}

@@ -81,10 +81,9 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 			e.mu.Unlock()
 			return a
 		}
-		closedAndFree := e.h.Snapshot.Circuit == policy.CircuitClosed && !e.h.Tripped && e.h.Snapshot.Queue == 0 &&
-			(!e.h.RateLeased() || e.h.Rate.Has(now))
+		mayCome := e.h.RoomMayCome(now)
 		e.mu.Unlock()
-		if !closedAndFree {
+		if !mayCome {
 			return nil // the endpoint holds attempts back now: the hold stands
 		}
 	}
