@@ -169,6 +169,24 @@ func sendDone(t *testing.T, env *testsuite.TestWorkflowEnvironment, rec *guardRe
 	}})
 }
 
+// byInstant returns the permit signals ordered by when they were sent and, among those sent
+// at the same instant, by waiter (shorter ids first, so evt_w9 comes before evt_w10). The test
+// environment runs each signal's mock in its own goroutine, so signals sent in one workflow
+// task are recorded in any order; only their instant and their set are the workflow's.
+func byInstant(got []permitSignal) []permitSignal {
+	g := slices.Clone(got)
+	sort.SliceStable(g, func(i, j int) bool {
+		if !g[i].At.Equal(g[j].At) {
+			return g[i].At.Before(g[j].At)
+		}
+		if len(g[i].Waiter) != len(g[j].Waiter) {
+			return len(g[i].Waiter) < len(g[j].Waiter)
+		}
+		return g[i].Waiter < g[j].Waiter
+	})
+	return g
+}
+
 // wantSignals checks the permit signals sent: to whom, when, and with which kind of ticket.
 // Signals sent at the same instant may be recorded in any order.
 func wantSignals(t *testing.T, got []permitSignal, want []permitSignal, kinds []policy.TicketKind) {
@@ -180,13 +198,7 @@ func wantSignals(t *testing.T, got []permitSignal, want []permitSignal, kinds []
 		}
 		return s
 	}
-	g := slices.Clone(got)
-	sort.SliceStable(g, func(i, j int) bool {
-		if !g[i].At.Equal(g[j].At) {
-			return g[i].At.Before(g[j].At)
-		}
-		return g[i].Waiter < g[j].Waiter
-	})
+	g := byInstant(got)
 	if gs, ws := norm(g), norm(want); !slices.Equal(gs, ws) {
 		t.Errorf("permit signals\n got %v\nwant %v", gs, ws)
 		return
