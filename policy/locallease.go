@@ -275,6 +275,24 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 // endpoint's pass window). Renew at once then (when no renewal is in flight).
 func (h *LocalLease) Waiting() bool { return h.Holding > 0 || h.Passed > 0 }
 
+// MaxHolding bounds the attempts without a pass that one gate keeps waiting for room at one
+// endpoint inside their activities (HoldLease, at most RoomWait each): the endpoint's cap
+// (at least 1). More than the cap could not all run when room comes anyway; the others
+// wait on a durable timer of one renewal interval, so one hot endpoint cannot take all of a
+// worker's local-activity slots for its waits. Pass-holders are bounded by the pass window.
+func MaxHolding(capNow int) int { return max(capNow, 1) }
+
+// StartHolding counts one more attempt waiting at the gate for room (Holding) and reports
+// true, unless MaxHolding attempts without a pass wait already: then the attempt does not
+// wait here (its hold stands).
+func (h *LocalLease) StartHolding() bool {
+	if h.Holding-h.Passing >= MaxHolding(h.Snapshot.Cap) {
+		return false
+	}
+	h.Holding++
+	return true
+}
+
 // MaxUntold is how many outcomes a gate keeps before it reports them anyway.
 const MaxUntold = 64
 

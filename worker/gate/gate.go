@@ -36,7 +36,9 @@ type Gate struct {
 	holder  string
 	every   time.Duration
 	timeout func(herald.Endpoint) time.Duration
-	log     *slog.Logger
+	// roomWait is how long an attempt waits here for room (policy.RoomWait; tests lengthen it).
+	roomWait time.Duration
+	log      *slog.Logger
 	// stopping: the worker is shutting down; admit nothing more.
 	stopping atomic.Bool
 
@@ -92,7 +94,7 @@ func New(c Endpoints, every time.Duration, timeout func(herald.Endpoint) time.Du
 	}
 	host, _ := os.Hostname()
 	return &Gate{
-		calls: c, every: every, timeout: timeout, log: log,
+		calls: c, every: every, timeout: timeout, log: log, roomWait: policy.RoomWait,
 		holder:  fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
 		entries: map[string]*gateEntry{}, counts: map[string]*herald.Report{},
 	}

@@ -53,13 +53,18 @@ func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
 
 // admitWaiting retries admission of waiter's attempt that found no room while the endpoint
 // has some (policy.HoldLease): it asks for a renewal and waits for room, at most
-// policy.RoomWait. At an endpoint that leases rate budgets the attempt also takes a request
-// of a share holding now (policy.LocalLease.AdmitWaiting). It returns nil when there was
-// none in time: the caller's hold stands.
+// policy.RoomWait, unless policy.MaxHolding attempts wait already. At an endpoint that
+// leases rate budgets the attempt also takes a request of a share holding now
+// (policy.LocalLease.AdmitWaiting). It returns nil when there was none in time: the
+// caller's hold stands.
 func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *Admission {
-	deadline := time.Now().Add(policy.RoomWait)
+	deadline := time.Now().Add(g.roomWait)
 	e.mu.Lock()
-	e.h.Holding++
+	if !e.h.StartHolding() {
+		e.mu.Unlock()
+		g.kick(e) // the renewal asks for the demand of those that do not wait here
+		return nil
+	}
 	e.mu.Unlock()
 	g.kick(e)
 	defer func() {
@@ -97,7 +102,7 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 // time, or if the endpoint holds attempts back now (the circuit opened again), it queues
 // the waiter again.
 func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*Admission, *herald.Hold, error) {
-	deadline := time.Now().Add(policy.RoomWait)
+	deadline := time.Now().Add(g.roomWait)
 	e.mu.Lock()
 	e.h.Holding++
 	e.h.Passing++
@@ -152,7 +157,7 @@ func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*A
 		}
 		reason := snap.Reason
 		if !held {
-			reason = fmt.Sprintf("woken from the endpoint's queue, but this worker's lease (or rate share) had no room within %s", policy.RoomWait)
+			reason = fmt.Sprintf("woken from the endpoint's queue, but this worker's lease (or rate share) had no room within %s", g.roomWait)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -149,4 +150,61 @@ func TestRateAttemptWaitsForTheLease(t *testing.T) {
 		t.Fatalf("admitted for the second %s at %s: want the share's", a.Window, time.Now())
 	}
 	g.Finish(context.Background(), a, delivered(time.Now()))
+}
+
+// More attempts than the endpoint's cap find no room under the lease while the endpoint has
+// some (policy.HoldLease): at most the cap of them wait inside their activities for the
+// renewal; the others get their brief durable hold at once, and a renewal asks for all of
+// them.
+func TestHoldingBoundedByCap(t *testing.T) {
+	const capNow, attempts = 4, 10
+	f := &fakeEndpoints{view: closedView(capNow, capNow, 5), hold: make(chan *leaseAnswer)} // renewals never answer
+	g := newGate(f)
+	g.roomWait = time.Hour // those that wait, wait until the test ends them
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	spare, _, err := g.Acquire(ctx, "ep", "d0", nil) // the one spare permit (policy.SparePermits)
+	if err != nil || spare == nil {
+		t.Fatalf("first attempt: %+v, %v; want admitted on the spare permit", spare, err)
+	}
+	type result struct {
+		a *Admission
+		h *herald.Hold
+	}
+	results := make(chan result, attempts)
+	for i := range attempts {
+		go func() {
+			a, h, _ := g.Acquire(ctx, "ep", fmt.Sprintf("d%d", i+1), nil)
+			results <- result{a, h}
+		}()
+	}
+	for range attempts - policy.MaxHolding(capNow) {
+		var r result
+		select {
+		case r = <-results:
+		case <-time.After(time.Minute): // they wait for an hour if nothing bounds them
+			t.Fatalf("%d attempts waited at the gate, want at most the cap %d", lease(g, "ep").Holding, capNow)
+		}
+		if r.a != nil || r.h == nil || !r.h.Brief || r.h.Queued {
+			t.Fatalf("attempt beyond the cap: %+v, %+v; want a brief durable hold", r.a, r.h)
+		}
+	}
+	if l := lease(g, "ep"); l.Holding != policy.MaxHolding(capNow) {
+		t.Fatalf("holding %d; want %d waiting at the gate", l.Holding, policy.MaxHolding(capNow))
+	}
+	select {
+	case r := <-results:
+		t.Fatalf("an attempt within the cap stopped waiting: %+v, %+v", r.a, r.h)
+	default:
+	}
+	cancel()
+	for range policy.MaxHolding(capNow) {
+		if r := <-results; r.a != nil {
+			t.Fatalf("waiting attempt admitted without room: %+v", r.a)
+		}
+	}
+	if l := lease(g, "ep"); l.Holding != 0 {
+		t.Fatalf("holding %d after the waits ended, want 0", l.Holding)
+	}
+	g.Finish(context.Background(), spare, delivered(time.Now()))
 }
