@@ -45,10 +45,11 @@ const (
 	Scale      = "scale"
 	Ordered    = "ordered"
 	RateLimit  = "ratelimit"
+	Hot        = "hot"
 )
 
 // Scenarios lists every scenario, in the order Run runs them.
-var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale, Ordered, RateLimit}
+var Scenarios = []string{Throughput, Cost, Storm, Isolation, Cap, Breaker, Backlog, Scale, Ordered, RateLimit, Hot}
 
 // DefaultScenarios are the scenarios Run runs when Config.Scenarios is empty: all but
 // scale, whose default size takes as long as 100,000 registrations do, and ordered
@@ -156,6 +157,11 @@ type Config struct {
 	RateEvents int `json:"rate_events"`
 	RateHogs   int `json:"rate_hogs"`
 
+	// HotEvents go from Senders concurrent senders to one endpoint capped at HotCap, and
+	// the same to ten such endpoints (the hot scenario).
+	HotEvents int `json:"hot_events"`
+	HotCap    int `json:"hot_cap"`
+
 	// Progress, if set, receives a line as each phase starts.
 	Progress io.Writer `json:"-"`
 	// Logger receives the server's and worker's logs; default: discarded.
@@ -178,6 +184,7 @@ func DefaultConfig() Config {
 		BacklogEvents: 5000, BacklogRate: 50, BacklogFor: duration.Duration(20 * time.Second), BacklogCap: 20, BacklogDelay: duration.Duration(20 * time.Millisecond),
 		ScaleEndpoints: 100_000, ScaleEngineStarts: 5000, ScaleSends: 50,
 		RateLimitN: 100, RateEvents: 3000, RateHogs: runtime.NumCPU(),
+		HotEvents: 2000, HotCap: 100,
 	}
 }
 
@@ -227,6 +234,7 @@ type Report struct {
 	Ordered    *OrderedResult     `json:"ordered,omitempty"`
 	Scale      *ScaleResult       `json:"scale,omitempty"`
 	RateLimit  *RateLimitResult   `json:"ratelimit,omitempty"`
+	Hot        *HotResult         `json:"hot,omitempty"`
 	Errors     map[string]string  `json:"errors,omitempty"`
 	Durations  map[string]Seconds `json:"durations"`
 }
@@ -272,6 +280,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Scale:      into(&rep.Scale, e.scale),
 		Ordered:    into(&rep.Ordered, e.ordered),
 		RateLimit:  into(&rep.RateLimit, e.ratelimit),
+		Hot:        into(&rep.Hot, e.hot),
 	}
 	for _, name := range Scenarios {
 		if !slices.Contains(cfg.Scenarios, name) {

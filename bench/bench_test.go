@@ -266,6 +266,39 @@ func TestThroughputFanoutTiny(t *testing.T) {
 	}
 }
 
+// TestHotTiny runs the hot scenario at a size that takes seconds, with a cap small enough
+// that the one endpoint's attempts wait for room: every event arrives in both layouts.
+func TestHotTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	cfg := tiny()
+	cfg.Scenarios, cfg.HotEvents, cfg.HotCap = []string{Hot}, 40, 3
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rep.Hot
+	if h == nil {
+		t.Fatalf("no hot result: %v", rep.Errors)
+	}
+	for name, p := range map[string]Phase{"one endpoint": h.One, "ten endpoints": h.Ten} {
+		if p.Events != 40 || p.Arrived != 40 || p.Latency.Count != 40 {
+			t.Errorf("hot, %s: %d of %d events arrived (latency of %d), want 40", name, p.Arrived, p.Events, p.Latency.Count)
+		}
+	}
+	if h.P99Ratio <= 0 || h.RateRatio <= 0 {
+		t.Errorf("hot ratios: p99 %v, rate %v", h.P99Ratio, h.RateRatio)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "one endpoint ÷ ten: full-load p99") {
+		t.Errorf("table lacks the hot p99 ratio:\n%s", text.String())
+	}
+}
+
 // TestScaleTiny runs the scale scenario at a size that takes seconds: every endpoint is
 // registered, the engine baseline ran, every send reached its 10 endpoints, the searches
 // answered, and the census found the singletons (the stats shards, the directories).

@@ -161,6 +161,9 @@ func (r *Report) Rows() []Row {
 	if rl := r.RateLimit; rl != nil {
 		rows = append(rows, rateRows(rl)...)
 	}
+	if h := r.Hot; h != nil {
+		rows = append(rows, hotRows(h)...)
+	}
 	return rows
 }
 

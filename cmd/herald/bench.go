@@ -87,6 +87,10 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               most requests signed (webhook-timestamp) and arrived in one second, every event
               delivered once, and deliveries left waiting as queued while the endpoint's
               queue is empty (0). Not in the default set.
+  hot         --hot-events events from --senders concurrent senders over ten endpoints, then
+              the same to one endpoint, each capped at --hot-cap: the one endpoint's
+              full-load p99 over the ten's (target ≤ 1.5×) and its rate over theirs. Not in
+              the default set.
 
 With --address HOST:PORT (and --namespace) the bench runs on that Temporal instead, e.g. a
 cluster on PostgreSQL: its worker, baselines and receivers stay in this process, and any
@@ -104,6 +108,7 @@ on the same machine. -o json prints everything measured.`,
   herald bench --scenario scale --scale-endpoints 100000 --db-file /tmp/scale.db
   herald bench --scenario ordered --ordered-keys 1000 --ordered-per-key 5
   herald bench --scenario ratelimit --rate-limit-n 100 --rate-events 3000
+  herald bench --scenario hot --hot-events 2000 --senders 50
   herald bench --db-file /tmp/bench.db          # on a SQLite file instead of memory
   herald bench --address 127.0.0.1:7233 --namespace herald --scenario throughput,cost
   herald bench --cpuprofile cpu.out && go tool pprof -top cpu.out`,
@@ -232,6 +237,8 @@ on the same machine. -o json prints everything measured.`,
 	f.IntVar(&cfg.RateLimitN, "rate-limit-n", cfg.RateLimitN, "ratelimit: the endpoint's rate limit, requests per second")
 	f.IntVar(&cfg.RateEvents, "rate-events", cfg.RateEvents, "ratelimit: events sent at once to the rate-limited endpoint")
 	f.IntVar(&cfg.RateHogs, "rate-hogs", cfg.RateHogs, "ratelimit: busy-loop processes in its second run")
+	f.IntVar(&cfg.HotEvents, "hot-events", cfg.HotEvents, "hot: events sent at once to one endpoint, then over ten")
+	f.IntVar(&cfg.HotCap, "hot-cap", cfg.HotCap, "hot: each endpoint's max in-flight requests (1-500)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to `FILE`; read it with go tool pprof")
 	return cmd
 }
