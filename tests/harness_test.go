@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,25 @@ func (r *receiver) setAnswer(a func(n int, w http.ResponseWriter)) {
 	r.mu.Lock()
 	r.answer = a
 	r.mu.Unlock()
+}
+
+// checkSignedPerSecond fails t if more than limit of reqs were signed (webhook-timestamp) in
+// any one second, and returns the most signed in one and over how many seconds they were.
+func checkSignedPerSecond(t *testing.T, reqs []request, limit int) (worst, seconds int) {
+	t.Helper()
+	perSecond := map[int64]int{}
+	for _, r := range reqs {
+		ts, err := strconv.ParseInt(r.Header.Get(signature.HeaderTimestamp), 10, 64)
+		if err != nil {
+			t.Fatalf("request without a webhook-timestamp: %v", err)
+		}
+		perSecond[ts]++
+		worst = max(worst, perSecond[ts])
+	}
+	if worst > limit {
+		t.Errorf("%d requests signed in one second, limit %d", worst, limit)
+	}
+	return worst, len(perSecond)
 }
 
 func (r *receiver) requests() []request {

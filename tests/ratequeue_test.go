@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
-	"github.com/heraldhq/herald/signature"
 )
 
 // rateQueueHistory is the file TestRecordRateQueueHistory writes.
@@ -97,19 +95,7 @@ func TestRateQueueTwoWorkers(t *testing.T) {
 		waitState(t, ev, herald.StateDelivered)
 	}
 	took := time.Since(t0)
-	perSecond := map[int64]int{}
-	worst := 0
-	for _, r := range rcv.requests() {
-		ts, err := strconv.ParseInt(r.Header.Get(signature.HeaderTimestamp), 10, 64)
-		if err != nil {
-			t.Fatalf("request without a webhook-timestamp: %v", err)
-		}
-		perSecond[ts]++
-		worst = max(worst, perSecond[ts])
-	}
-	if worst > limit {
-		t.Errorf("%d requests signed in one second, limit %d", worst, limit)
-	}
+	worst, _ := checkSignedPerSecond(t, rcv.requests(), limit)
 	eventually(t, "the queue to empty", func() bool { return endpointState(t, id).Queue == 0 })
 	passes, own := wakesOf(t, id)
 	if passes < queued || own > queued/10 {

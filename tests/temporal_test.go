@@ -3,12 +3,13 @@ package tests
 import (
 	"context"
 	"errors"
-	"github.com/heraldhq/herald/duration"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/duration"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
