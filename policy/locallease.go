@@ -282,6 +282,11 @@ func (h *LocalLease) Waiting() bool { return h.Holding > 0 || h.Passed > 0 }
 // worker's local-activity slots for its waits. Pass-holders are bounded by the pass window.
 func MaxHolding(capNow int) int { return max(capNow, 1) }
 
+// MaxHoldingAll bounds the attempts without a pass that one gate keeps waiting for room,
+// all endpoints together: half of the worker's local-activity slots (at least 1), so that
+// attempts that can run find a slot however many endpoints are hot at once.
+func MaxHoldingAll(slots int) int { return max(slots/2, 1) }
+
 // StartHolding counts one more attempt waiting at the gate for room (Holding) and reports
 // true, unless MaxHolding attempts without a pass wait already: then the attempt does not
 // wait here (its hold stands).

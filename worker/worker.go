@@ -91,6 +91,10 @@ type Worker struct {
 	done   chan struct{}
 }
 
+// sdkLocalActivitySlots is the SDK's default number of concurrent local activities, the
+// delivery worker's attempts when DeliverySlots is not set.
+const sdkLocalActivitySlots = 1000
+
 // endpointPollers is how many pollers a worker runs on the endpoints' task queue.
 const endpointPollers = 8
 
@@ -127,6 +131,11 @@ func New(c client.Client, o Options) (*Worker, error) {
 	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue), o.StatsCapacity), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, o.Logger)
+	slots := o.DeliverySlots
+	if slots <= 0 {
+		slots = sdkLocalActivitySlots
+	}
+	g.BoundHolding(slots)
 	Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Gate:        g,

@@ -38,7 +38,11 @@ type Gate struct {
 	timeout func(herald.Endpoint) time.Duration
 	// roomWait is how long an attempt waits here for room (policy.RoomWait; tests lengthen it).
 	roomWait time.Duration
-	log      *slog.Logger
+	// holding counts the attempts without a pass waiting here for room, all endpoints
+	// together; at most maxHolding (policy.MaxHoldingAll; 0: no bound but the endpoints').
+	holding    atomic.Int64
+	maxHolding int64
+	log        *slog.Logger
 	// stopping: the worker is shutting down; admit nothing more.
 	stopping atomic.Bool
 
@@ -99,6 +103,11 @@ func New(c Endpoints, every time.Duration, timeout func(herald.Endpoint) time.Du
 		entries: map[string]*gateEntry{}, counts: map[string]*herald.Report{},
 	}
 }
+
+// BoundHolding bounds the attempts that wait here for room, all endpoints together, for a
+// worker with slots local-activity slots (policy.MaxHoldingAll). Call it before the
+// worker starts.
+func (g *Gate) BoundHolding(slots int) { g.maxHolding = int64(policy.MaxHoldingAll(slots)) }
 
 // Holder is the id this gate's leases are held under.
 func (g *Gate) Holder() string { return g.holder }

@@ -53,16 +53,23 @@ func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
 
 // admitWaiting retries admission of waiter's attempt that found no room while the endpoint
 // has some (policy.HoldLease): it asks for a renewal and waits for room, at most
-// policy.RoomWait, unless policy.MaxHolding attempts wait already. At an endpoint that
-// leases rate budgets the attempt also takes a request of a share holding now
-// (policy.LocalLease.AdmitWaiting). It returns nil when there was none in time: the
-// caller's hold stands.
+// policy.RoomWait, unless as many attempts wait already as the endpoint's cap
+// (policy.MaxHolding) or, all endpoints together, half the worker's slots
+// (Gate.BoundHolding). At an endpoint that leases rate budgets the attempt also takes a
+// request of a share holding now (policy.LocalLease.AdmitWaiting). It returns nil when
+// there was none in time: the caller's hold stands.
 func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *Admission {
 	deadline := time.Now().Add(g.roomWait)
+	if n := g.holding.Add(1); g.maxHolding > 0 && n > g.maxHolding {
+		g.holding.Add(-1)
+		g.kick(e) // the renewal asks for the demand of those that do not wait here
+		return nil
+	}
+	defer g.holding.Add(-1)
 	e.mu.Lock()
 	if !e.h.StartHolding() {
 		e.mu.Unlock()
-		g.kick(e) // the renewal asks for the demand of those that do not wait here
+		g.kick(e)
 		return nil
 	}
 	e.mu.Unlock()

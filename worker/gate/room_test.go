@@ -208,3 +208,55 @@ func TestHoldingBoundedByCap(t *testing.T) {
 	}
 	g.Finish(context.Background(), spare, delivered(time.Now()))
 }
+
+// The gate's bound over all endpoints (Gate.BoundHolding): with half of 6 slots, at most 3
+// attempts wait for room however many endpoints have room to give; the others get their
+// brief durable hold at once.
+func TestHoldingBoundedBySlots(t *testing.T) {
+	const endpoints, each = 3, 2 // 6 attempts that would wait, 2 per endpoint (cap 4 each)
+	f := &fakeEndpoints{view: closedView(4, 4, 5), hold: make(chan *leaseAnswer)} // renewals never answer
+	g := newGate(f)
+	g.roomWait = time.Hour
+	g.BoundHolding(6)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var spares []*Admission
+	for i := range endpoints { // each endpoint's one spare permit
+		a, _, err := g.Acquire(ctx, fmt.Sprintf("ep%d", i), "s", nil)
+		if err != nil || a == nil {
+			t.Fatalf("first attempt at ep%d: %+v, %v; want admitted on the spare permit", i, a, err)
+		}
+		spares = append(spares, a)
+	}
+	results := make(chan *herald.Hold, endpoints*each)
+	for i := range endpoints * each {
+		go func() {
+			_, h, _ := g.Acquire(ctx, fmt.Sprintf("ep%d", i%endpoints), fmt.Sprintf("d%d", i), nil)
+			results <- h
+		}()
+	}
+	allowed := int(policy.MaxHoldingAll(6))
+	for range endpoints*each - allowed {
+		select {
+		case h := <-results:
+			if h == nil || !h.Brief {
+				t.Fatalf("attempt beyond the gate's bound: %+v; want a brief durable hold", h)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%d attempts wait at the gate, want at most %d", g.holding.Load(), allowed)
+		}
+	}
+	if n := g.holding.Load(); n != int64(allowed) {
+		t.Fatalf("%d attempts wait at the gate, want %d", n, allowed)
+	}
+	cancel()
+	for range allowed {
+		<-results
+	}
+	if n := g.holding.Load(); n != 0 {
+		t.Fatalf("%d attempts wait after the waits ended, want 0", n)
+	}
+	for _, a := range spares {
+		g.Finish(context.Background(), a, delivered(time.Now()))
+	}
+}
