@@ -459,7 +459,13 @@ func (r *chaosRun) chaos(ctx context.Context, t *testing.T) {
 	for sleep(2*time.Second, 6*time.Second) {
 		kinds := []string{draw()}
 		if r.rnd.IntN(3) == 0 {
-			kinds = append(kinds, draw())
+			// Of another kind: a deck drawn out between the two draws could give the same
+			// kind twice, and two restarts of one process would start it twice.
+			if k := draw(); k != kinds[0] {
+				kinds = append(kinds, k)
+			} else {
+				deck = append(deck, k)
+			}
 		}
 		killed := time.Now()
 		var wg sync.WaitGroup

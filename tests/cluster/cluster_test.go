@@ -611,6 +611,11 @@ func (c *cluster) call(method, path string, body, out any) (int, error) {
 
 // spawn starts cmd as process name, its output to dir/NAME.log.
 func (c *cluster) spawn(name string, cmd *exec.Cmd) error {
+	if c.running(name) {
+		// A second copy would fail to bind, or worse, leave the first one out of reach of
+		// every later kill.
+		return fmt.Errorf("start %s: it is already running", name)
+	}
 	f, err := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
