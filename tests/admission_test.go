@@ -308,3 +308,52 @@ func TestSmallCapColdEndpoint(t *testing.T) {
 		t.Errorf("peak concurrency %d at cap 1", p)
 	}
 }
+
+// TestHotEndpointMoreThanSlots: 600 events at once to one endpoint whose cap (40) is more
+// than the worker's 16 slots, so that attempts find no room under the lease while the
+// endpoint has some, and wait for it at the gate (at most half the slots,
+// policy.MaxHoldingAll) or on a brief durable timer. Every event is delivered, never above
+// the cap, and a healthy endpoint's events go out meanwhile.
+func TestHotEndpointMoreThanSlots(t *testing.T) {
+	t.Parallel()
+	const slots, events, capN = 16, 600, 40
+	ctx := context.Background()
+	s, err := testkit.Start(ctx, testkit.Options{Worker: worker.Options{DeliverySlots: slots}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	var conc concurrency
+	hot := newReceiver(t, conc.handler(50*time.Millisecond))
+	o := fast(3, time.Second)
+	o.MaxInFlight = capN
+	ok := newReceiver(t, status(http.StatusOK))
+	for id, url := range map[string]string{"hot": hot.URL, "ok": ok.URL} {
+		ov := fast(3, time.Second)
+		if id == "hot" {
+			ov = o
+		}
+		if _, err := s.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, URL: url, Overrides: ov}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	done := make(chan []string)
+	go func() { done <- sendAll(t, s.Starter, "hot", events, 32) }()
+	for _, id := range sendAll(t, s.Starter, "ok", 20, 4) {
+		waitFor(t, s.Starter, id, herald.StateDelivered)
+	}
+	healthy := time.Since(began)
+	ids := <-done
+	for _, id := range ids {
+		waitFor(t, s.Starter, id, herald.StateDelivered)
+	}
+	if p := conc.peak.Load(); p > capN {
+		t.Errorf("the hot endpoint saw %d concurrent requests, cap %d", p, capN)
+	}
+	if n := len(hot.requests()); n != events {
+		t.Errorf("the hot endpoint saw %d requests for %d events", n, events)
+	}
+	t.Logf("%d events to one endpoint (cap %d) on %d slots delivered in %s, most concurrent %d; 20 to a healthy endpoint meanwhile in %s",
+		events, capN, slots, time.Since(began).Round(time.Millisecond), conc.peak.Load(), healthy.Round(time.Millisecond))
+}
