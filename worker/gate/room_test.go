@@ -213,8 +213,9 @@ func TestHoldingBoundedByCap(t *testing.T) {
 // attempts wait for room however many endpoints have room to give; the others get their
 // brief durable hold at once.
 func TestHoldingBoundedBySlots(t *testing.T) {
-	const endpoints, each = 3, 2                                                  // 6 attempts that would wait, 2 per endpoint (cap 4 each)
-	f := &fakeEndpoints{view: closedView(4, 4, 5), hold: make(chan *leaseAnswer)} // renewals never answer
+	// 6 attempts that would wait, 2 per endpoint (cap 4 each); renewals never answer.
+	const endpoints, each = 3, 2
+	f := &fakeEndpoints{view: closedView(4, 4, 5), hold: make(chan *leaseAnswer)}
 	g := newGate(f)
 	g.roomWait = time.Hour
 	g.BoundHolding(6)
