@@ -28,6 +28,8 @@ func TestDeliveryCountsDeadLetter(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(testStart)
 	env.RegisterWorkflowWithOptions((&DeliveryWorkflow{}).Run, workflow.RegisterOptions{Name: herald.DeliveryWorkflow})
+	// The dead letter's operational event: nobody listens (no Ops client in this test).
+	env.OnActivity((&activities.Ops{}).EmitOps, mock.Anything, mock.Anything).Return(false, nil)
 	p := withRetention(time.Hour)
 	env.OnActivity((&activities.Activities{}).Attempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, _ activities.AttemptInput) (herald.Result, error) {
