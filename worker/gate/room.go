@@ -60,25 +60,12 @@ func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
 // there was none in time: the caller's hold stands.
 func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *Admission {
 	deadline := time.Now().Add(g.roomWait)
-	if n := g.holding.Add(1); g.maxHolding > 0 && n > g.maxHolding {
-		g.holding.Add(-1)
-		g.kick(e) // the renewal asks for the demand of those that do not wait here
+	holding := g.startHolding(e)
+	g.kick(e) // the renewal asks for the room, whether the attempt waits here or not
+	if !holding {
 		return nil
 	}
-	defer g.holding.Add(-1)
-	e.mu.Lock()
-	if !e.h.StartHolding() {
-		e.mu.Unlock()
-		g.kick(e)
-		return nil
-	}
-	e.mu.Unlock()
-	g.kick(e)
-	defer func() {
-		e.mu.Lock()
-		e.h.Holding--
-		e.mu.Unlock()
-	}()
+	defer g.stopHolding(e)
 	for {
 		e.mu.Lock()
 		ch := e.changedLocked()
@@ -99,6 +86,30 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 			return nil // the endpoint holds attempts back now: the hold stands
 		}
 	}
+}
+
+// startHolding counts one more attempt waiting here for room at e, unless the gate's bound
+// over all endpoints (Gate.BoundHolding) or e's own (policy.LocalLease.StartHolding) is
+// reached; stopHolding takes a counted one off.
+func (g *Gate) startHolding(e *gateEntry) bool {
+	if n := g.holding.Add(1); g.maxHolding > 0 && n > g.maxHolding {
+		g.holding.Add(-1)
+		return false
+	}
+	e.mu.Lock()
+	ok := e.h.StartHolding()
+	e.mu.Unlock()
+	if !ok {
+		g.holding.Add(-1)
+	}
+	return ok
+}
+
+func (g *Gate) stopHolding(e *gateEntry) {
+	e.mu.Lock()
+	e.h.Holding--
+	e.mu.Unlock()
+	g.holding.Add(-1)
 }
 
 // acquirePass admits a pass-holder (permit.Pass) under the lease, ahead of the endpoint's

@@ -154,8 +154,7 @@ func TestRateAttemptWaitsForTheLease(t *testing.T) {
 
 // More attempts than the endpoint's cap find no room under the lease while the endpoint has
 // some (policy.HoldLease): at most the cap of them wait inside their activities for the
-// renewal; the others get their brief durable hold at once, and a renewal asks for all of
-// them.
+// renewal; the others get their brief durable hold at once.
 func TestHoldingBoundedByCap(t *testing.T) {
 	const capNow, attempts = 4, 10
 	f := &fakeEndpoints{view: closedView(capNow, capNow, 5), hold: make(chan *leaseAnswer)} // renewals never answer
