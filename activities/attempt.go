@@ -50,12 +50,22 @@ type Activities struct {
 	Now func() time.Time
 	// Tracer, if set, gives each attempt that sends a request a span (trace.go).
 	Tracer trace.Tracer
+
+	answered answered // attempts answered lately (answered.go)
 }
 
 // Attempt makes one attempt to deliver an event to its endpoint's current URL. It
 // returns an error only when the worker itself is shutting down; every failure of the
 // receiver is reported in the herald.Result.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Result, error) {
+	key := answeredKey(ctx, in)
+	if res, ok := a.answered.recall(key, a.now()); ok {
+		// This local activity ran before in a workflow task that was not completed: its
+		// request was answered, and is not sent again.
+		activity.GetLogger(ctx).Info("attempt answered before its workflow task was lost: its result again, no request",
+			"event", in.Event.ID, "endpoint", in.Event.EndpointID, "attempt", in.Number, "outcome", res.Outcome)
+		return res, nil
+	}
 	res := herald.Result{Number: in.Number, StartedAt: a.now(), Policy: a.Defaults.Apply(herald.Overrides{})}
 	adm, hold, err := a.Gate.Acquire(ctx, in.Event.EndpointID, in.Waiter, in.Permit)
 	switch {
@@ -100,11 +110,12 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 	if res.Delivered() {
 		log.Debug("attempt delivered", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "attempt", in.Number, "status", res.HTTPExchange.StatusCode, "duration", res.Duration)
 		res.Policy = herald.Settings{}
-		return res, nil
+	} else {
+		log.Info("attempt failed", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "attempt", in.Number, "round", in.Round,
+			"outcome", res.Outcome, "status", res.HTTPExchange.StatusCode, "error", res.Error, "duration", res.Duration)
+		a.Metrics.RetryAfter(in.Event.EndpointID, string(res.RetryAfter().Action))
 	}
-	log.Info("attempt failed", "event", in.Event.ID, "endpoint", in.Event.EndpointID, "attempt", in.Number, "round", in.Round,
-		"outcome", res.Outcome, "status", res.HTTPExchange.StatusCode, "error", res.Error, "duration", res.Duration)
-	a.Metrics.RetryAfter(in.Event.EndpointID, string(res.RetryAfter().Action))
+	a.answered.store(key, res, a.now())
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -102,5 +103,47 @@ func heldBehindFirst(t *testing.T, endpoint, prefix string, during func(id strin
 		mu.Lock()
 		defer mu.Unlock()
 		return heldSeen
+	}
+}
+
+// TestStraySignalDuringFirstAttempt: a delivery on the fast path (no wait: its first
+// attempt runs in the workflow task that started it, and that task completes the workflow)
+// gets a signal while its attempt runs. The server refuses the completion, the task is
+// retried and the attempt's local activity runs again: the worker answers it from its
+// memory of answered attempts (activities/answered.go) and the receiver gets one request,
+// not two.
+func TestStraySignalDuringFirstAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	id := fmt.Sprintf("evt_stray_first_%d", time.Now().UnixNano()) // new each run: -count=N
+	wf := herald.DeliveryID(herald.DefaultTenant, id)
+	var once sync.Once
+	rcv := newReceiver(t, nil)
+	rcv.setAnswer(func(n int, w http.ResponseWriter) {
+		once.Do(func() {
+			if err := shared.client.SignalWorkflow(ctx, wf, "", herald.SignalPermit, policy.Grant{Waiter: wf}); err != nil {
+				t.Errorf("signal the stray permit: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond) // the signal lands inside the attempt's workflow task
+		})
+		w.WriteHeader(http.StatusOK)
+	})
+	ep := "stray-first-" + id[len("evt_stray_first_"):]
+	putEndpoint(t, ep, rcv.URL, fast(3, time.Second))
+	if _, err := shared.starter.Send(ctx, starter.Event{ID: id, EndpointID: ep, Type: "test.settle", Data: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var st herald.Status
+	if err := shared.client.GetWorkflow(ctx, wf, "").Get(ctx, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != herald.StateDelivered {
+		t.Fatalf("state %s, want delivered", st.State)
+	}
+	if n := len(rcv.requests()); n != 1 {
+		t.Errorf("the receiver got %d requests, want 1 (the refused completion re-ran the attempt)", n)
+	}
+	if len(st.Attempts) != 1 {
+		t.Errorf("%d attempts recorded, want 1", len(st.Attempts))
 	}
 }
