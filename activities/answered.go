@@ -18,9 +18,11 @@ import (
 // runs again: without a memory of it, the receiver gets the same request a second time.
 // The worker remembers, for a short time, the result of each attempt that made a request,
 // keyed by what identifies that local activity in its run; the run again answers from
-// memory and sends nothing. It covers a retry that reaches the same worker (the workflow's
-// sticky worker, or the only one); one picked up by another worker sends again, and the
-// receiver dedupes by webhook-id, as Standard Webhooks asks.
+// memory and sends nothing. It covers a retry that reaches the same worker: the only one,
+// or by chance, since the server clears a workflow's sticky worker when a task of it
+// fails. One picked up by another worker sends again, and the receiver dedupes by
+// webhook-id, as Standard Webhooks asks. A delivery that waited for its endpoint does not
+// depend on it: it records its last attempt before it completes (the settle-attempt step).
 
 // Bounds of the memory of answered attempts.
 const (

@@ -260,7 +260,7 @@ func (r *chaosRun) traffic(ctx context.Context, wg *sync.WaitGroup) {
 	for i := 1; i <= 4; i++ {
 		every(1300*time.Millisecond, 1, direct(fmt.Sprintf("chaos-h%d", i)))
 	}
-	every(3*time.Second, 6, direct("chaos-slow"))
+	every(3*time.Second, 4, direct("chaos-slow"))
 	every(4*time.Second, 4, direct("chaos-rate"))
 	every(2*time.Second, 1, direct("chaos-down"))
 	every(2*time.Second, 1, direct("chaos-flaky"))
