@@ -2,7 +2,10 @@ package gate
 
 import (
 	"context"
+	"errors"
+	"sync"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/heraldhq/herald"
@@ -32,47 +35,124 @@ type Endpoints interface {
 // Temporal returns the Endpoints that make the calls through c; queue is the endpoint
 // workflows' task queue, where a stats shard starts, and statsCapacity the capacity a
 // shard it starts has (herald.StatsInput.Capacity; 0: herald.StatsCapacity).
+//
+// Its calls to an endpoint workflow name the run its last read of that endpoint found
+// (runs): the history service then takes the run from its cache, where a call by workflow
+// id alone first reads the id's current run from the database (one transaction more per
+// call). A call to a run that has ended (the endpoint continued as new) is made again
+// without it, and the run forgotten until the next read.
 func Temporal(c client.Client, queue string, statsCapacity int) Endpoints {
-	return temporalEndpoints{c: c, queue: queue, statsCapacity: statsCapacity}
+	return temporalEndpoints{c: c, queue: queue, statsCapacity: statsCapacity, runs: &runs{}}
 }
 
 type temporalEndpoints struct {
 	c             client.Client
 	queue         string
 	statsCapacity int
+	runs          *runs
+}
+
+// MaxRuns is the most endpoints whose current run a worker's gate remembers; past it,
+// it forgets them all and learns them again at their next reads (each forgotten one costs
+// its calls the database read of the current run until then).
+const MaxRuns = 100_000
+
+// runs remembers each endpoint workflow's run, as its last read found it.
+type runs struct {
+	mu  sync.Mutex
+	max int // 0: MaxRuns
+	by  map[string]string
+}
+
+func (r *runs) get(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.by[id]
+}
+
+func (r *runs) set(id, run string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run == "" {
+		delete(r.by, id)
+		return
+	}
+	limit := r.max
+	if limit <= 0 {
+		limit = MaxRuns
+	}
+	if _, ok := r.by[id]; !ok && len(r.by) >= limit {
+		r.by = nil
+	}
+	if r.by == nil {
+		r.by = make(map[string]string)
+	}
+	r.by[id] = run
+}
+
+// size is how many runs are remembered.
+func (r *runs) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.by)
+}
+
+// onRun makes call to endpoint id's remembered run, and again to its current run when
+// that one has ended (NotFound: "workflow execution already completed").
+func (t temporalEndpoints) onRun(id string, call func(run string) error) error {
+	run := t.runs.get(id)
+	err := call(run)
+	var nf *serviceerror.NotFound
+	if run != "" && errors.As(err, &nf) {
+		t.runs.set(id, "")
+		err = call("")
+	}
+	return err
 }
 
 func (t temporalEndpoints) Admission(ctx context.Context, id string) (herald.AdmissionView, error) {
-	return herald.ReadAdmission(ctx, t.c, id)
+	v, run, err := herald.ReadAdmissionRun(ctx, t.c, id, t.runs.get(id))
+	t.runs.set(id, run)
+	return v, err
 }
 
 func (t temporalEndpoints) Lease(ctx context.Context, id string, req herald.LeaseRequest) (herald.LeaseReply, error) {
 	var reply herald.LeaseReply
-	h, err := t.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   herald.EndpointWorkflowID(id),
-		UpdateName:   herald.UpdateLease,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
+	err := t.onRun(id, func(run string) error {
+		h, err := t.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   herald.EndpointWorkflowID(id),
+			RunID:        run,
+			UpdateName:   herald.UpdateLease,
+			Args:         []any{req},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(ctx, &reply)
+		}
+		return err
 	})
-	if err == nil {
-		err = h.Get(ctx, &reply)
-	}
 	if err != nil {
 		return reply, herald.EndpointError(id, "lease", err)
 	}
 	return reply, nil
 }
 
+func (t temporalEndpoints) signal(ctx context.Context, id, name string, arg any) error {
+	return t.onRun(id, func(run string) error {
+		return t.c.SignalWorkflow(ctx, herald.EndpointWorkflowID(id), run, name, arg)
+	})
+}
+
 func (t temporalEndpoints) Wait(ctx context.Context, id string, waiters []string) error {
-	return t.c.SignalWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.SignalWait, herald.WaitRequest{Waiters: waiters})
+	return t.signal(ctx, id, herald.SignalWait, herald.WaitRequest{Waiters: waiters})
 }
 
 func (t temporalEndpoints) Dones(ctx context.Context, id string, dones []herald.Done) error {
-	return t.c.SignalWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.SignalDones, dones)
+	return t.signal(ctx, id, herald.SignalDones, dones)
 }
 
 func (t temporalEndpoints) Outcomes(ctx context.Context, id string, r herald.OutcomeReport) error {
-	if err := t.c.SignalWorkflow(ctx, herald.EndpointWorkflowID(id), "", herald.SignalOutcomes, r); err != nil {
+	if err := t.signal(ctx, id, herald.SignalOutcomes, r); err != nil {
 		return herald.EndpointError(id, "report", err)
 	}
 	return nil
