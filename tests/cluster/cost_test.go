@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,10 @@ import (
 //     eagerly by this process, whose worker runs it: `herald bench`'s engine limit); and
 //     "floor-matching", the same workflow started without eager start (its first workflow
 //     task goes through matching, as a start from an API server with no worker does);
+//     and "floor-webhook", the engine doing a delivery's I/O and nothing more: an HTTP
+//     handler in this process decodes a POSTed event and starts the engine-limit workflow
+//     eagerly, and its local activity POSTs the event to the same receiver (no signature,
+//     no endpoint, no gate);
 //   - each load's cost is the change in PostgreSQL's commits (pg_stat_database, Temporal's
 //     two databases), in pg_stat_statements (per role and statement), and in every
 //     process's CPU time (this process included: the receiver and HTTP client for Herald,
@@ -65,6 +70,8 @@ import (
 //     when it is outside one, and which the statement log does not show.
 //
 // HERALD_COST_ROUNDS (default 1) repeats the configurations, alternating their order.
+// HERALD_COST_CONFIGS (default all: stock,pgx,pgx-one) names the configurations to measure,
+// and HERALD_COST_TRACE=0 skips the traced pass.
 // HERALD_COST_OUT, if set, is a directory where each load's full pg_stat_statements
 // difference and transaction shapes are written (TSV). Run it alone; it takes about 15
 // minutes on 2 cores:
@@ -121,19 +128,26 @@ func BenchmarkCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fl.stop()
+	ingress := fl.ingress(rcv.URL)
+	defer ingress.Close()
+	configs, err := pickCostConfigs(os.Getenv("HERALD_COST_CONFIGS"))
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	loads := []costLoad{
 		{name: "herald", run: func(p string, k int) error { return c.heraldLoad(c.api, rcv, p, k) }},
 		{name: "herald-eager", run: func(p string, k int) error { return c.heraldLoad(api, rcv, p, k) }},
 		{name: "floor-eager", run: func(p string, k int) error { return fl.load(p, k, true) }},
 		{name: "floor-matching", run: func(p string, k int) error { return fl.load(p, k, false) }},
+		{name: "floor-webhook", run: func(p string, k int) error { return fl.webhookLoad(ingress.URL, p, k) }},
 	}
 	results := map[string][]costResult{}
 	for r := range rounds {
-		for k := range costConfigs {
-			cfg := costConfigs[k]
+		for k := range configs {
+			cfg := configs[k]
 			if r%2 == 1 {
-				cfg = costConfigs[len(costConfigs)-1-k]
+				cfg = configs[len(configs)-1-k]
 			}
 			if err := c.costLayout(cfg); err != nil {
 				b.Fatal(err)
@@ -158,11 +172,17 @@ func BenchmarkCost(b *testing.B) {
 		}
 	}
 	// Traced pass on the pgx configuration: transactions by role and shape.
-	if err := c.costLayout(costConfigs[1]); err != nil {
-		b.Fatal(err)
+	trace := os.Getenv("HERALD_COST_TRACE") != "0"
+	if trace {
+		if err := c.costLayout(costConfigs[1]); err != nil {
+			b.Fatal(err)
+		}
 	}
 	tn := min(n, 200)
 	for _, l := range loads {
+		if !trace {
+			break
+		}
 		if err := l.run("warm-trace-"+l.name, 30); err != nil {
 			b.Fatal(err)
 		}
@@ -176,7 +196,7 @@ func BenchmarkCost(b *testing.B) {
 		}
 	}
 	var lines []string
-	for _, cfg := range costConfigs {
+	for _, cfg := range configs {
 		for _, l := range loads {
 			name := cfg.name + "/" + l.name
 			m := meanCost(results[name])
@@ -185,11 +205,13 @@ func BenchmarkCost(b *testing.B) {
 		}
 	}
 	b.Logf("mean of %d round(s), per first-try delivery:\n%s", rounds, strings.Join(lines, "\n"))
-	for _, cfg := range costConfigs {
+	for _, cfg := range configs {
 		f := meanCost(results[cfg.name+"/floor-eager"])
+		fw := meanCost(results[cfg.name+"/floor-webhook"])
 		for _, h := range []string{"herald", "herald-eager"} {
 			m := meanCost(results[cfg.name+"/"+h])
-			b.Logf("%s: %s ÷ engine limit: commits %.2f×, CPU %.2f×", cfg.name, h, m.commits/f.commits, m.cpu["all"]/f.cpu["all"])
+			b.Logf("%s: %s ÷ engine limit: commits %.2f×, CPU %.2f×; ÷ engine limit with the webhook's I/O: commits %.2f×, CPU %.2f×",
+				cfg.name, h, m.commits/f.commits, m.cpu["all"]/f.cpu["all"], m.commits/fw.commits, m.cpu["all"]/fw.cpu["all"])
 			b.ReportMetric(m.commits, "commits/delivery-"+cfg.name+"-"+h)
 		}
 		b.ReportMetric(f.commits, "commits/delivery-"+cfg.name+"-floor")
@@ -559,10 +581,28 @@ const (
 	floorActivity = "CostNoop"
 )
 
-// floorInput is the floor workflow's input: about the size of a Herald event.
+// floorInput is the floor workflow's input: about the size of a Herald event. With a URL,
+// its activity POSTs the event there (floor-webhook).
 type floorInput struct {
 	ID   string         `json:"id"`
 	Data map[string]int `json:"data"`
+	URL  string         `json:"url,omitempty"`
+}
+
+// pickCostConfigs returns the configurations named in list (comma-separated; "" for all).
+func pickCostConfigs(list string) ([]costConfig, error) {
+	if list == "" {
+		return costConfigs, nil
+	}
+	var out []costConfig
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(costConfigs, func(c costConfig) bool { return c.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("HERALD_COST_CONFIGS: no configuration %q (stock, pgx, pgx-one)", name)
+		}
+		out = append(out, costConfigs[i])
+	}
+	return out, nil
 }
 
 func (c *cluster) startFloor() (*floor, error) {
@@ -583,6 +623,11 @@ func (c *cluster) startFloor() (*floor, error) {
 		return workflow.ExecuteLocalActivity(ctx, floorActivity, in).Get(ctx, nil)
 	}, workflow.RegisterOptions{Name: floorWorkflow})
 	f.w.RegisterActivityWithOptions(func(ctx context.Context, in floorInput) error {
+		if in.URL != "" {
+			if err := postEvent(ctx, in); err != nil {
+				return err
+			}
+		}
 		f.mu.Lock()
 		f.seen[in.ID] = true
 		f.mu.Unlock()
@@ -604,6 +649,93 @@ func (f *floor) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.seen)
+}
+
+// postEvent POSTs the floor's event to in.URL, named by its id as a webhook is.
+func postEvent(ctx context.Context, in floorInput) error {
+	body, err := json.Marshal(in.Data)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", in.ID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("POST %s: %s", in.URL, resp.Status)
+	}
+	return nil
+}
+
+// ingress is the floor-webhook's API: an HTTP handler that decodes a POSTed floorInput and
+// starts the floor workflow with it eagerly, its activity to POST it to receiver.
+func (f *floor) ingress(receiver string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in floorInput
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.ID == "" {
+			http.Error(w, "want a JSON event with an id", http.StatusBadRequest)
+			return
+		}
+		in.URL = receiver
+		if _, err := f.c.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{ID: "cost:" + in.ID, TaskQueue: floorQueue, EnableEagerStart: true},
+			floorWorkflow, in); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+}
+
+// webhookLoad sends k events through the ingress at base, as heraldLoad does through
+// Herald's API, and waits until each reached the receiver, then settle.
+func (f *floor) webhookLoad(base, p string, k int) error {
+	before := f.count()
+	errs := make(chan error, senders)
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := s; i < k; i += senders {
+				b, _ := json.Marshal(floorInput{ID: fmt.Sprintf("%s-%d", p, i), Data: map[string]int{"order": i}})
+				resp, err := http.Post(base, "application/json", bytes.NewReader(b))
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusAccepted {
+						err = fmt.Errorf("floor ingress: %s", resp.Status)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if err := waitFor(p+" delivered", 5*time.Minute, func() error {
+		if got := f.count() - before; got < k {
+			return fmt.Errorf("%d of %d delivered", got, k)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	time.Sleep(settle)
+	return nil
 }
 
 // load starts k floor workflows (eagerly or not) and waits until each ran, then settle.
