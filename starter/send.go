@@ -195,12 +195,16 @@ func (s *Client) requireEndpoint(ctx context.Context, id string) (string, error)
 // endpointTenant reads a registered endpoint's tenant from what its workflow publishes
 // (herald.ReadAdmission: no worker is asked, however busy the endpoint workflow is).
 func (s *Client) endpointTenant(ctx context.Context, id string) (string, error) {
-	v, err := herald.ReadAdmission(ctx, s.c, id)
+	asked := time.Now()
+	v, run, err := herald.ReadAdmissionRun(ctx, s.c, id, "")
 	if errors.Is(err, herald.ErrNoEndpoint) {
 		return "", ErrNotFound
 	}
 	if err != nil {
 		return "", err
+	}
+	if s.opts.OnEndpointRead != nil {
+		s.opts.OnEndpointRead(id, run, v, asked)
 	}
 	return v.Endpoint.Tenant, nil
 }

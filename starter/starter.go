@@ -76,6 +76,12 @@ type Options struct {
 	// from the endpoint (its visibility record's memo could not be trusted), with the
 	// endpoint's id: a hook for tests and instrumentation.
 	OnFilterRead func(endpointID string)
+	// OnEndpointRead, if set, is called each time a send reads an endpoint's admission view
+	// to accept it (a cold endpoint: not confirmed within EndpointCacheTTL), with the view,
+	// the endpoint workflow's run it was read from and when the read was asked (the
+	// process's clock). A worker in the same process takes it (worker.Worker.OfferAdmission)
+	// so that the delivery's first attempt does not read the endpoint again.
+	OnEndpointRead func(endpointID, run string, v herald.AdmissionView, asked time.Time)
 }
 
 // DefaultBulkParallelism is how many puts PutEndpoints sends at once unless

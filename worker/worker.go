@@ -151,6 +151,13 @@ func New(c client.Client, o Options) (*Worker, error) {
 	return &Worker{w: w, ew: ew, gate: g}, nil
 }
 
+// OfferAdmission hands the worker's gate a read of an endpoint's admission view that the
+// process made (give it to starter.Options.OnEndpointRead when an API runs in the worker's
+// process): the first attempt to that endpoint then reads it no second time.
+func (w *Worker) OfferAdmission(id, run string, v herald.AdmissionView, asked time.Time) {
+	w.gate.Offer(id, run, v, asked)
+}
+
 // Identity is the Temporal client identity of a Herald process, which the Web UI shows for
 // each poller of a task queue: base (the SDK's usual "pid@host" when empty), then
 // "herald/" and the release (herald.Version), then the payload keys it holds

@@ -121,7 +121,8 @@ request there answers 503 with a JSON error and Retry-After, so clients retry.`,
 			return err
 		}
 		dashboard, err := server.New(server.Options{
-			Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart = true })), Client: c, Tokens: tokens,
+			Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart, o.OnEndpointRead = true, w.OfferAdmission })),
+			Client:  c, Tokens: tokens,
 			Namespace: srv.Namespace(), TemporalUI: srv.UIAddress(), Logger: g.logger(), Tracing: g.tracing,
 		})
 		if err != nil {

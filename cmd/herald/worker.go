@@ -73,7 +73,7 @@ portal links and the Temporal UI links, run ` + "`herald serve`" + ` in front.`,
 		}
 		stopAPI := func() {}
 		if apiListen != "" {
-			if stopAPI, err = serveWorkerAPI(g, c, apiListen, tokensFile); err != nil {
+			if stopAPI, err = serveWorkerAPI(g, c, w, apiListen, tokensFile); err != nil {
 				w.Stop()
 				return err
 			}
@@ -93,15 +93,16 @@ portal links and the Temporal UI links, run ` + "`herald serve`" + ` in front.`,
 
 // serveWorkerAPI serves Herald's API and dashboard on addr from the worker's process: its
 // starter shares the worker's client c and starts deliveries eagerly, so that the server
-// hands each one's first workflow task straight to this worker. stop shuts it down.
-func serveWorkerAPI(g *globals, c client.Client, addr, tokensFile string) (stop func(), err error) {
+// hands each one's first workflow task straight to this worker, and offers w's gate its reads
+// of the endpoints it sends to. stop shuts it down.
+func serveWorkerAPI(g *globals, c client.Client, w *worker.Worker, addr, tokensFile string) (stop func(), err error) {
 	tokens, err := server.OpenTokenStore(tokensFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	h, err := server.New(server.Options{
-		Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart = true })), Client: c, Tokens: tokens,
-		Namespace: g.namespace, Logger: g.logger(), Tracing: g.tracing,
+		Starter: starter.New(c, g.starterOptions(func(o *starter.Options) { o.EagerStart, o.OnEndpointRead = true, w.OfferAdmission })),
+		Client:  c, Tokens: tokens, Namespace: g.namespace, Logger: g.logger(), Tracing: g.tracing,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)

@@ -104,7 +104,8 @@ func startWorker(c client.Client, srv *devserver.Server, keys *codec.Keyring, wo
 		stopAll()
 		return nil, err
 	}
-	so := starter.Options{TaskQueue: o.Worker.TaskQueue, EagerStart: true, DataConverter: codec.DataConverter(o.Keys)}
+	so := starter.Options{TaskQueue: o.Worker.TaskQueue, EagerStart: true, DataConverter: codec.DataConverter(o.Keys),
+		OnEndpointRead: w.OfferAdmission}
 	if o.Keys != nil {
 		so.PayloadKeyID = o.Keys.ActiveKeyID()
 	}

@@ -97,6 +97,9 @@ func (r *runs) size() int {
 	return len(r.by)
 }
 
+// noteRun remembers run as endpoint id's, as a read the process made found it.
+func (t temporalEndpoints) noteRun(id, run string) { t.runs.set(id, run) }
+
 // onRun makes call to endpoint id's remembered run, and again to its current run when
 // that one has ended (NotFound: "workflow execution already completed").
 func (t temporalEndpoints) onRun(id string, call func(run string) error) error {

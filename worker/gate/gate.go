@@ -52,6 +52,9 @@ type Gate struct {
 	// counts are the attempt counts added up since the last flush to the stats shards.
 	countMu sync.Mutex
 	counts  map[string]*herald.Report
+
+	// offered are reads of endpoints the process made and offered (Offer, offer.go).
+	offered offers
 }
 
 // gateEntry is the gate's view of one endpoint: the decisions (policy.LocalLease), and what
@@ -296,6 +299,14 @@ func (g *Gate) fresh(ctx context.Context, e *gateEntry) error {
 	if c := e.ask; c != nil {
 		e.mu.Unlock()
 		return c.wait(ctx)
+	}
+	if f, ok := g.take(e.id); ok && !e.h.Known {
+		// An endpoint this gate does not know, read by the process a moment ago (the API,
+		// to accept the send): as fresh as a read of ours, and nothing told since.
+		e.ep, e.learned = f.v.Endpoint, f.at
+		e.h.Heard(f.v.Snapshot, false, 0, e.h.Told)
+		e.mu.Unlock()
+		return nil
 	}
 	c := &call{done: make(chan struct{})}
 	e.ask = c
