@@ -505,37 +505,11 @@ const senders = 8
 // heraldLoad sends k events through the API at base to the 10 cost-N endpoints and waits
 // until each has arrived, then settle.
 func (c *cluster) heraldLoad(base string, rcv *costReceiver, p string, k int) error {
-	before := rcv.count()
-	errs := make(chan error, senders)
-	var wg sync.WaitGroup
-	for s := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := s; i < k; i += senders {
-				body := map[string]any{"type": "test.event", "endpoint_id": fmt.Sprintf("cost-%d", i%10), "data": map[string]int{"order": i}}
-				if _, err := c.callAt(base, "POST", "/v1/events", body); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	return sendAndAwait(p, k, rcv.count, func(i int) error {
+		body := map[string]any{"type": "test.event", "endpoint_id": fmt.Sprintf("cost-%d", i%10), "data": map[string]int{"order": i}}
+		_, err := c.callAt(base, "POST", "/v1/events", body)
 		return err
-	}
-	if err := waitFor(p+" delivered", 5*time.Minute, func() error {
-		if got := rcv.count() - before; got < k {
-			return fmt.Errorf("%d of %d arrived", got, k)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	time.Sleep(settle)
-	return nil
+	})
 }
 
 // callAt is call against the API at base (herald serve's, or a worker's), with no answer
@@ -697,7 +671,28 @@ func (f *floor) ingress(receiver string) *httptest.Server {
 // webhookLoad sends k events through the ingress at base, as heraldLoad does through
 // Herald's API, and waits until each reached the receiver, then settle.
 func (f *floor) webhookLoad(base, p string, k int) error {
-	before := f.count()
+	return sendAndAwait(p, k, f.count, func(i int) error {
+		b, err := json.Marshal(floorInput{ID: fmt.Sprintf("%s-%d", p, i), Data: map[string]int{"order": i}})
+		if err != nil {
+			return err
+		}
+		resp, err := http.Post(base, "application/json", bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("floor ingress: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// sendAndAwait makes k sends (send(i) for i < k) from senders goroutines, then waits until
+// count has grown by k (each arrived), then settle.
+func sendAndAwait(p string, k int, count func() int, send func(i int) error) error {
+	before := count()
 	errs := make(chan error, senders)
 	var wg sync.WaitGroup
 	for s := range senders {
@@ -705,16 +700,7 @@ func (f *floor) webhookLoad(base, p string, k int) error {
 		go func() {
 			defer wg.Done()
 			for i := s; i < k; i += senders {
-				b, _ := json.Marshal(floorInput{ID: fmt.Sprintf("%s-%d", p, i), Data: map[string]int{"order": i}})
-				resp, err := http.Post(base, "application/json", bytes.NewReader(b))
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusAccepted {
-						err = fmt.Errorf("floor ingress: %s", resp.Status)
-					}
-				}
-				if err != nil {
+				if err := send(i); err != nil {
 					errs <- err
 					return
 				}
@@ -726,9 +712,9 @@ func (f *floor) webhookLoad(base, p string, k int) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	if err := waitFor(p+" delivered", 5*time.Minute, func() error {
-		if got := f.count() - before; got < k {
-			return fmt.Errorf("%d of %d delivered", got, k)
+	if err := waitFor(p+" arrived", 5*time.Minute, func() error {
+		if got := count() - before; got < k {
+			return fmt.Errorf("%d of %d arrived", got, k)
 		}
 		return nil
 	}); err != nil {
@@ -740,41 +726,14 @@ func (f *floor) webhookLoad(base, p string, k int) error {
 
 // load starts k floor workflows (eagerly or not) and waits until each ran, then settle.
 func (f *floor) load(p string, k int, eager bool) error {
-	before := f.count()
-	errs := make(chan error, senders)
-	var wg sync.WaitGroup
-	for s := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := s; i < k; i += senders {
-				id := fmt.Sprintf("%s-%d", p, i)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				_, err := f.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cost:" + id, TaskQueue: floorQueue, EnableEagerStart: eager},
-					floorWorkflow, floorInput{ID: id, Data: map[string]int{"order": i}})
-				cancel()
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	return sendAndAwait(p, k, f.count, func(i int) error {
+		id := fmt.Sprintf("%s-%d", p, i)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := f.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cost:" + id, TaskQueue: floorQueue, EnableEagerStart: eager},
+			floorWorkflow, floorInput{ID: id, Data: map[string]int{"order": i}})
 		return err
-	}
-	if err := waitFor(p+" ran", 5*time.Minute, func() error {
-		if got := f.count() - before; got < k {
-			return fmt.Errorf("%d of %d ran", got, k)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	time.Sleep(settle)
-	return nil
+	})
 }
 
 // stmtKey is one statement of one role in one database (pg_stat_statements).
