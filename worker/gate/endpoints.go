@@ -1,9 +1,9 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"sync"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -59,43 +59,26 @@ const MaxRuns = 100_000
 
 // runs remembers each endpoint workflow's run, as its last read found it.
 type runs struct {
-	mu  sync.Mutex
 	max int // 0: MaxRuns
-	by  map[string]string
+	by  capped[string]
 }
 
 func (r *runs) get(id string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.by[id]
+	run, _ := r.by.get(id)
+	return run
 }
 
+// set remembers run as id's; "" forgets id's.
 func (r *runs) set(id, run string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if run == "" {
-		delete(r.by, id)
+		r.by.take(id)
 		return
 	}
-	limit := r.max
-	if limit <= 0 {
-		limit = MaxRuns
-	}
-	if _, ok := r.by[id]; !ok && len(r.by) >= limit {
-		r.by = nil
-	}
-	if r.by == nil {
-		r.by = make(map[string]string)
-	}
-	r.by[id] = run
+	r.by.put(id, run, cmp.Or(r.max, MaxRuns), nil, nil)
 }
 
 // size is how many runs are remembered.
-func (r *runs) size() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.by)
-}
+func (r *runs) size() int { return r.by.size() }
 
 // noteRun remembers run as endpoint id's, as a read the process made found it.
 func (t temporalEndpoints) noteRun(id, run string) { t.runs.set(id, run) }

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"sync"
 	"time"
 
 	"github.com/heraldhq/herald"
@@ -21,17 +20,12 @@ import (
 const MaxOffers = 10_000
 
 type offer struct {
-	v   herald.AdmissionView
-	at  time.Time // when the read was asked
-	run string
+	v  herald.AdmissionView
+	at time.Time // when the read was asked
 }
 
-// offers are the reads offered and not yet taken, by endpoint id.
-type offers struct {
-	mu  sync.Mutex
-	max int // 0: MaxOffers
-	by  map[string]offer
-}
+// offers are the reads offered and not yet taken, by endpoint id (max 0: MaxOffers).
+type offers = capped[offer]
 
 // runNoter is implemented by Endpoints that remember each endpoint workflow's run.
 type runNoter interface{ noteRun(id, run string) }
@@ -44,50 +38,18 @@ func (g *Gate) Offer(id, run string, v herald.AdmissionView, at time.Time) {
 	if n, ok := g.calls.(runNoter); ok && run != "" {
 		n.noteRun(id, run)
 	}
-	o := &g.offered
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	limit := o.max
-	if limit <= 0 {
-		limit = MaxOffers
-	}
-	if _, ok := o.by[id]; !ok && len(o.by) >= limit {
-		for k, old := range o.by {
-			if time.Since(old.at) >= g.offerAge() {
-				delete(o.by, k)
-			}
-		}
-		if len(o.by) >= limit {
-			o.by = nil
-		}
-	}
-	if o.by == nil {
-		o.by = make(map[string]offer)
-	}
-	if old, ok := o.by[id]; ok && old.at.After(at) {
-		return
-	}
-	o.by[id] = offer{v: v, at: at, run: run}
+	g.offered.put(id, offer{v: v, at: at}, MaxOffers,
+		func(old offer) bool { return time.Since(old.at) >= g.offerAge() },
+		func(old offer) bool { return !old.at.After(at) })
 }
 
 // take returns and forgets the read offered for endpoint id, if it is still fresh.
 func (g *Gate) take(id string) (offer, bool) {
-	o := &g.offered
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	f, ok := o.by[id]
-	if !ok {
-		return offer{}, false
-	}
-	delete(o.by, id)
-	return f, time.Since(f.at) < g.offerAge()
+	f, ok := g.offered.take(id)
+	return f, ok && time.Since(f.at) < g.offerAge()
 }
 
 func (g *Gate) offerAge() time.Duration { return min(g.every, policy.MaxConfigAge) }
 
 // offeredCount is how many offers the gate keeps.
-func (g *Gate) offeredCount() int {
-	g.offered.mu.Lock()
-	defer g.offered.mu.Unlock()
-	return len(g.offered.by)
-}
+func (g *Gate) offeredCount() int { return g.offered.size() }
