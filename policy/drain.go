@@ -29,6 +29,14 @@ const PassTTL = 30 * time.Second
 // before it falls back to a durable wait. It holds a worker slot meanwhile, so it is short.
 const RoomWait = 2 * time.Second
 
+// PassReportDelay is how long a gate lets the passes its pass-holders used gather before
+// it reports them with a renewal: one renewal (an update and a workflow task of the
+// endpoint workflow) carries every pass used meanwhile, where a report per pass cost the
+// endpoint workflow a task per woken delivery. The window (PassWindow, at least twice the
+// cap) covers the passes used and not yet reported. A renewal that asks for room for
+// pass-holders waiting at the gate goes at once.
+const PassReportDelay = 250 * time.Millisecond
+
 // PassWindow is how many passes may be out at once at an endpoint with cap capNow, before
 // any was used: twice the cap (at least 4; a pass-holder waits at its gate for one attempt's
 // length), and no more than the cap plus 64 (a slow endpoint's pass-holders would hold worker

@@ -271,8 +271,9 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 }
 
 // Waiting says whether the next renewal has news the endpoint workflow waits for now:
-// attempts waiting at the gate for room, or passes used (each frees a place in the
-// endpoint's pass window). Renew at once then (when no renewal is in flight).
+// attempts waiting at the gate for room (renew at once, when no renewal is in flight), or
+// passes used (each frees a place in the endpoint's pass window; reported together within
+// PassReportDelay, or by the periodic pass).
 func (h *LocalLease) Waiting() bool { return h.Holding > 0 || h.Passed > 0 }
 
 // MaxHolding bounds the attempts without a pass that one gate keeps waiting for room at one

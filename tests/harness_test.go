@@ -95,12 +95,11 @@ type receiver struct {
 	mu     sync.Mutex
 	seen   []request
 	answer func(n int, w http.ResponseWriter) // n is the 1-based request number
-	got    chan struct{}
 }
 
 func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter)) *receiver {
 	t.Helper()
-	r := &receiver{answer: answer, got: make(chan struct{}, 1000)}
+	r := &receiver{answer: answer}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
@@ -109,7 +108,6 @@ func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter)) *recei
 		answer := r.answer
 		r.mu.Unlock()
 		answer(n, w)
-		r.got <- struct{}{}
 	}))
 	t.Cleanup(r.Close)
 	return r

@@ -38,6 +38,9 @@ type Gate struct {
 	timeout func(herald.Endpoint) time.Duration
 	// roomWait is how long an attempt waits here for room (policy.RoomWait; tests lengthen it).
 	roomWait time.Duration
+	// passReport is how long passes used gather before a renewal reports them
+	// (policy.PassReportDelay).
+	passReport time.Duration
 	// holding counts the attempts without a pass waiting here for room, all endpoints
 	// together; at most maxHolding (policy.MaxHoldingAll; 0: no bound but the endpoints').
 	holding    atomic.Int64
@@ -80,6 +83,8 @@ type gateEntry struct {
 	// (room.go); passed are the pass-holders admitted since the last renewal.
 	changed chan struct{}
 	passed  []string
+	// reportDue is set while a renewal that reports the passes used is due (reportPasses).
+	reportDue bool
 }
 
 // askTimeout bounds each call an attempt makes to an endpoint workflow (a snapshot query, a
@@ -102,8 +107,9 @@ func New(c Endpoints, every time.Duration, timeout func(herald.Endpoint) time.Du
 	host, _ := os.Hostname()
 	return &Gate{
 		calls: c, every: every, timeout: timeout, log: log, roomWait: policy.RoomWait,
-		holder:  fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
-		entries: map[string]*gateEntry{}, counts: map[string]*herald.Report{},
+		passReport: policy.PassReportDelay,
+		holder:     fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
+		entries:    map[string]*gateEntry{}, counts: map[string]*herald.Report{},
 	}
 }
 

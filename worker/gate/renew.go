@@ -193,13 +193,36 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 	}
 	e.call = nil
 	e.notifyLocked()
-	// Passes used while this call was on its way, or more pass-holders waiting for room
-	// than it told of: renew again now.
-	again := err == nil && (e.h.Passed > 0 || e.h.Passing > req.Passing || (act != policy.Renew && e.h.Waiting()))
+	// More pass-holders waiting for room than this call told of: renew again now. Passes
+	// used while it was on its way: report them soon, with those used meanwhile.
+	again := err == nil && (e.h.Passing > req.Passing || (act != policy.Renew && e.h.Waiting()))
+	report := err == nil && !again && len(e.passed) > 0
 	e.mu.Unlock()
 	c.finish(err)
-	if again {
+	switch {
+	case again:
 		g.kick(e)
+	case report:
+		g.reportPasses(e)
 	}
 	return err
+}
+
+// reportPasses renews e's lease within g.passReport (policy.PassReportDelay) to report the
+// passes used at e: those used meanwhile go with the same renewal. A renewal due already
+// takes them.
+func (g *Gate) reportPasses(e *gateEntry) {
+	e.mu.Lock()
+	due := e.reportDue
+	e.reportDue = true
+	e.mu.Unlock()
+	if due {
+		return
+	}
+	time.AfterFunc(g.passReport, func() {
+		e.mu.Lock()
+		e.reportDue = false
+		e.mu.Unlock()
+		g.kick(e)
+	})
 }

@@ -136,7 +136,7 @@ func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*A
 			e.passed = append(e.passed, waiter)
 			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 			e.mu.Unlock()
-			g.kick(e) // report the pass: its place in the window comes free
+			g.reportPasses(e) // its place in the window comes free once reported
 			return a, nil, nil
 		}
 		snap, tripped := e.h.Snapshot, e.h.Tripped

@@ -55,6 +55,54 @@ func TestPassHolderAdmittedUnderLease(t *testing.T) {
 	}
 }
 
+// Passes used one after another under a lease that has room are reported together: one
+// renewal, within policy.PassReportDelay of the first, carries them all, instead of one
+// renewal (an update and a task of the endpoint workflow) per woken delivery.
+func TestPassesReportedTogether(t *testing.T) {
+	v := closedView(8, 0, 5)
+	v.Snapshot.Queue = 20
+	f := &fakeEndpoints{view: v}
+	g := newGate(f)
+	g.passReport = 300 * time.Millisecond
+	const n = 6
+	wave := func(name string) {
+		var as []*Admission
+		for i := range n {
+			w := fmt.Sprintf("%s%d", name, i)
+			a, h, err := g.Acquire(context.Background(), "ep", w, &policy.Grant{Waiter: w, Pass: true, Until: time.Now().Add(policy.PassTTL)})
+			if err != nil || a == nil {
+				t.Fatalf("pass-holder %s: %+v, %+v, %v; want admitted", w, a, h, err)
+			}
+			as = append(as, a)
+		}
+		for _, a := range as {
+			g.Finish(context.Background(), a, delivered(time.Now()))
+		}
+	}
+	reported := func(name string) (renewals, passes int) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, r := range f.leases {
+			k := len(slices.DeleteFunc(slices.Clone(r.Passed), func(w string) bool { return w[:1] != name }))
+			if k > 0 {
+				renewals++
+				passes += k
+			}
+		}
+		return renewals, passes
+	}
+	// The first wave grows the lease: its pass-holders ask for room, and their renewals
+	// carry the passes used so far.
+	wave("a")
+	eventuallyGate(t, "the first wave's passes reported", func() bool { _, p := reported("a"); return p == n })
+	// The second finds room under the lease.
+	wave("b")
+	eventuallyGate(t, "the second wave's passes reported", func() bool { _, p := reported("b"); return p == n })
+	if r, _ := reported("b"); r != 1 {
+		t.Errorf("%d passes used under a lease with room were reported by %d renewals, want 1", n, r)
+	}
+}
+
 // A pass-holder that finds no room under the lease within policy.RoomWait queues again.
 func TestPassHolderWithoutRoomQueuesAgain(t *testing.T) {
 	if testing.Short() {
