@@ -337,8 +337,11 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 
 // explainRepeat says why rep repeated first, an attempt answered 2xx: a process killed
 // between the first request's start and the repeat's (the attempt was in flight, or its
-// result not yet recorded, at the kill), or a replay the client asked for in that time; ""
-// when nothing explains it. herald serve takes no part in a delivery once it is accepted, so
+// result not yet recorded, at the kill), or one still down when the first request started
+// (an attempt made during an outage of history or PostgreSQL gets its answer, but its
+// workflow task cannot be recorded until the process is back: the task times out and runs
+// the attempt again), or a replay the client asked for in that time; "" when nothing
+// explains it. herald serve takes no part in a delivery once it is accepted, so
 // its kills explain nothing.
 // The kind named is the likeliest of those killed in that time: a herald worker (the
 // attempt's result dies with it), then history and PostgreSQL (the result not yet recorded),
@@ -346,7 +349,7 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 func explainRepeat(first, rep hit, faults []fault, replays []time.Time) string {
 	for _, kind := range []string{"worker", "history", "postgresql", "frontend", "matching", "temporal-worker"} {
 		for _, f := range faults {
-			if f.Kind == kind && !f.Killed.Before(first.Start) && !f.Killed.After(rep.Start) {
+			if f.Kind == kind && !f.Back.Before(first.Start) && !f.Killed.After(rep.Start) {
 				return "in flight at a kill of " + f.Kind
 			}
 		}
@@ -462,6 +465,12 @@ func TestChaosAudit(t *testing.T) {
 	if v := r.violations(); len(v) > 0 || r.Delivered != 6 || r.Skipped != 1 || r.DeadLetters != 1 || r.OnOpen != 1 || r.Repeats != 1 {
 		t.Fatalf("clean log: violations %q, report %+v", v, r)
 	}
+	// An attempt made while PostgreSQL was down (killed before the request, back after it)
+	// explains its repeat: its result could not be recorded.
+	down := []fault{{Kind: "postgresql", Name: "postgresql", Killed: at(5), Back: at(2000)}}
+	if r := audit(rules, append([]hit(nil), clean...), wants, outcomes, down, nil, nil); len(r.violations()) > 0 || r.RepeatsBy["in flight at a kill of postgresql"] != 1 {
+		t.Errorf("a repeat of an attempt made during an outage: violations %q, explained %v", r.violations(), r.RepeatsBy)
+	}
 	if r.Recovery["worker"] != time.Second || r.RecoveryFromKill["worker"] != 2*time.Second {
 		t.Errorf("recovery %v / %v: want 1s from the restart, 2s from the kill", r.Recovery, r.RecoveryFromKill)
 	}
@@ -474,6 +483,7 @@ func TestChaosAudit(t *testing.T) {
 	}{
 		{"repeat without a fault", clean, outcomes, nil, "repeats with no fault"},
 		{"repeat explained only by a serve kill", clean, outcomes, []fault{{Kind: "serve", Killed: at(1000), Back: at(2000)}}, "repeats with no fault"},
+		{"repeat after an outage that was over", clean, outcomes, []fault{{Kind: "postgresql", Killed: at(1), Back: at(5)}}, "repeats with no fault"},
 		{"cap", append(clean, ok("slow", "e2", 22, 3)), outcomes, faults, "cap exceeded"},
 		{"rate", append(clean, ok("rate", "e4", 50, 1)), outcomes, faults, "rate limit exceeded"},
 		{"unsubscribed", append(clean, hit{Endpoint: "sub", ID: "e10", Type: "invoice.created", Start: at(60), Status: 200, InFlight: 1}), outcomes, faults, "unsubscribed"},
