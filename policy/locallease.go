@@ -276,6 +276,16 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 // PassReportDelay, or by the periodic pass).
 func (h *LocalLease) Waiting() bool { return h.Holding > 0 || h.Passed > 0 }
 
+// AfterTell says what follows a call that told the endpoint workflow of toldPassing
+// pass-holders waiting for room (renewed: the call was a renewal, not a report): renew
+// again now when more pass-holders wait for room than it told of, or when anything waits
+// after a report (Waiting); otherwise report soon, within PassReportDelay, when passes
+// were used while it was on its way.
+func (h *LocalLease) AfterTell(toldPassing int, renewed bool) (now, soon bool) {
+	now = h.Passing > toldPassing || (!renewed && h.Waiting())
+	return now, !now && h.Passed > 0
+}
+
 // MaxHolding bounds the attempts without a pass that one gate keeps waiting for room at one
 // endpoint inside their activities (HoldLease, at most RoomWait each): the endpoint's cap
 // (at least 1). More than the cap could not all run when room comes anyway; the others

@@ -358,3 +358,26 @@ func TestLocalLeaseSettlesSpares(t *testing.T) {
 		t.Fatal("the spare attempt ended: does not renew to settle")
 	}
 }
+
+// After a call to the endpoint workflow: more pass-holders waiting for room than it told
+// of, or anything waiting after a report, renews now; passes used meanwhile alone are
+// reported soon.
+func TestAfterTell(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		h                  LocalLease
+		told               int
+		renewed, now, soon bool
+	}{
+		{"nothing new", LocalLease{}, 0, true, false, false},
+		{"passes used meanwhile", LocalLease{Passed: 3}, 0, true, false, true},
+		{"more pass-holders waiting", LocalLease{Passing: 2, Passed: 3}, 1, true, true, false},
+		{"as many as told", LocalLease{Passing: 1}, 1, true, false, false},
+		{"waiting after a report", LocalLease{Holding: 1}, 0, false, true, false},
+		{"passes after a report", LocalLease{Passed: 1}, 0, false, true, false},
+	} {
+		if now, soon := c.h.AfterTell(c.told, c.renewed); now != c.now || soon != c.soon {
+			t.Errorf("%s: AfterTell = %v, %v; want %v, %v", c.name, now, soon, c.now, c.soon)
+		}
+	}
+}

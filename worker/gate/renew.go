@@ -193,13 +193,11 @@ func (g *Gate) tell(ctx context.Context, e *gateEntry, act policy.Action) error 
 	}
 	e.call = nil
 	e.notifyLocked()
-	// More pass-holders waiting for room than this call told of: renew again now. Passes
-	// used while it was on its way: report them soon, with those used meanwhile.
-	again := err == nil && (e.h.Passing > req.Passing || (act != policy.Renew && e.h.Waiting()))
-	report := err == nil && !again && len(e.passed) > 0
+	again, report := e.h.AfterTell(req.Passing, act == policy.Renew)
 	e.mu.Unlock()
 	c.finish(err)
 	switch {
+	case err != nil: // the periodic pass tries again
 	case again:
 		g.kick(e)
 	case report:
