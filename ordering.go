@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/policy"
 )
 
 // Ordered delivery per key (issue 26). A send may carry an ordering key: the deliveries
@@ -14,10 +16,12 @@ import (
 //
 // A small sequencer workflow per (tenant, endpoint, key), SequencerWorkflowID, hands each
 // new delivery its predecessor (the key's tail) through UpdateOrderingAppend and records
-// the new tail: two ids, whatever the number of events. It looks where its tail is first
-// (PresenceRunning, PresenceClosed, PresenceMissing): after a closed tail the new delivery
-// is ready (OrderingPlace.Ready: its turn is there), after a missing one (its send failed
-// after its append) it goes after the missing one's predecessor. Otherwise the successor
+// the new tail: a bounded chain of ids, whatever the number of events. It looks where its
+// tail is first (PresenceRunning, PresenceClosed, PresenceMissing): after a closed tail the
+// new delivery is ready (OrderingPlace.Ready: its turn is there); a tail not seen started
+// yet (its send may still be starting it) is listed in OrderingPlace.Starting for the new
+// delivery to look for itself, and one still missing after a grace (its send failed) is
+// passed over: the new delivery goes after the one before it. Otherwise the successor
 // tells its predecessor it waits (SignalOrderingNext), and the predecessor hands it the turn
 // (SignalOrderingTurn) when its own turn ends; a predecessor that is already closed cannot
 // be signalled, and that failure is the turn.
@@ -97,17 +101,24 @@ type OrderingPlace struct {
 	// Ready is set when the delivery before it was closed as it was appended (or it has
 	// none): its turn is already there, and it tells nobody it waits.
 	Ready bool `json:"ready,omitempty"`
+	// Starting lists, newest first, the deliveries appended before it that the sequencer
+	// has not seen started yet (their sends may still be starting them); After is then the
+	// newest one seen started. The delivery looks for them itself: it waits for the first
+	// it finds running, has its turn at one it finds closed, and passes over one still
+	// missing after the sequencer's grace (its send failed). Empty from a sequencer before
+	// versionOrderingPlaced's version 2.
+	Starting []policy.ChainLink `json:"starting,omitempty"`
 }
 
 // Where a workflow is, as an ordering key's sequencer finds its tail (activities.Ops.Presence).
 const (
 	// PresenceRunning: its latest run is open.
-	PresenceRunning = "running"
+	PresenceRunning = policy.LinkRunning
 	// PresenceClosed: its latest run is closed.
-	PresenceClosed = "closed"
+	PresenceClosed = policy.LinkClosed
 	// PresenceMissing: no run of it exists (its send failed after it was appended, or it
 	// is past its retention).
-	PresenceMissing = "missing"
+	PresenceMissing = policy.LinkMissing
 )
 
 // OrderingSignal is an ordering signal that a delivery sends from a local activity: to
@@ -139,6 +150,8 @@ type Ordering struct {
 	Next string `json:"next,omitempty"`
 	// Released is set once the delivery handed its successor the turn (or would have).
 	Released bool `json:"released,omitempty"`
+	// Starting is OrderingPlace.Starting, until the delivery has found its predecessor.
+	Starting []policy.ChainLink `json:"starting,omitempty"`
 	// Also lists the other deliveries that said they wait after it, in the order they
 	// said so: two sends of one key at once may both find the delivery between them not
 	// started yet, and both wait on it. Each gets the turn with Next.
@@ -179,6 +192,15 @@ type SequencerInput struct {
 	// there (OrderingPlace.Ready).
 	TailAt    time.Time `json:"tail_at,omitzero"`
 	TailReady bool      `json:"tail_ready,omitempty"`
+	// Chained is set by a sequencer since versionOrderingPlaced's version 2, whose state is
+	// Chain and Base (and Tail, Seq, Place) instead of TailAfter, TailAt and TailReady.
+	Chained bool `json:"chained,omitempty"`
+	// Chain lists the appended deliveries not yet seen started, newest first (bounded by
+	// the sequencer); Base is the newest seen started ("" for none).
+	Chain []policy.ChainLink `json:"chain,omitempty"`
+	Base  string             `json:"base,omitempty"`
+	// Place is the place the tail was given, answered again to a retried append of it.
+	Place *OrderingPlace `json:"place,omitempty"`
 	// Idle overrides how long the sequencer waits without an append before it asks
 	// whether its tail is closed, and closes if it is (tests; default one hour).
 	Idle time.Duration `json:"idle,omitempty"`

@@ -62,3 +62,22 @@ func (o *Ops) SignalOrdering(ctx context.Context, s herald.OrderingSignal) (bool
 	}
 	return true, nil
 }
+
+// Follow tells the delivery s.To that the delivery s.Next waits after it (a
+// herald.SignalOrderingNext signal), when s.To is running, and reports where s.To is:
+// herald.PresenceRunning (signalled), herald.PresenceClosed, or herald.PresenceMissing (not
+// started, or gone past its retention). A delivery asks it of a predecessor its sequencer
+// has not seen started yet, which a failed signal alone cannot tell from a closed one.
+func (o *Ops) Follow(ctx context.Context, s herald.OrderingSignal) (string, error) {
+	for range 3 {
+		if running, err := o.SignalOrdering(ctx, s); err != nil || running {
+			return herald.PresenceRunning, err
+		}
+		p, err := o.Presence(ctx, s.To)
+		if err != nil || p != herald.PresenceRunning {
+			return p, err
+		}
+		// Started between the signal and the describe: signal it again.
+	}
+	return "", fmt.Errorf("follow %s: it kept starting between signal and describe", s.To)
+}

@@ -14,8 +14,9 @@ import (
 // started: the key's sequencer appends it and answers the delivery before it. It returns
 // nil for an event without a key, and for an id sent before (a resend keeps the place its
 // delivery has: the sequencer is not asked again). A send that fails after the append
-// leaves a tail that never starts: the sequencer finds it missing as it appends the next
-// delivery, and places that one after the missing one's predecessor (no gap in the key).
+// leaves a tail that never starts: the sequencer (or, when it had not seen it started yet,
+// the next delivery itself) finds it missing past a grace, and that one goes after the
+// missing one's predecessor (no gap in the key).
 func (s *Client) placeOrdered(ctx context.Context, tenant, wfID string, ev Event) (*herald.Ordering, error) {
 	if ev.OrderingKey == "" {
 		return nil, nil
@@ -43,5 +44,5 @@ func (s *Client) placeOrdered(ctx context.Context, tenant, wfID string, ev Event
 	}
 	// A ready place (the delivery before it closed, or none) starts with its turn: it asks
 	// nobody (a worker before versionOrderingPlaced reads Turn the same way).
-	return &herald.Ordering{Key: ev.OrderingKey, After: place.After, Seq: place.Seq, Turn: place.Ready}, nil
+	return &herald.Ordering{Key: ev.OrderingKey, After: place.After, Seq: place.Seq, Turn: place.Ready, Starting: place.Starting}, nil
 }

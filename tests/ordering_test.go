@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
@@ -374,4 +375,106 @@ func TestRecordOrderedHistories(t *testing.T) {
 	save(t, "delivery_ordered_blocked_replayed.json", herald.DeliveryID("", ids["rec"][0]))
 	save(t, "delivery_ordered_waited.json", herald.DeliveryID("", ids["rec"][1]))
 	save(t, "ordering_sequencer.json", herald.SequencerWorkflowID("", "rec-ordered", "rec"))
+}
+
+// sendBurst sends n events of key at once (n senders, one event each) to endpoint and
+// returns their event ids by seq (the data's seq, not the order the sequencer took them).
+func sendBurst(t *testing.T, s *starter.Client, endpoint, key string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data, _ := json.Marshal(orderedData{Key: key, Seq: i})
+			res, err := s.Send(context.Background(), starter.Event{
+				ID: fmt.Sprintf("evt_%s_%s_%d", endpoint, key, i), EndpointID: endpoint, Type: "test.ordered", Data: data, OrderingKey: key,
+			})
+			if err != nil {
+				t.Errorf("send %s/%d: %v", key, i, err)
+				return
+			}
+			ids[i] = res.EventID
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return ids
+}
+
+// TestRecordOrderedBurstHistory records (with -record) the sequencer of a key that six
+// sends reach at once (ordering_sequencer_burst.json): appends whose tail is not started
+// yet, because its send is still waiting for its own answer; and a delivery placed after
+// such a one, which looked for it itself (delivery_ordered_starting.json).
+func TestRecordOrderedBurstHistory(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	rcv := newOrderReceiver(t, func(orderedData) int { return 0 })
+	putEndpoint(t, "rec-burst", rcv.URL, orderedOverrides(2, ""))
+	ids := sendBurst(t, shared.starter, "rec-burst", "burst", 6)
+	waitDelivered(t, rcv, 6, time.Minute)
+	save(t, "ordering_sequencer_burst.json", herald.SequencerWorkflowID("", "rec-burst", "burst"))
+	// One delivery that looked for a predecessor its sequencer had not seen started.
+	for _, id := range ids {
+		wf := herald.DeliveryID("", id)
+		waitState(t, id, herald.StateDelivered)
+		var in herald.DeliveryInput
+		start := workflowHistory(t, wf)[0].GetWorkflowExecutionStartedEventAttributes()
+		if err := converter.GetDefaultDataConverter().FromPayloads(start.GetInput(), &in); err != nil {
+			t.Fatal(err)
+		}
+		if in.Ordering != nil && len(in.Ordering.Starting) > 0 {
+			save(t, "delivery_ordered_starting.json", wf)
+			return
+		}
+	}
+	t.Fatal("no delivery of the burst was placed after one not seen started: record again")
+}
+
+// TestOrderedBurst: sends of one key at once (more than the sequencer's workflow task
+// answers at a time) are all accepted without one waiting for the one before it to start,
+// and delivered in the order the sequencer placed them; the sequencer sets no timer but its
+// idle one (before orderingChainVersion it waited a second for each tail not yet started,
+// and every send of the key with it).
+func TestOrderedBurst(t *testing.T) {
+	t.Parallel()
+	rcv := newOrderReceiver(t, func(orderedData) int { return 0 })
+	const ep, key, n = "ordered-burst", "burst", 60
+	putEndpoint(t, ep, rcv.URL, orderedOverrides(5, ""))
+	start := time.Now()
+	ids := sendBurst(t, shared.starter, ep, key, n)
+	sent := time.Since(start)
+	waitDelivered(t, rcv, n, 2*time.Minute)
+	t.Logf("%d sends of one key at once: accepted in %s, delivered in %s", n, sent.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+
+	// The sequencer's numbers, by the data's seq: arrivals must follow them.
+	place := make([]int64, n)
+	for i, id := range ids {
+		st := waitState(t, id, herald.StateDelivered)
+		if st.Ordering == nil || st.Ordering.Seq == 0 {
+			t.Fatalf("%s: ordering %+v, want a place", id, st.Ordering)
+		}
+		place[i] = st.Ordering.Seq
+	}
+	rcv.mu.Lock()
+	arrived := slices.Clone(rcv.order[key])
+	rcv.mu.Unlock()
+	for j := 1; j < len(arrived); j++ {
+		if a, b := place[arrived[j-1]], place[arrived[j]]; b < a {
+			t.Errorf("arrival %d is #%d, after #%d: not in the sequencer's order", j, b, a)
+		}
+	}
+	var waits []string
+	for _, ev := range workflowHistory(t, herald.SequencerWorkflowID("", ep, key)) {
+		if a := ev.GetTimerStartedEventAttributes(); a != nil && a.GetStartToFireTimeout().AsDuration() < time.Minute {
+			waits = append(waits, a.GetStartToFireTimeout().AsDuration().String())
+		}
+	}
+	if len(waits) > 0 {
+		t.Errorf("the sequencer waited %v: an append waited for the tail before it to start", waits)
+	}
 }

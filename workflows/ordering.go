@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
 )
 
 // Ordered delivery per key (herald/ordering.go says what it promises).
@@ -40,6 +41,11 @@ const (
 	sequencerIdle = time.Hour
 )
 
+// sequencerChainMax bounds a sequencer's chain (herald.SequencerInput.Chain): appends
+// that find it full wait, a second at a time, until the sends before them have started
+// their deliveries. A variable for the tests only.
+var sequencerChainMax = 64
+
 // sequencerStartGrace: a tail not found as the next delivery is appended may still be
 // starting (its send appended it and is starting it); the sequencer looks again, once a
 // second, until this long after its append, and then takes it for a send that failed.
@@ -48,7 +54,10 @@ const sequencerStartGrace = 10 * time.Second
 // SequencerWorkflow is the workflow of one ordering key (herald.SequencerWorkflowID). Its
 // state is two workflow ids: bounded whatever the number of events in its key.
 func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
-	if workflow.GetVersion(ctx, versionOrderingPlaced, workflow.DefaultVersion, 1) == 1 {
+	switch workflow.GetVersion(ctx, versionOrderingPlaced, workflow.DefaultVersion, orderingChainVersion) {
+	case orderingChainVersion:
+		return sequencerChained(ctx, in)
+	case 1:
 		return sequencerPlacing(ctx, in)
 	}
 	appends := 0
@@ -165,6 +174,104 @@ func sequencerPlacing(ctx workflow.Context, in herald.SequencerInput) error {
 	}
 }
 
+// sequencerChained is SequencerWorkflow since orderingChainVersion. An append is answered
+// at once: its place names the newest delivery seen started (After) and, newest first, the
+// ones appended since that were not (Starting), which the new delivery looks for itself. A
+// delivery appended in the same workflow task is not looked for (its send has no answer
+// yet); the others are, newest first, until one is found started (policy.ChainWalk). The
+// state is the chain (at most sequencerChainMax) and its base: bounded whatever the
+// number of events.
+func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
+	if !in.Chained {
+		// Continued from a run before orderingChainVersion: its tail is not known started.
+		in.Chained, in.Base, in.Chain = true, in.TailAfter, nil
+		if in.Tail != "" {
+			in.Chain = []policy.ChainLink{{ID: in.Tail, At: in.TailAt}}
+			in.Place = &herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq, Ready: in.TailReady}
+		}
+		in.TailAfter, in.TailAt, in.TailReady = "", time.Time{}, false
+	}
+	appends := 0
+	mu := workflow.NewMutex(ctx)
+	walk := func(ctx workflow.Context) policy.ChainPlace {
+		p := policy.ChainWalk(in.Chain, in.Base, workflow.Now(ctx), sequencerStartGrace, func(id string) string {
+			return presence(ctx, id)
+		})
+		in.Chain, in.Base = p.Starting, p.Base
+		return p
+	}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
+		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
+			appends++
+			if err := mu.Lock(ctx); err != nil {
+				return herald.OrderingPlace{}, err
+			}
+			defer mu.Unlock()
+			if req.Delivery == in.Tail && in.Place != nil {
+				return *in.Place, nil // the same delivery again (a retried call): the same place
+			}
+			p := walk(ctx)
+			for len(in.Chain) >= sequencerChainMax {
+				// Full: let this task's answers go, so that their sends start them.
+				if err := workflow.Sleep(ctx, time.Second); err != nil {
+					return herald.OrderingPlace{}, err
+				}
+				p = walk(ctx)
+			}
+			in.Seq++
+			place := herald.OrderingPlace{After: p.Base, Seq: in.Seq, Ready: p.Ready(), Starting: p.Starting}
+			in.Tail, in.Place = req.Delivery, &place
+			in.Chain = append([]policy.ChainLink{{ID: req.Delivery, At: workflow.Now(ctx)}}, in.Chain...)
+			return place, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: validateAppend})
+	if err != nil {
+		return err
+	}
+	idle := in.Idle
+	if idle <= 0 {
+		idle = sequencerIdle
+	}
+	for {
+		seen := appends
+		if _, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return appends >= sequencerAppendsPerRun }); err != nil {
+			return err
+		}
+		if appends >= sequencerAppendsPerRun {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, herald.SequencerInput{
+				Tail: in.Tail, Seq: in.Seq, Idle: in.Idle, Chained: true, Chain: in.Chain, Base: in.Base, Place: in.Place,
+			})
+		}
+		if appends != seen || !workflow.AllHandlersFinished(ctx) {
+			continue // not idle
+		}
+		// Idle: close once nothing of the key is open or may still be starting (the next
+		// append starts a new run with no tail).
+		p := walk(ctx)
+		done := len(p.Starting) == 0 && (p.Base == "" || p.Closed || slices.Contains([]string{herald.PresenceClosed, herald.PresenceMissing}, presence(ctx, p.Base)))
+		if done && appends == seen && workflow.AllHandlersFinished(ctx) {
+			return nil
+		}
+	}
+}
+
+// presence asks where workflow id is (herald.PresenceRunning, PresenceClosed or
+// PresenceMissing), or policy.LinkUnknown when the question cannot be answered.
+func presence(ctx workflow.Context, id string) string {
+	var ops *activities.Ops
+	opts := opsOptions
+	opts.Summary = "where is " + herald.OrderingEventID(id) + "?"
+	var p string
+	if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), ops.Presence, id).Get(ctx, &p); err != nil {
+		workflow.GetLogger(ctx).Warn("ordering: cannot tell where a delivery is", "delivery", id, "error", err)
+		return policy.LinkUnknown
+	}
+	return p
+}
+
 // tailPresence asks where the tail is (herald.PresenceRunning, PresenceClosed or
 // PresenceMissing). A tail not found before sequencerStartGrace has passed since
 // appendedAt is looked for again each second: its send may still be starting it. When the
@@ -201,8 +308,10 @@ type orderingRun struct {
 	// activities (activities.Ops.SignalOrdering), in the task that decides them, not as
 	// SignalExternalWorkflow commands whose result takes another workflow task.
 	local bool
-	// asked is set once versionOrderingPlaced was asked (isLocal).
+	// asked is set once versionOrderingPlaced was asked (isLocal); chain is set when it
+	// answered orderingChainVersion (followStarting).
 	asked bool
+	chain bool
 }
 
 // startOrdering sets up an ordered delivery's part: the status's key, and the goroutine that
@@ -242,12 +351,56 @@ func (d *delivery) startOrdering(ctx workflow.Context) {
 	})
 }
 
+// followStarting looks for the delivery's predecessor among those its sequencer had not
+// seen started (herald.Ordering.Starting, newest first): it tells the first it finds
+// running that it waits (policy.FateWait, r.o.After set to it), has its turn at one it
+// finds closed (policy.FateTurn), looks again a second later for one that may still be
+// starting, and passes over one still missing after sequencerStartGrace. Past them all
+// (policy.FatePassed) the delivery goes after r.o.After, the newest its sequencer saw
+// started, as any other.
+func (d *delivery) followStarting(ctx workflow.Context) policy.LinkFate {
+	r := d.order
+	var ops *activities.Ops
+	for _, l := range r.o.Starting {
+		opts := opsOptions
+		opts.Summary = "follow " + herald.OrderingEventID(l.ID)
+		for {
+			p := policy.LinkUnknown
+			s := herald.OrderingSignal{To: l.ID, Name: herald.SignalOrderingNext, Next: r.self}
+			if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), ops.Follow, s).Get(ctx, &p); err != nil {
+				workflow.GetLogger(ctx).Warn("ordering: cannot tell where the delivery before is", "before", l.ID, "error", err)
+			}
+			fate := policy.JudgeLink(p, l.At, workflow.Now(ctx), sequencerStartGrace)
+			switch fate {
+			case policy.FateWait, policy.FateTurn:
+				if fate == policy.FateWait {
+					r.o.After = l.ID
+				}
+				r.o.Starting = nil
+				return fate
+			case policy.FatePassed:
+				workflow.GetLogger(ctx).Info("ordering: the delivery before was never started, passed over", "before", l.ID)
+			case policy.FateStarting:
+				d.status.Ordering.WaitingFor = herald.OrderingEventID(l.ID)
+				if err := workflow.Sleep(ctx, time.Second); err != nil {
+					return policy.FatePassed // cancelled: the run ends
+				}
+				continue
+			}
+			break
+		}
+	}
+	r.o.Starting = nil
+	return policy.FatePassed
+}
+
 // isLocal asks versionOrderingPlaced, once, where the ordering commands start to differ:
 // the first ordering signal the run sends, or the first successor that says it waits.
 func (r *orderingRun) isLocal(ctx workflow.Context) bool {
 	if !r.asked {
 		r.asked = true
-		r.local = workflow.GetVersion(ctx, versionOrderingPlaced, workflow.DefaultVersion, 1) == 1
+		v := workflow.GetVersion(ctx, versionOrderingPlaced, workflow.DefaultVersion, orderingChainVersion)
+		r.local, r.chain = v >= 1, v >= orderingChainVersion
 	}
 	return r.local
 }
@@ -281,20 +434,21 @@ func (d *delivery) awaitTurn(ctx workflow.Context) (cancelled bool) {
 	if r == nil || r.o.Turn {
 		return false
 	}
-	if r.o.After == "" {
+	followed := false
+	if len(r.o.Starting) > 0 && r.isLocal(ctx) && r.chain {
+		switch d.followStarting(ctx) {
+		case policy.FateTurn:
+			r.o.Turn = true
+			return false
+		case policy.FateWait:
+			followed = true
+		}
+	}
+	if r.o.After == "" && !followed {
 		r.o.Turn = true
 		return false
 	}
-	if r.isLocal(ctx) {
-		if !r.signalLocal(ctx, herald.OrderingSignal{To: r.o.After, Name: herald.SignalOrderingNext, Next: r.self}) {
-			// The predecessor is closed (the sequencer checked it was started): its turn is over.
-			workflow.GetLogger(ctx).Info("ordering: the predecessor is closed, the turn is ours", "after", r.o.After)
-			r.o.Turn = true
-			return false
-		}
-	} else if err := workflow.SignalExternalWorkflow(ctx, r.o.After, "", herald.SignalOrderingNext, r.self).Get(ctx, nil); err != nil {
-		// The predecessor is closed (or was never started: its send failed): its turn is over.
-		workflow.GetLogger(ctx).Info("ordering: the predecessor is closed, the turn is ours", "after", r.o.After, "error", err)
+	if !followed && !d.tellPredecessor(ctx) {
 		r.o.Turn = true
 		return false
 	}
@@ -315,6 +469,25 @@ func (d *delivery) awaitTurn(ctx workflow.Context) (cancelled bool) {
 		d.status.Ordering.WaitingFor = ""
 	}
 	return cancelled && !r.o.Turn
+}
+
+// tellPredecessor tells the delivery before this one (r.o.After, seen started by the
+// sequencer) that this one waits, and reports whether it is running; a closed one's turn is
+// over.
+func (d *delivery) tellPredecessor(ctx workflow.Context) bool {
+	r := d.order
+	if r.isLocal(ctx) {
+		if !r.signalLocal(ctx, herald.OrderingSignal{To: r.o.After, Name: herald.SignalOrderingNext, Next: r.self}) {
+			// The predecessor is closed (the sequencer checked it was started): its turn is over.
+			workflow.GetLogger(ctx).Info("ordering: the predecessor is closed, the turn is ours", "after", r.o.After)
+			return false
+		}
+	} else if err := workflow.SignalExternalWorkflow(ctx, r.o.After, "", herald.SignalOrderingNext, r.self).Get(ctx, nil); err != nil {
+		// The predecessor is closed (or was never started: its send failed): its turn is over.
+		workflow.GetLogger(ctx).Info("ordering: the predecessor is closed, the turn is ours", "after", r.o.After, "error", err)
+		return false
+	}
+	return true
 }
 
 // addTurn makes sel take the turn when the delivery before it hands it on.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/activities"
+	"github.com/heraldhq/herald/policy"
 )
 
 const (
@@ -271,8 +272,9 @@ func TestSequencerContinuesAsNew(t *testing.T) {
 	_, next := continuedAsNew[herald.SequencerInput](t, env)
 	last := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-1)
 	prev := fmt.Sprintf("delivery:e%d", sequencerAppendsPerRun-2)
-	if next.Tail != last || next.TailAfter != prev || next.Seq != int64(sequencerAppendsPerRun) || next.Idle != time.Hour {
-		t.Errorf("continues with %+v, want tail %s after %s, idle 1h", next, last, prev)
+	if next.Tail != last || next.Base != prev || len(next.Chain) != 1 || next.Chain[0].ID != last || !next.Chained ||
+		next.Place == nil || next.Place.After != prev || next.Seq != int64(sequencerAppendsPerRun) || next.Idle != time.Hour {
+		t.Errorf("continues with %+v, want tail %s (not seen started yet) after %s, its place, idle 1h", next, last, prev)
 	}
 }
 
@@ -319,9 +321,10 @@ func TestOrderedCancelledWhileWaitingKeepsItsPlace(t *testing.T) {
 }
 
 // TestSequencerPlaces: an append finds where the tail is: after a running tail the new
-// delivery waits; after a closed one it is ready; a tail that was never started (its send
-// failed after its append) is looked for until sequencerStartGrace has passed and then
-// passed over, so the next delivery goes after the missing one's predecessor, not at once.
+// delivery waits; after a closed one it is ready; a tail not found (its send may still be
+// starting it, or failed) is not waited for: the new delivery is placed after the newest
+// one seen started, with the missing one to look for itself (Starting), and the sequencer
+// asks no more about it.
 func TestSequencerPlaces(t *testing.T) {
 	env := newTestEnv()
 	env.RegisterWorkflowWithOptions(SequencerWorkflow, workflow.RegisterOptions{Name: herald.SequencerWorkflow})
@@ -335,7 +338,6 @@ func TestSequencerPlaces(t *testing.T) {
 			}
 			return herald.PresenceClosed, nil
 		})
-	env.OnActivity((&activities.Ops{}).Closed, mock.Anything, mock.Anything).Return(true, nil)
 	ids := []string{"delivery:a", "delivery:b", "delivery:c", "delivery:d"}
 	outs := make([]*updateOutcome[herald.OrderingPlace], len(ids))
 	for i, id := range ids {
@@ -343,34 +345,88 @@ func TestSequencerPlaces(t *testing.T) {
 			outs[i] = sendUpdate[herald.OrderingPlace](env, herald.UpdateOrderingAppend, herald.OrderingAppend{Delivery: id})
 		}, time.Duration(i+1)*time.Second)
 	}
-	env.RegisterDelayedCallback(func() { presence["delivery:a"] = herald.PresenceClosed }, time.Hour)
 	env.ExecuteWorkflow(herald.SequencerWorkflow, herald.SequencerInput{Idle: 2 * time.Hour})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
-	var got []string
-	for i, o := range outs {
-		if o.check(t, "append "+ids[i]) {
-			got = append(got, fmt.Sprintf("%s<%s#%d ready=%v", ids[i], o.result.After, o.result.Seq, o.result.Ready))
-		}
-	}
+	got := places(t, ids, outs)
 	want := []string{
-		"delivery:a<#1 ready=true",            // first: nothing before it
-		"delivery:b<delivery:a#2 ready=false", // a runs: b waits for it
-		"delivery:c<delivery:a#3 ready=false", // b never started: c goes after a, not at once
-		"delivery:d<delivery:c#4 ready=true",  // c closed: d's turn is there
+		"delivery:a<#1 ready=true starting=[]",                         // first: nothing before it
+		"delivery:b<delivery:a#2 ready=false starting=[]",              // a runs: b waits for it
+		"delivery:c<delivery:a#3 ready=false starting=[delivery:b@2s]", // b not found: c looks for it
+		"delivery:d<delivery:c#4 ready=true starting=[]",               // c closed: d's turn is there
 	}
 	if !equalStrings(got, want) {
 		t.Errorf("places %v, want %v", got, want)
 	}
-	var forB int
-	for _, a := range asked.all() {
-		if strings.HasPrefix(a, "delivery:b@") {
-			forB++
+	if want := []string{"delivery:a@2s", "delivery:b@3s", "delivery:c@4s", "delivery:d@4h0m0s"}; !equalStrings(asked.all(), want) {
+		t.Errorf("asked %v, want %v: each once, and no timer for the missing one", asked.all(), want)
+	}
+}
+
+// places renders the answers of appends ids for comparison.
+func places(t *testing.T, ids []string, outs []*updateOutcome[herald.OrderingPlace]) []string {
+	t.Helper()
+	var got []string
+	for i, o := range outs {
+		if o.check(t, "append "+ids[i]) {
+			var st []string
+			for _, l := range o.result.Starting {
+				st = append(st, fmt.Sprintf("%s@%s", l.ID, l.At.Sub(testStart)))
+			}
+			got = append(got, fmt.Sprintf("%s<%s#%d ready=%v starting=%v", ids[i], o.result.After, o.result.Seq, o.result.Ready, st))
 		}
 	}
-	if forB < 2 {
-		t.Errorf("asked %v: b, not found, was not looked for again within the grace", asked.all())
+	return got
+}
+
+// TestSequencerBurst: appends that come in one workflow task (sends of one key at once) are
+// answered in that task, none waiting for the one before it to start: they cannot have
+// started, since their answers leave with the task, so the sequencer does not ask. A chain
+// that reaches sequencerChainMax makes the next append wait (a second at a time) until the
+// ones before it are seen started.
+func TestSequencerBurst(t *testing.T) {
+	defer func(n int) { sequencerChainMax = n }(sequencerChainMax)
+	sequencerChainMax = 3
+	env := newTestEnv()
+	env.RegisterWorkflowWithOptions(SequencerWorkflow, workflow.RegisterOptions{Name: herald.SequencerWorkflow})
+	var asked tape[string]
+	env.OnActivity((&activities.Ops{}).Presence, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id string) (string, error) {
+			asked.add(id + "@" + env.Now().Sub(testStart).String())
+			if env.Now().Sub(testStart) > time.Minute {
+				return herald.PresenceClosed, nil // all delivered: the idle sequencer closes
+			}
+			return herald.PresenceRunning, nil
+		})
+	ids := []string{"delivery:a", "delivery:b", "delivery:c", "delivery:d"}
+	outs := make([]*updateOutcome[herald.OrderingPlace], len(ids))
+	env.RegisterDelayedCallback(func() {
+		for i, id := range ids {
+			outs[i] = sendUpdate[herald.OrderingPlace](env, herald.UpdateOrderingAppend, herald.OrderingAppend{Delivery: id})
+		}
+	}, time.Second)
+	var timers tape[time.Duration]
+	recordTimers(env, &timers)
+	env.ExecuteWorkflow(herald.SequencerWorkflow, herald.SequencerInput{Idle: time.Minute})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	got := places(t, ids, outs)
+	want := []string{
+		"delivery:a<#1 ready=true starting=[]",
+		"delivery:b<#2 ready=false starting=[delivery:a@1s]",
+		"delivery:c<#3 ready=false starting=[delivery:b@1s delivery:a@1s]",
+		"delivery:d<delivery:c#4 ready=false starting=[]", // the chain was full: a second later, c runs
+	}
+	if !equalStrings(got, want) {
+		t.Errorf("places %v, want %v", got, want)
+	}
+	if want := []string{"delivery:c@2s"}; len(asked.all()) == 0 || asked.all()[0] != want[0] {
+		t.Errorf("asked %v, want first %v: none asked in the task that appended them", asked.all(), want)
+	}
+	if got := timers.all(); !slices.Equal(got, []time.Duration{time.Minute, time.Second, time.Minute}) {
+		t.Errorf("timers %v, want the idle minute, the full chain's one second, the idle minute", got)
 	}
 }
 
@@ -415,4 +471,87 @@ func TestOrderedTwoSuccessors(t *testing.T) {
 	if got := signals.all(); !equalStrings(got, want) {
 		t.Errorf("signals %v, want %v", got, want)
 	}
+}
+
+// followEnv is orderedEnv with the Follow local activity answering where as each
+// predecessor's presence at the time (and recording the signal when it runs).
+func followEnv(t *testing.T, signals *tape[string], where func(id string, at time.Duration) string) (*testsuite.TestWorkflowEnvironment, *recorder) {
+	t.Helper()
+	env, rec := orderedEnv(t, func(_ activities.AttemptInput, now time.Time) (herald.Result, error) {
+		return deliveredAttempt(now, defaultPolicy()), nil
+	}, signals)
+	env.OnActivity((&activities.Ops{}).Follow, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, s herald.OrderingSignal) (string, error) {
+			at := env.Now().Sub(testStart)
+			p := where(s.To, at)
+			signals.add("follow→" + s.To + "@" + at.String() + "=" + p)
+			return p, nil
+		})
+	return env, rec
+}
+
+// TestOrderedFollowsStarting: a delivery whose sequencer had not seen its predecessor
+// started looks for it itself, a second apart, finds it running, tells it (one Follow) and
+// waits for its turn; it does not go after the one before.
+func TestOrderedFollowsStarting(t *testing.T) {
+	var signals tape[string]
+	const starting = "delivery:evt_starting"
+	env, rec := followEnv(t, &signals, func(id string, at time.Duration) string {
+		if id == starting && at >= 2*time.Second {
+			return herald.PresenceRunning
+		}
+		return herald.PresenceMissing
+	})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(herald.SignalOrderingTurn, herald.OrderingTurn{From: starting, Reason: "delivered"})
+	}, time.Hour)
+	in := orderedInput(orderPrev)
+	in.Ordering.Starting = []policy.ChainLink{{ID: starting, At: testStart}}
+	env.ExecuteWorkflow(herald.DeliveryWorkflow, in)
+	st := workflowStatus(t, env)
+	calls := rec.wantCalls(t, 1, "one, after the turn")
+	if got := calls[0].At.Sub(testStart); got != time.Hour || st.State != herald.StateDelivered {
+		t.Errorf("first attempt at +%s, state %q; want +1h (when the turn came), delivered", got, st.State)
+	}
+	want := []string{"follow→" + starting + "@0s=missing", "follow→" + starting + "@1s=missing", "follow→" + starting + "@2s=running"}
+	if got := signals.all(); !equalStrings(got, want) {
+		t.Errorf("signals %v, want %v (none to %s)", got, want, orderPrev)
+	}
+}
+
+// TestOrderedPassesOverNeverStarted: a predecessor still missing after the grace (its send
+// failed) is passed over: the delivery goes after the one its sequencer saw started, and
+// waits for that one; a predecessor found closed is the turn at once.
+func TestOrderedPassesOverNeverStarted(t *testing.T) {
+	t.Run("missing", func(t *testing.T) {
+		var signals tape[string]
+		env, rec := followEnv(t, &signals, func(string, time.Duration) string { return herald.PresenceMissing })
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(herald.SignalOrderingTurn, herald.OrderingTurn{From: orderPrev, Reason: "delivered"})
+		}, time.Hour)
+		in := orderedInput(orderPrev)
+		in.Ordering.Starting = []policy.ChainLink{{ID: "delivery:evt_lost", At: testStart.Add(-5 * time.Second)}}
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, in)
+		calls := rec.wantCalls(t, 1, "one, after the turn")
+		if got := calls[0].At.Sub(testStart); got != time.Hour {
+			t.Errorf("first attempt at +%s, want +1h: it waits for %s", got, orderPrev)
+		}
+		got := signals.all()
+		if n := len(got); n != 7 || got[5] != "follow→delivery:evt_lost@5s=missing" || got[6] != herald.SignalOrderingNext+"→"+orderPrev+"@5s" {
+			t.Errorf("signals %v: want five looks a second apart until the grace, then %s told", got, orderPrev)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		var signals tape[string]
+		env, rec := followEnv(t, &signals, func(string, time.Duration) string { return herald.PresenceClosed })
+		in := orderedInput(orderPrev)
+		in.Ordering.Starting = []policy.ChainLink{{ID: "delivery:evt_done", At: testStart}}
+		env.ExecuteWorkflow(herald.DeliveryWorkflow, in)
+		if calls := rec.wantCalls(t, 1, "one, at once"); !calls[0].At.Equal(testStart) {
+			t.Errorf("first attempt at %s, want at once", calls[0].At)
+		}
+		if got, want := signals.all(), []string{"follow→delivery:evt_done@0s=closed"}; !equalStrings(got, want) {
+			t.Errorf("signals %v, want %v", got, want)
+		}
+	})
 }

@@ -1,5 +1,7 @@
 package workflows
 
+import "go.temporal.io/sdk/workflow"
+
 // Versioned changes of the workflows (workflow.GetVersion).
 //
 // Herald 0.1.0 is the baseline: its workflows carry no change ids, and the histories in
@@ -177,4 +179,30 @@ const (
 	// reaches it (a queue drained by grants after the circuit was closed by hand), and
 	// endpoint_rate_queue.json takes the new one (TestRecordRateQueueHistory).
 	versionRateQueuePasses = "rate-queue-passes"
+)
+
+// Versions of a change id past 1. A change to a path that already asks a change id may
+// raise that id's highest version instead of asking a new id: a run records one marker
+// either way, and the histories recorded before keep replaying on the version they carry.
+const (
+	// orderingChainVersion (2026-12-03, issue 26) is versionOrderingPlaced's version 2. A
+	// sequencer no longer waits for a tail it cannot find started (a second at a time, up to
+	// sequencerStartGrace, with every later append of the key and its send waiting behind
+	// it): a tail appended in the same workflow task cannot have been started, since its
+	// answer leaves with that task. The sequencer answers at once with the appended
+	// deliveries it has not seen started (herald.OrderingPlace.Starting, policy.ChainWalk),
+	// and the new delivery looks for them itself (activities.Ops.Follow,
+	// policy.JudgeLink): it waits for the first it finds running, and passes over one
+	// still missing after the grace. Asked as a sequencer run starts, and by a delivery
+	// where versionOrderingPlaced was asked before (isLocal); a delivery branches on it only
+	// when its place lists such deliveries, which no sequencer before it gave.
+	// Version 1 is taken by the histories recorded before: ordering_sequencer_burst_before_chain.json
+	// (six sends at once, five one-second waits), ordering_sequencer_before_chain.json,
+	// delivery_ordered_waited_before_chain.json and
+	// delivery_ordered_blocked_replayed_before_chain.json; version 2 by
+	// ordering_sequencer.json, delivery_ordered_waited.json and
+	// delivery_ordered_blocked_replayed.json (TestRecordOrderedHistories),
+	// ordering_sequencer_burst.json and delivery_ordered_starting.json
+	// (TestRecordOrderedBurstHistory).
+	orderingChainVersion workflow.Version = 2
 )
