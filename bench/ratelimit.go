@@ -56,6 +56,14 @@ type RatePhase struct {
 	MostSigned  int `json:"most_signed"`
 	MostArrived int `json:"most_arrived"`
 	OverLimit   int `json:"over_limit_seconds"`
+	// Signed counts the requests signed in each second from the first send's (by
+	// webhook-timestamp). SendSeconds is how long the sends took; WhileSends the rate
+	// signed meanwhile, and AfterSends the rate delivered after the last send was accepted
+	// (the endpoint's queue draining).
+	Signed      []int   `json:"signed_per_second,omitempty"`
+	SendSeconds Seconds `json:"send_seconds"`
+	WhileSends  float64 `json:"while_sends_per_second"`
+	AfterSends  float64 `json:"after_sends_per_second"`
 	// Duplicates counts events that arrived more than once.
 	Duplicates int `json:"duplicates"`
 	// Stranded counts the deliveries not delivered in the end that wait on a recheck as
@@ -163,6 +171,15 @@ func (e *env) ratePhase(ctx context.Context, label string, hogs int) (RatePhase,
 	}
 	for _, n := range arrived {
 		p.MostArrived = max(p.MostArrived, n)
+	}
+	for s := t0.Unix(); s <= last.Unix(); s++ {
+		p.Signed = append(p.Signed, signed[s])
+	}
+	if sendEnd := latest(sentAt); sendEnd.After(t0) && last.After(sendEnd) {
+		before := countBefore(signed, sendEnd)
+		p.SendSeconds = secs(sendEnd.Sub(t0))
+		p.WhileSends = float64(before) / sendEnd.Sub(t0).Seconds()
+		p.AfterSends = float64(p.Delivered-before) / last.Sub(sendEnd).Seconds()
 	}
 	if last.After(t0) {
 		p.Seconds = secs(last.Sub(t0))
@@ -287,6 +304,8 @@ func rateRows(rl *RateLimitResult) []Row {
 			Row{s, fmt.Sprintf("%s: delivered/s, limit %d, %d events, %d workers", ph.name, rl.Limit, rl.Events, rl.Workers),
 				fmt.Sprintf("%.1f/s = %.2f× the limit, %.2f× min(limit, engine) (%d/%d in %.1fs)", p.PerSecond, p.VsLimit, p.VsBound, p.Delivered, p.Sent, float64(p.Seconds)),
 				fmt.Sprintf("≥ %.1f/s (0.9 × %.1f)", 0.9*bound, bound), verdict(p.VsBound >= 0.9)},
+			Row{s, ph.name + ": while the sends go, and after the last (the queue draining)",
+				fmt.Sprintf("%.1f/s for %.1fs; then %.1f/s", p.WhileSends, float64(p.SendSeconds), p.AfterSends), "", ""},
 			Row{s, ph.name + ": most requests in one aligned second (webhook-timestamp; arrival)", fmt.Sprintf("%d; %d (%d seconds over)", p.MostSigned, p.MostArrived, p.OverLimit),
 				fmt.Sprintf("≤ %d", rl.Limit), verdict(p.MostSigned <= rl.Limit)},
 			Row{s, ph.name + ": every event delivered once", fmt.Sprintf("%d/%d, %d twice", p.Delivered, p.Sent, p.Duplicates), "all", verdict(p.Delivered == p.Sent && p.Sent == rl.Events)},
@@ -294,4 +313,26 @@ func rateRows(rl *RateLimitResult) []Row {
 		)
 	}
 	return rows
+}
+
+// latest is the latest of ts.
+func latest(ts []time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
+
+// countBefore counts the requests signed in the seconds before t's (by webhook-timestamp).
+func countBefore(signed map[int64]int, t time.Time) int {
+	n := 0
+	for s, c := range signed {
+		if s < t.Unix() {
+			n += c
+		}
+	}
+	return n
 }

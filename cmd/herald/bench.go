@@ -84,9 +84,11 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               requests per second, shared by two workers, once quiet and once with
               --rate-hogs busy-loop processes (default one per CPU): delivered/s against
               the limit and against the engine limit measured in the same conditions, the
-              most requests signed (webhook-timestamp) and arrived in one second, every event
-              delivered once, and deliveries left waiting as queued while the endpoint's
-              queue is empty (0). Not in the default set.
+              rate while the sends go and after the last one (the endpoint's queue
+              draining; JSON adds the requests signed in each second), the most requests
+              signed (webhook-timestamp) and arrived in one second, every event delivered
+              once, and deliveries left waiting as queued while the endpoint's queue is
+              empty (0). Not in the default set.
   hot         --hot-events events from --senders concurrent senders over ten endpoints, then
               the same to one endpoint, each capped at --hot-cap: the one endpoint's
               full-load p99 over the ten's (target ≤ 1.5×) and its rate over theirs. Not in
