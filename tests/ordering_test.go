@@ -382,6 +382,7 @@ func TestRecordOrderedHistories(t *testing.T) {
 func sendBurst(t *testing.T, s *starter.Client, endpoint, key string, n int) []string {
 	t.Helper()
 	ids := make([]string, n)
+	run := time.Now().UnixNano() % 1e9 // new events on each run of the test (-count)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
@@ -389,7 +390,7 @@ func sendBurst(t *testing.T, s *starter.Client, endpoint, key string, n int) []s
 			defer wg.Done()
 			data, _ := json.Marshal(orderedData{Key: key, Seq: i})
 			res, err := s.Send(context.Background(), starter.Event{
-				ID: fmt.Sprintf("evt_%s_%s_%d", endpoint, key, i), EndpointID: endpoint, Type: "test.ordered", Data: data, OrderingKey: key,
+				ID: fmt.Sprintf("evt_%s_%s_%d_%d", endpoint, key, run, i), EndpointID: endpoint, Type: "test.ordered", Data: data, OrderingKey: key,
 			})
 			if err != nil {
 				t.Errorf("send %s/%d: %v", key, i, err)
@@ -437,12 +438,22 @@ func TestRecordOrderedBurstHistory(t *testing.T) {
 
 // TestOrderedBurst: sends of one key at once (more than the sequencer's workflow task
 // answers at a time) are all accepted without one waiting for the one before it to start,
-// and delivered in the order the sequencer placed them; the sequencer sets no timer but its
+// and delivered in the order the sequencer placed them, though a fifth of the requests
+// fail and are retried; the sequencer sets no timer but its
 // idle one (before orderingChainVersion it waited a second for each tail not yet started,
 // and every send of the key with it).
 func TestOrderedBurst(t *testing.T) {
 	t.Parallel()
-	rcv := newOrderReceiver(t, func(orderedData) int { return 0 })
+	var rmu sync.Mutex
+	rng := rand.New(rand.NewPCG(26, 2))
+	rcv := newOrderReceiver(t, func(orderedData) int {
+		rmu.Lock()
+		defer rmu.Unlock()
+		if rng.Float64() < 0.2 {
+			return http.StatusServiceUnavailable // a retry a second later: the key waits
+		}
+		return 0
+	})
 	const ep, key, n = "ordered-burst", "burst", 60
 	putEndpoint(t, ep, rcv.URL, orderedOverrides(5, ""))
 	start := time.Now()

@@ -221,6 +221,9 @@ func (g *Gate) reportPasses(e *gateEntry) {
 		e.mu.Lock()
 		e.reportDue = false
 		e.mu.Unlock()
+		if g.stopping.Load() {
+			return // the gate's last pass (Run) reports what is left
+		}
 		g.kick(e)
 	})
 }
