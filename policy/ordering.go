@@ -17,6 +17,8 @@ import "time"
 type ChainLink struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
+	// Seq is the number its append gave it in the key.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Where a delivery is, as a local activity found it (the workflows map the activity's

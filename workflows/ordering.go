@@ -186,7 +186,7 @@ func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
 		// Continued from a run before orderingChainVersion: its tail is not known started.
 		in.Chained, in.Base, in.Chain = true, in.TailAfter, nil
 		if in.Tail != "" {
-			in.Chain = []policy.ChainLink{{ID: in.Tail, At: in.TailAt}}
+			in.Chain = []policy.ChainLink{{ID: in.Tail, At: in.TailAt, Seq: in.Seq}}
 			in.Place = &herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq, Ready: in.TailReady}
 		}
 		in.TailAfter, in.TailAt, in.TailReady = "", time.Time{}, false
@@ -210,6 +210,13 @@ func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
 			if req.Delivery == in.Tail && in.Place != nil {
 				return *in.Place, nil // the same delivery again (a retried call): the same place
 			}
+			if i := slices.IndexFunc(in.Chain, func(l policy.ChainLink) bool { return l.ID == req.Delivery }); i >= 0 {
+				// Appended before and not seen started: a retried call that another append
+				// passed. Its place again (what came before it, as known now), not a second one
+				// after the appends since, which would make them wait for each other.
+				p := policy.ChainPlace{Base: in.Base, Starting: slices.Clone(in.Chain[i+1:])}
+				return herald.OrderingPlace{After: p.Base, Seq: in.Chain[i].Seq, Ready: p.Ready(), Starting: p.Starting}, nil
+			}
 			p := walk(ctx)
 			for len(in.Chain) >= sequencerChainMax {
 				// Full: let this task's answers go, so that their sends start them.
@@ -221,7 +228,7 @@ func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
 			in.Seq++
 			place := herald.OrderingPlace{After: p.Base, Seq: in.Seq, Ready: p.Ready(), Starting: p.Starting}
 			in.Tail, in.Place = req.Delivery, &place
-			in.Chain = append([]policy.ChainLink{{ID: req.Delivery, At: workflow.Now(ctx)}}, in.Chain...)
+			in.Chain = append([]policy.ChainLink{{ID: req.Delivery, At: workflow.Now(ctx), Seq: in.Seq}}, in.Chain...)
 			return place, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: validateAppend})

@@ -384,7 +384,8 @@ func places(t *testing.T, ids []string, outs []*updateOutcome[herald.OrderingPla
 // answered in that task, none waiting for the one before it to start: they cannot have
 // started, since their answers leave with the task, so the sequencer does not ask. A chain
 // that reaches sequencerChainMax makes the next append wait (a second at a time) until the
-// ones before it are seen started.
+// ones before it are seen started. A retried append of one of them, after later appends,
+// gets its place again.
 func TestSequencerBurst(t *testing.T) {
 	defer func(n int) { sequencerChainMax = n }(sequencerChainMax)
 	sequencerChainMax = 3
@@ -399,7 +400,7 @@ func TestSequencerBurst(t *testing.T) {
 			}
 			return herald.PresenceRunning, nil
 		})
-	ids := []string{"delivery:a", "delivery:b", "delivery:c", "delivery:d"}
+	ids := []string{"delivery:a", "delivery:b", "delivery:c", "delivery:b", "delivery:d"}
 	outs := make([]*updateOutcome[herald.OrderingPlace], len(ids))
 	env.RegisterDelayedCallback(func() {
 		for i, id := range ids {
@@ -417,7 +418,8 @@ func TestSequencerBurst(t *testing.T) {
 		"delivery:a<#1 ready=true starting=[]",
 		"delivery:b<#2 ready=false starting=[delivery:a@1s]",
 		"delivery:c<#3 ready=false starting=[delivery:b@1s delivery:a@1s]",
-		"delivery:d<delivery:c#4 ready=false starting=[]", // the chain was full: a second later, c runs
+		"delivery:b<#2 ready=false starting=[delivery:a@1s]", // a retried call: its place again, not a new one
+		"delivery:d<delivery:c#4 ready=false starting=[]",    // the chain was full: a second later, c runs
 	}
 	if !equalStrings(got, want) {
 		t.Errorf("places %v, want %v", got, want)
