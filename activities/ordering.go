@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -68,16 +69,35 @@ func (o *Ops) SignalOrdering(ctx context.Context, s herald.OrderingSignal) (bool
 // herald.PresenceRunning (signalled), herald.PresenceClosed, or herald.PresenceMissing (not
 // started, or gone past its retention). A delivery asks it of a predecessor its sequencer
 // has not seen started yet, which a failed signal alone cannot tell from a closed one.
+//
+// One not found is looked for again, FollowPoll apart, for up to FollowFor: its send has
+// its answer and is starting it, most likely within milliseconds, and a durable wait
+// would take a second or more.
 func (o *Ops) Follow(ctx context.Context, s herald.OrderingSignal) (string, error) {
-	for range 3 {
+	deadline := time.Now().Add(FollowFor)
+	for {
 		if running, err := o.SignalOrdering(ctx, s); err != nil || running {
 			return herald.PresenceRunning, err
 		}
 		p, err := o.Presence(ctx, s.To)
-		if err != nil || p != herald.PresenceRunning {
+		switch {
+		case err != nil || p == herald.PresenceClosed:
 			return p, err
+		case p == herald.PresenceMissing && !time.Now().Add(FollowPoll).Before(deadline):
+			return p, nil
+		case p == herald.PresenceMissing:
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(FollowPoll):
+			}
 		}
-		// Started between the signal and the describe: signal it again.
+		// Started since (or between the signal and the describe): signal it again.
 	}
-	return "", fmt.Errorf("follow %s: it kept starting between signal and describe", s.To)
 }
+
+// How long Follow looks again for a delivery not found, and how often.
+const (
+	FollowFor  = 2 * time.Second
+	FollowPoll = 50 * time.Millisecond
+)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald"
@@ -31,7 +32,18 @@ type OrderedResult struct {
 	UnorderedEvents    float64 `json:"unordered_events"`
 	OrderedOutOfOrder  int     `json:"out_of_order"`
 	OrderedArrivalsSet int     `json:"arrivals"`
+	// Burst is BurstSends sends of one key at once (Senders at a time): how long until
+	// every send was accepted and every event delivered, and arrivals out of the order the
+	// key's sequencer placed them in.
+	BurstSends      int     `json:"burst_sends"`
+	BurstAccepted   Seconds `json:"burst_accepted_seconds"`
+	BurstDelivered  Seconds `json:"burst_delivered_seconds"`
+	BurstOutOfOrder int     `json:"burst_out_of_order"`
+	BurstError      string  `json:"burst_error,omitempty"`
 }
+
+// orderedBurst is how many sends of one key the ordered scenario sends at once.
+const orderedBurst = 200
 
 // orderedSample is how many ordered and unordered deliveries' histories are read back.
 const orderedSample = 200
@@ -125,13 +137,60 @@ func (e *env) ordered(ctx context.Context) (*OrderedResult, error) {
 		res.SequencerEvents = float64(seq) / float64(keysSampled*cfg.OrderedPerKey)
 		res.EventsPerDelivery = res.DeliveryEvents + res.SequencerEvents
 	}
-	return res, nil
+	e.progress("ordered: %d sends of one key at once", orderedBurst)
+	if err := e.orderedBurst(ctx, eps[0], res); err != nil {
+		res.BurstError = err.Error()
+	}
+	return res, ctx.Err()
+}
+
+// orderedBurst sends orderedBurst events of one key to endpoint at once and fills res's
+// Burst figures.
+func (e *env) orderedBurst(ctx context.Context, endpoint string, res *OrderedResult) error {
+	ids := newIDs(orderedBurst)
+	res.BurstSends = len(ids)
+	t0 := time.Now()
+	_, failed, err := drive(ctx, len(ids), e.cfg.Senders, 0, func(ctx context.Context, i int) error {
+		_, err := e.starter.Send(ctx, starter.Event{ID: ids[i], EndpointID: endpoint, Type: "bench.event", Data: benchData, OrderingKey: "burst"})
+		return err
+	})
+	if failed > 0 {
+		return fmt.Errorf("%d of %d sends failed, first: %w", failed, len(ids), err)
+	}
+	res.BurstAccepted = secs(time.Since(t0))
+	if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return e.rcv.allSeen(ids, 1) }) {
+		return fmt.Errorf("not every event arrived in time")
+	}
+	arrived := e.rcv.firstSeen(ids)
+	res.BurstDelivered = secs(latest(arrived).Sub(t0))
+	// Arrivals in the sequencer's order: sort by arrival, compare the places.
+	seq := make([]int64, len(ids))
+	for i, id := range ids {
+		qctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		st, err := e.starter.Status(qctx, starter.Ref{EventID: id})
+		cancel()
+		if err != nil || st.Ordering == nil {
+			return fmt.Errorf("status of %s: %v", id, err)
+		}
+		seq[i] = st.Ordering.Seq
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return arrived[a].Compare(arrived[b]) })
+	for k := 1; k < len(order); k++ {
+		if seq[order[k]] < seq[order[k-1]] {
+			res.BurstOutOfOrder++
+		}
+	}
+	return nil
 }
 
 func orderedRows(o *OrderedResult) []Row {
 	s := Ordered
 	share := o.EventsPerDelivery - o.UnorderedEvents
-	return []Row{
+	rows := []Row{
 		phaseRow(s, fmt.Sprintf("unordered: %d keys × %d events over %d endpoints, sent without their keys", o.Keys, o.PerKey, o.Endpoints), o.Unordered),
 		phaseRow(s, "ordered: the same with their keys", o.Ordered),
 		{s, "ordered vs unordered throughput", fmt.Sprintf("%.2f×", o.Ratio), "≥ 0.7×", verdict(o.Ratio >= 0.7)},
@@ -140,4 +199,12 @@ func orderedRows(o *OrderedResult) []Row {
 			fmt.Sprintf("≤ 8 + ordering's share (%.1f)", share), verdict(o.UnorderedEvents <= 8)},
 		{s, "arrivals out of send order within a key", fmt.Sprintf("%d (%d arrived)", o.OrderedOutOfOrder, o.OrderedArrivalsSet), "0", verdict(o.OrderedOutOfOrder == 0)},
 	}
+	if o.BurstError != "" {
+		return append(rows, Row{s, fmt.Sprintf("%d sends of one key at once", o.BurstSends), o.BurstError, "", verdict(false)})
+	}
+	return append(rows,
+		Row{s, fmt.Sprintf("%d sends of one key at once: all accepted; all delivered", o.BurstSends),
+			fmt.Sprintf("%.1fs; %.1fs", float64(o.BurstAccepted), float64(o.BurstDelivered)), "", ""},
+		Row{s, "the burst's arrivals out of the key's order", fmt.Sprintf("%d", o.BurstOutOfOrder), "0", verdict(o.BurstOutOfOrder == 0)},
+	)
 }

@@ -19,6 +19,8 @@ type ChainLink struct {
 	At time.Time `json:"at"`
 	// Seq is the number its append gave it in the key.
 	Seq int64 `json:"seq,omitempty"`
+	// Asked is when a walk last asked where it is and did not find it started.
+	Asked time.Time `json:"asked,omitzero"`
 }
 
 // Where a delivery is, as a local activity found it (the workflows map the activity's
@@ -82,16 +84,19 @@ type ChainPlace struct {
 // ChainWalk walks a sequencer's unconfirmed links, newest first, above base (the newest
 // delivery seen started, "" for none), asking look where each is, and stops at the first
 // seen started. A link appended at now (in the workflow task that runs the walk) is not
-// asked: its send cannot have started it yet, since its answer leaves with this task.
-// Links passed over (missing past grace) are dropped. look is called in order, at most
-// once per link, so a workflow may back it with local activities.
+// asked: its send cannot have started it yet, since its answer leaves with this task; nor
+// is one already asked at now (by an earlier append of the same task): the answer would
+// hardly differ, and a burst of appends would ask each other link once per append. Links
+// passed over (missing past grace) are dropped. look is called in order, at most once per
+// link, so a workflow may back it with local activities.
 func ChainWalk(links []ChainLink, base string, now time.Time, grace time.Duration, look func(id string) string) ChainPlace {
 	p := ChainPlace{Base: base}
 	for _, l := range links {
-		if !l.At.Before(now) {
+		if !l.At.Before(now) || l.Asked.Equal(now) {
 			p.Starting = append(p.Starting, l)
 			continue
 		}
+		l.Asked = now
 		switch JudgeLink(look(l.ID), l.At, now, grace) {
 		case FateWait:
 			p.Base = l.ID

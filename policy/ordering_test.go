@@ -67,6 +67,8 @@ func TestChainWalk(t *testing.T) {
 			where: map[string]string{"t": LinkMissing, "r": LinkMissing}, asked: []string{"t", "r"}, wantBase: "q"},
 		{name: "unknown: kept for the delivery to ask", links: []ChainLink{link("t", time.Hour)}, base: "q",
 			where: map[string]string{"t": LinkUnknown}, asked: []string{"t"}, starting: []string{"t"}, wantBase: "q"},
+		{name: "asked in this task already: not again", links: []ChainLink{{ID: "t", At: now.Add(-time.Second), Asked: now}, link("r", 2*time.Second)}, base: "q",
+			where: map[string]string{"r": LinkRunning}, asked: []string{"r"}, starting: []string{"t"}, wantBase: "r"},
 		{name: "all passed, no base", links: []ChainLink{link("t", grace)},
 			where: map[string]string{"t": LinkMissing}, asked: []string{"t"}, ready: true},
 	} {

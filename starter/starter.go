@@ -100,6 +100,9 @@ type Client struct {
 	types      typeCache
 
 	fanout chan struct{} // a slot per fan-out start in progress (Options.FanoutParallelism)
+
+	appendMu  sync.Mutex
+	appending map[string]*appendSlots // sequencer id → its appends in flight (appendSlot)
 }
 
 // knownEndpoint is what Send remembers of an endpoint.

@@ -78,8 +78,9 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               without their ordering keys and then with them, in the same run: the ordered
               rate over the unordered one (target ≥ 0.7×), history events per ordered
               delivery (its own, sampled, plus its share of its key's sequencer) against
-              the unordered, and arrivals out of send order within a key (0). Not in the
-              default set.
+              the unordered, and arrivals out of send order within a key (0); then 200
+              sends of one key at once: how long until all were accepted and all
+              delivered, and arrivals out of the key's order (0). Not in the default set.
   ratelimit   --rate-events events sent at once to an endpoint limited to --rate-limit-n
               requests per second, shared by two workers, once quiet and once with
               --rate-hogs busy-loop processes (default one per CPU): delivered/s against
