@@ -117,14 +117,8 @@ func SequencerWorkflow(ctx workflow.Context, in herald.SequencerInput) error {
 // at a time. One timer per idle period, not one per append.
 func sequencerPlacing(ctx workflow.Context, in herald.SequencerInput) error {
 	appends := 0
-	mu := workflow.NewMutex(ctx)
-	err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
+	err := setAppendHandler(ctx, &appends,
 		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
-			appends++
-			if err := mu.Lock(ctx); err != nil {
-				return herald.OrderingPlace{}, err
-			}
-			defer mu.Unlock()
 			if req.Delivery != in.Tail { // else the same delivery again (a retried call): the same place
 				after, ready := in.Tail, in.Tail == ""
 				if in.Tail != "" {
@@ -141,37 +135,17 @@ func sequencerPlacing(ctx workflow.Context, in herald.SequencerInput) error {
 				in.Seq++
 			}
 			return herald.OrderingPlace{After: in.TailAfter, Seq: in.Seq, Ready: in.TailReady}, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: validateAppend})
+		})
 	if err != nil {
 		return err
 	}
-	idle := in.Idle
-	if idle <= 0 {
-		idle = sequencerIdle
-	}
-	for {
-		seen := appends
-		if _, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return appends >= sequencerAppendsPerRun }); err != nil {
-			return err
+	return sequencerLoop(ctx, in.Idle, &appends, func() herald.SequencerInput {
+		return herald.SequencerInput{
+			Tail: in.Tail, TailAfter: in.TailAfter, Seq: in.Seq, Idle: in.Idle, TailAt: in.TailAt, TailReady: in.TailReady,
 		}
-		if appends >= sequencerAppendsPerRun {
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-				return err
-			}
-			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, herald.SequencerInput{
-				Tail: in.Tail, TailAfter: in.TailAfter, Seq: in.Seq, Idle: in.Idle, TailAt: in.TailAt, TailReady: in.TailReady,
-			})
-		}
-		if appends != seen || !workflow.AllHandlersFinished(ctx) {
-			continue // not idle
-		}
-		if in.Tail == "" || tailPresence(ctx, in.Tail, time.Time{}) != herald.PresenceRunning {
-			if appends == seen && workflow.AllHandlersFinished(ctx) {
-				return nil // idle, its tail done: the next append starts a new run with no tail
-			}
-		}
-	}
+	}, func() bool {
+		return in.Tail == "" || tailPresence(ctx, in.Tail, time.Time{}) != herald.PresenceRunning
+	})
 }
 
 // sequencerChained is SequencerWorkflow since orderingChainVersion. An append is answered
@@ -192,7 +166,6 @@ func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
 		in.TailAfter, in.TailAt, in.TailReady = "", time.Time{}, false
 	}
 	appends := 0
-	mu := workflow.NewMutex(ctx)
 	walk := func(ctx workflow.Context) policy.ChainPlace {
 		p := policy.ChainWalk(in.Chain, in.Base, workflow.Now(ctx), sequencerStartGrace, func(id string) string {
 			return presence(ctx, id)
@@ -200,13 +173,8 @@ func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
 		in.Chain, in.Base = p.Starting, p.Base
 		return p
 	}
-	err := workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
+	err := setAppendHandler(ctx, &appends,
 		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
-			appends++
-			if err := mu.Lock(ctx); err != nil {
-				return herald.OrderingPlace{}, err
-			}
-			defer mu.Unlock()
 			if req.Delivery == in.Tail && in.Place != nil {
 				return *in.Place, nil // the same delivery again (a retried call): the same place
 			}
@@ -230,36 +198,58 @@ func sequencerChained(ctx workflow.Context, in herald.SequencerInput) error {
 			in.Tail, in.Place = req.Delivery, &place
 			in.Chain = append([]policy.ChainLink{{ID: req.Delivery, At: workflow.Now(ctx), Seq: in.Seq}}, in.Chain...)
 			return place, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: validateAppend})
+		})
 	if err != nil {
 		return err
 	}
-	idle := in.Idle
+	return sequencerLoop(ctx, in.Idle, &appends, func() herald.SequencerInput {
+		return herald.SequencerInput{Tail: in.Tail, Seq: in.Seq, Idle: in.Idle, Chained: true, Chain: in.Chain, Base: in.Base, Place: in.Place}
+	}, func() bool {
+		// Closed once nothing of the key is open or may still be starting.
+		p := walk(ctx)
+		return len(p.Starting) == 0 && (p.Base == "" || p.Closed || slices.Contains([]string{herald.PresenceClosed, herald.PresenceMissing}, presence(ctx, p.Base)))
+	})
+}
+
+// setAppendHandler sets a sequencer's append handler to place, one append at a time (the
+// next waits until the one before it is answered), counting them in appends.
+func setAppendHandler(ctx workflow.Context, appends *int, place func(workflow.Context, herald.OrderingAppend) (herald.OrderingPlace, error)) error {
+	mu := workflow.NewMutex(ctx)
+	return workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateOrderingAppend,
+		func(ctx workflow.Context, req herald.OrderingAppend) (herald.OrderingPlace, error) {
+			*appends++
+			if err := mu.Lock(ctx); err != nil {
+				return herald.OrderingPlace{}, err
+			}
+			defer mu.Unlock()
+			return place(ctx, req)
+		},
+		workflow.UpdateHandlerOptions{Validator: validateAppend})
+}
+
+// sequencerLoop is a sequencer's life after its append handler is set: it continues as new
+// (with the input next gives) after sequencerAppendsPerRun appends, and closes once an idle
+// period passes with no append and closable finds nothing of the key open (the next append
+// then starts a new run with no tail). One timer per idle period.
+func sequencerLoop(ctx workflow.Context, idle time.Duration, appends *int, next func() herald.SequencerInput, closable func() bool) error {
 	if idle <= 0 {
 		idle = sequencerIdle
 	}
 	for {
-		seen := appends
-		if _, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return appends >= sequencerAppendsPerRun }); err != nil {
+		seen := *appends
+		if _, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return *appends >= sequencerAppendsPerRun }); err != nil {
 			return err
 		}
-		if appends >= sequencerAppendsPerRun {
+		if *appends >= sequencerAppendsPerRun {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, herald.SequencerInput{
-				Tail: in.Tail, Seq: in.Seq, Idle: in.Idle, Chained: true, Chain: in.Chain, Base: in.Base, Place: in.Place,
-			})
+			return workflow.NewContinueAsNewError(ctx, herald.SequencerWorkflow, next())
 		}
-		if appends != seen || !workflow.AllHandlersFinished(ctx) {
+		if *appends != seen || !workflow.AllHandlersFinished(ctx) {
 			continue // not idle
 		}
-		// Idle: close once nothing of the key is open or may still be starting (the next
-		// append starts a new run with no tail).
-		p := walk(ctx)
-		done := len(p.Starting) == 0 && (p.Base == "" || p.Closed || slices.Contains([]string{herald.PresenceClosed, herald.PresenceMissing}, presence(ctx, p.Base)))
-		if done && appends == seen && workflow.AllHandlersFinished(ctx) {
+		if closable() && *appends == seen && workflow.AllHandlersFinished(ctx) {
 			return nil
 		}
 	}
