@@ -70,6 +70,7 @@ import (
 //     when it is outside one, and which the statement log does not show.
 //
 // HERALD_COST_ROUNDS (default 1) repeats the configurations, alternating their order.
+// HERALD_COST_LOADS (default all) names the loads to measure, e.g. herald-eager,floor-eager.
 // HERALD_COST_CONFIGS (default all: stock,pgx,pgx-one) names the configurations to measure,
 // and HERALD_COST_TRACE=0 skips the traced pass.
 // HERALD_COST_OUT, if set, is a directory where each load's full pg_stat_statements
@@ -141,6 +142,10 @@ func BenchmarkCost(b *testing.B) {
 		{name: "floor-eager", run: func(p string, k int) error { return fl.load(p, k, true) }},
 		{name: "floor-matching", run: func(p string, k int) error { return fl.load(p, k, false) }},
 		{name: "floor-webhook", run: func(p string, k int) error { return fl.webhookLoad(ingress.URL, p, k) }},
+	}
+	loads, err = pickCostLoads(loads, os.Getenv("HERALD_COST_LOADS"))
+	if err != nil {
+		b.Fatal(err)
 	}
 	results := map[string][]costResult{}
 	for r := range rounds {
@@ -1261,4 +1266,32 @@ func (tr traceResult) write(path string, n int) {
 		}
 	}
 	os.WriteFile(path, []byte(sb.String()), 0o644)
+}
+
+// pickCostLoads returns the loads named in list (comma-separated; "" for all), in their
+// order.
+func pickCostLoads(all []costLoad, list string) ([]costLoad, error) {
+	if list == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		want[strings.TrimSpace(name)] = true
+	}
+	var out []costLoad
+	for _, l := range all {
+		if want[l.name] {
+			out = append(out, l)
+			delete(want, l.name)
+		}
+	}
+	if len(want) > 0 {
+		var names []string
+		for name := range want {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("HERALD_COST_LOADS: no load named %s (herald, herald-eager, floor-eager, floor-matching, floor-webhook)", strings.Join(names, ", "))
+	}
+	return out, nil
 }
