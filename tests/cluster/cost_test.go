@@ -24,12 +24,15 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald"
 )
 
 // BenchmarkCost measures where a first-try delivery's PostgreSQL transactions and CPU go
@@ -52,7 +55,8 @@ import (
 //     eagerly by this process, whose worker runs it: `herald bench`'s engine limit); and
 //     "floor-matching", the same workflow started without eager start (its first workflow
 //     task goes through matching, as a start from an API server with no worker does);
-//     and "floor-webhook", the engine doing a delivery's I/O and nothing more: an HTTP
+//     "floor-attrs", floor-eager with a Herald delivery's start options (its four search
+//     attributes, a summary, the reuse policy that rejects a duplicate id); and "floor-webhook", the engine doing a delivery's I/O and nothing more: an HTTP
 //     handler in this process decodes a POSTed event and starts the engine-limit workflow
 //     eagerly, and its local activity POSTs the event to the same receiver (no signature,
 //     no endpoint, no gate);
@@ -141,6 +145,7 @@ func BenchmarkCost(b *testing.B) {
 		{name: "herald-eager", run: func(p string, k int) error { return c.heraldLoad(api, rcv, p, k) }},
 		{name: "floor-eager", run: func(p string, k int) error { return fl.load(p, k, true) }},
 		{name: "floor-matching", run: func(p string, k int) error { return fl.load(p, k, false) }},
+		{name: "floor-attrs", run: func(p string, k int) error { return fl.attrsLoad(p, k) }},
 		{name: "floor-webhook", run: func(p string, k int) error { return fl.webhookLoad(ingress.URL, p, k) }},
 	}
 	loads, err = pickCostLoads(loads, os.Getenv("HERALD_COST_LOADS"))
@@ -731,12 +736,38 @@ func sendAndAwait(p string, k int, count func() int, send func(i int) error) err
 
 // load starts k floor workflows (eagerly or not) and waits until each ran, then settle.
 func (f *floor) load(p string, k int, eager bool) error {
+	return f.loadWith(p, k, func(id string, _ int) client.StartWorkflowOptions {
+		return client.StartWorkflowOptions{ID: "cost:" + id, TaskQueue: floorQueue, EnableEagerStart: eager}
+	})
+}
+
+// attrsLoad is load, eager, with the start options a Herald delivery's start carries
+// (starter.Client.startOnce): its four search attributes, a summary, and the reuse policy
+// that rejects a duplicate id. Against floor-eager it prices those; against herald-eager,
+// everything else Herald does.
+func (f *floor) attrsLoad(p string, k int) error {
+	return f.loadWith(p, k, func(id string, i int) client.StartWorkflowOptions {
+		ep := fmt.Sprintf("cost-%d", i%10)
+		return client.StartWorkflowOptions{
+			ID: "cost:" + id, TaskQueue: floorQueue, EnableEagerStart: true,
+			WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			WorkflowExecutionErrorWhenAlreadyStarted: true,
+			TypedSearchAttributes: temporal.NewSearchAttributes(herald.AttrEndpoint.ValueSet(ep),
+				herald.AttrEventType.ValueSet("test.event"), herald.AttrTenant.ValueSet(herald.DefaultTenant),
+				herald.AttrEventID.ValueSet(id)),
+			StaticSummary: "test.event → " + ep,
+		}
+	})
+}
+
+// loadWith starts k floor workflows named after p with the options opts gives, 8 at once,
+// and waits until each has run.
+func (f *floor) loadWith(p string, k int, opts func(id string, i int) client.StartWorkflowOptions) error {
 	return sendAndAwait(p, k, f.count, func(i int) error {
 		id := fmt.Sprintf("%s-%d", p, i)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, err := f.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cost:" + id, TaskQueue: floorQueue, EnableEagerStart: eager},
-			floorWorkflow, floorInput{ID: id, Data: map[string]int{"order": i}})
+		_, err := f.c.ExecuteWorkflow(ctx, opts(id, i), floorWorkflow, floorInput{ID: id, Data: map[string]int{"order": i}})
 		return err
 	})
 }
@@ -1291,7 +1322,7 @@ func pickCostLoads(all []costLoad, list string) ([]costLoad, error) {
 			names = append(names, name)
 		}
 		sort.Strings(names)
-		return nil, fmt.Errorf("HERALD_COST_LOADS: no load named %s (herald, herald-eager, floor-eager, floor-matching, floor-webhook)", strings.Join(names, ", "))
+		return nil, fmt.Errorf("HERALD_COST_LOADS: no load named %s (herald, herald-eager, floor-eager, floor-matching, floor-attrs, floor-webhook)", strings.Join(names, ", "))
 	}
 	return out, nil
 }
