@@ -242,14 +242,10 @@ const (
 
 // Background says what the gate's periodic pass does. outcomes are the finished attempts
 // not yet told; closing says the lease's admission window is about to close. A lease is
-// renewed when there is something worth telling now (Worth), a busy lease to extend or
-// untold outcomes as its window closes, permits to give back (Settling among them), or
-// attempts that wanted room. Fast successes alone are told each pass only while the
-// endpoint's room is short (Contested): otherwise they go with the renewal that extends the
-// lease, so a busy endpoint with room costs its workflow one renewal per admission window
-// per worker rather than one per pass. Without a lease, outcomes are reported only when
-// they can change a decision (Worth); a delivered fast attempt alone costs the endpoint
-// workflow nothing.
+// renewed when there is something to report, a busy lease to extend, permits to give back
+// (Settling among them) or attempts that wanted room. Without a lease, outcomes are reported only when they can
+// change a decision (Worth); a delivered fast attempt alone costs the endpoint workflow
+// nothing.
 // stale says the untold outcomes are too old to matter (see Stale).
 func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale bool) Action {
 	if h.Renewing {
@@ -260,8 +256,7 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 	}
 	idle := h.InUse == 0 && !h.Used
 	if h.Permits > 0 || h.Demand > 0 {
-		told := h.Worth(outcomes) || (len(outcomes) > 0 && (closing || h.Contested()))
-		if told || (h.Used && closing) || idle || stopping || h.Demand > 0 {
+		if len(outcomes) > 0 || (h.Used && closing) || idle || stopping || h.Demand > 0 {
 			return Renew
 		}
 		return Wait
@@ -273,14 +268,6 @@ func (h *LocalLease) Background(outcomes []Outcome, closing, stopping, stale boo
 		return Drop
 	}
 	return Wait
-}
-
-// Contested says whether the endpoint's room is short, as last heard: attempts queued, or
-// less than a quarter of the cap (at least one permit) free. Other gates may then wait
-// for permits this one holds, and only its renewal lets the endpoint workflow move them.
-func (h *LocalLease) Contested() bool {
-	s := h.Snapshot
-	return s.Queue > 0 || s.Free < max(1, s.Cap/4)
 }
 
 // Waiting says whether the next renewal has news the endpoint workflow waits for now:

@@ -20,36 +20,6 @@ func renewedLease(permits int) LocalLease {
 	return h
 }
 
-// roomyLease holds a lease of permits, busy, at an endpoint with most of its cap free.
-func roomyLease(permits int) LocalLease {
-	var h LocalLease
-	h.Heard(closedSnapshot(100, 90), true, permits, 0)
-	h.Admit(true, false)
-	return h
-}
-
-func TestLocalLeaseContested(t *testing.T) {
-	cases := []struct {
-		name string
-		s    Snapshot
-		want bool
-	}{
-		{"most free", closedSnapshot(100, 90), false},
-		{"a quarter free", closedSnapshot(100, 25), false},
-		{"under a quarter free", closedSnapshot(100, 24), true},
-		{"none free", closedSnapshot(100, 0), true},
-		{"cap 2, one free", closedSnapshot(2, 1), false},
-		{"cap 2, none free", closedSnapshot(2, 0), true},
-		{"queued", func() Snapshot { s := closedSnapshot(100, 90); s.Queue = 3; return s }(), true},
-	}
-	for _, c := range cases {
-		h := LocalLease{Snapshot: c.s}
-		if got := h.Contested(); got != c.want {
-			t.Errorf("%s: contested %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func TestLocalLeaseAdmit(t *testing.T) {
 	var unknown LocalLease
 	if unknown.Admit(true, false) {
@@ -231,12 +201,7 @@ func TestLocalLeaseBackground(t *testing.T) {
 		closing, stopping, stale bool
 		want                     Action
 	}{
-		{"lease, outcomes to report, room short", renewedLease(2), fast, false, false, false, Renew},
-		{"lease with room, fast outcomes: with the next extension", roomyLease(2), fast, false, false, false, Wait},
-		{"lease with room, fast outcomes, window closing", roomyLease(2), fast, true, false, false, Renew},
-		{"lease with room, a failure: now", roomyLease(2), failed, false, false, false, Renew},
-		{"lease with room, a slow success: now", roomyLease(2), slow, false, false, false, Renew},
-		{"lease with room but a queue, fast outcomes: now", func() LocalLease { h := roomyLease(2); h.Snapshot.Queue = 1; return h }(), fast, false, false, false, Renew},
+		{"lease, outcomes to report", renewedLease(2), fast, false, false, false, Renew},
 		{"lease, idle permits to give back", renewedLease(2), nil, false, false, false, Renew},
 		{"lease, busy, window closing", func() LocalLease { h := renewedLease(2); h.Admit(true, false); return h }(), nil, true, false, false, Renew},
 		{"lease, busy, window open", func() LocalLease { h := renewedLease(2); h.Admit(true, false); return h }(), nil, false, false, false, Wait},

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -107,60 +105,6 @@ func TestRenewalCarriesOutcomesThenGivesBackThenDrops(t *testing.T) {
 	g.pass(context.Background())
 	if entryOf(g, "ep") != nil || f.leaseCount() != 3 {
 		t.Fatalf("idle endpoint with no lease: still known %v, %d leases; want dropped, no call", entryOf(g, "ep") != nil, f.leaseCount())
-	}
-}
-
-// A busy lease at an endpoint with room tells fast successes with the renewal that extends
-// it, not at every pass; a failure goes at the next pass, and so do fast successes once the
-// endpoint's room is short (policy.LocalLease.Contested).
-func TestFastOutcomesWaitForTheExtension(t *testing.T) {
-	newPassGate := func(f *fakeEndpoints) *Gate {
-		return New(f, time.Second, func(herald.Endpoint) time.Duration { return attemptTimeout },
-			slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
-	busyPass := func(g *Gate, res func(time.Time) herald.Result) {
-		for range 3 {
-			a := admit(t, g, "ep")
-			g.Finish(context.Background(), a, res(time.Now()))
-		}
-		admit(t, g, "ep") // one still running: the lease is busy, not idle
-		g.pass(context.Background())
-		settle(t, g, "ep")
-	}
-
-	// Cap 100, 8 leased: 92 free.
-	f := &fakeEndpoints{view: closedView(100, 100, 5)}
-	g := newPassGate(f)
-	withLease(t, g, f, "ep", 8)
-	for i := range 3 {
-		busyPass(g, delivered)
-		if n := f.leaseCount(); n != 1 {
-			t.Fatalf("pass %d with fast successes at an endpoint with room: %d lease calls, want only the first", i+1, n)
-		}
-	}
-	e := entryOf(g, "ep")
-	e.mu.Lock()
-	e.until = time.Now().Add(time.Second) // the admission window closes within two intervals
-	e.mu.Unlock()
-	g.pass(context.Background())
-	settle(t, g, "ep")
-	if n := f.leaseCount(); n != 2 || len(f.leases[1].Outcomes) != 9 {
-		t.Fatalf("window closing: %d lease calls, the last with %d outcomes; want 2, with the 9 fast successes", n, len(f.leases[n-1].Outcomes))
-	}
-	busyPass(g, failed)
-	if n := f.leaseCount(); n != 3 {
-		t.Fatalf("failures at an endpoint with room: %d lease calls, want 3 (told at the next pass)", n)
-	}
-
-	// Cap 8, all leased: nothing free, so every pass renews.
-	f = &fakeEndpoints{view: closedView(8, 8, 5)}
-	g = newPassGate(f)
-	withLease(t, g, f, "ep", 8)
-	for i := range 2 {
-		busyPass(g, delivered)
-		if n := f.leaseCount(); n != i+2 {
-			t.Fatalf("pass %d with fast successes at an endpoint with no room: %d lease calls, want %d", i+1, n, i+2)
-		}
 	}
 }
 
