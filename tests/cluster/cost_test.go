@@ -56,8 +56,9 @@ import (
 //     "floor-matching", the same workflow started without eager start (its first workflow
 //     task goes through matching, as a start from an API server with no worker does);
 //     "floor-attrs", floor-eager with a Herald delivery's start options (its four search
-//     attributes, a summary, the reuse policy that rejects a duplicate id); and "floor-webhook", the engine doing a delivery's I/O and nothing more: an HTTP
-//     handler in this process decodes a POSTed event and starts the engine-limit workflow
+//     attributes, a summary, the reuse policy that rejects a duplicate id); and
+//     "floor-webhook", the engine doing a delivery's I/O and nothing more: an HTTP handler
+//     in this process decodes a POSTed event and starts the engine-limit workflow
 //     eagerly, and its local activity POSTs the event to the same receiver (no signature,
 //     no endpoint, no gate);
 //   - each load's cost is the change in PostgreSQL's commits (pg_stat_database, Temporal's
@@ -74,7 +75,8 @@ import (
 //     when it is outside one, and which the statement log does not show.
 //
 // HERALD_COST_ROUNDS (default 1) repeats the configurations, alternating their order.
-// HERALD_COST_LOADS (default all) names the loads to measure, e.g. herald-eager,floor-eager.
+// HERALD_COST_LOADS (default all) names the loads to measure, in the order to run them, e.g.
+// herald-eager,floor-eager.
 // HERALD_COST_CONFIGS (default all: stock,pgx,pgx-one) names the configurations to measure,
 // and HERALD_COST_TRACE=0 skips the traced pass.
 // HERALD_COST_OUT, if set, is a directory where each load's full pg_stat_statements
@@ -148,7 +150,7 @@ func BenchmarkCost(b *testing.B) {
 		{name: "floor-attrs", run: func(p string, k int) error { return fl.attrsLoad(p, k) }},
 		{name: "floor-webhook", run: func(p string, k int) error { return fl.webhookLoad(ingress.URL, p, k) }},
 	}
-	loads, err = pickCostLoads(loads, os.Getenv("HERALD_COST_LOADS"))
+	loads, err = pickNamed("HERALD_COST_LOADS", "load", loads, func(l costLoad) string { return l.name }, os.Getenv("HERALD_COST_LOADS"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -575,16 +577,27 @@ type floorInput struct {
 
 // pickCostConfigs returns the configurations named in list (comma-separated; "" for all).
 func pickCostConfigs(list string) ([]costConfig, error) {
+	return pickNamed("HERALD_COST_CONFIGS", "configuration", costConfigs, func(c costConfig) string { return c.name }, list)
+}
+
+// pickNamed returns the items of all named in list (comma-separated, in its order; "" for
+// all of them); a name that is not one of theirs is an error naming env and the names there are.
+func pickNamed[T any](env, kind string, all []T, name func(T) string, list string) ([]T, error) {
 	if list == "" {
-		return costConfigs, nil
+		return all, nil
 	}
-	var out []costConfig
-	for _, name := range strings.Split(list, ",") {
-		i := slices.IndexFunc(costConfigs, func(c costConfig) bool { return c.name == strings.TrimSpace(name) })
+	var out []T
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(t T) bool { return name(t) == n })
 		if i < 0 {
-			return nil, fmt.Errorf("HERALD_COST_CONFIGS: no configuration %q (stock, pgx, pgx-one)", name)
+			names := make([]string, len(all))
+			for j, t := range all {
+				names[j] = name(t)
+			}
+			return nil, fmt.Errorf("%s: no %s %q (%s)", env, kind, n, strings.Join(names, ", "))
 		}
-		out = append(out, costConfigs[i])
+		out = append(out, all[i])
 	}
 	return out, nil
 }
@@ -1299,30 +1312,17 @@ func (tr traceResult) write(path string, n int) {
 	os.WriteFile(path, []byte(sb.String()), 0o644)
 }
 
-// pickCostLoads returns the loads named in list (comma-separated; "" for all), in their
-// order.
-func pickCostLoads(all []costLoad, list string) ([]costLoad, error) {
-	if list == "" {
-		return all, nil
+func TestPickNamed(t *testing.T) {
+	all := []string{"herald", "floor-eager", "floor-webhook"}
+	id := func(s string) string { return s }
+	if got, err := pickNamed("ENV", "load", all, id, ""); err != nil || !slices.Equal(got, all) {
+		t.Errorf("empty list: %v, %v; want all", got, err)
 	}
-	want := map[string]bool{}
-	for _, name := range strings.Split(list, ",") {
-		want[strings.TrimSpace(name)] = true
+	if got, err := pickNamed("ENV", "load", all, id, "floor-webhook, herald"); err != nil || !slices.Equal(got, []string{"floor-webhook", "herald"}) {
+		t.Errorf("two names: %v, %v; want them in the list's order", got, err)
 	}
-	var out []costLoad
-	for _, l := range all {
-		if want[l.name] {
-			out = append(out, l)
-			delete(want, l.name)
-		}
+	_, err := pickNamed("ENV", "load", all, id, "herald,nope")
+	if err == nil || !strings.Contains(err.Error(), `ENV: no load "nope" (herald, floor-eager, floor-webhook)`) {
+		t.Errorf("unknown name: %v; want an error naming it and the names there are", err)
 	}
-	if len(want) > 0 {
-		var names []string
-		for name := range want {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("HERALD_COST_LOADS: no load named %s (herald, herald-eager, floor-eager, floor-matching, floor-attrs, floor-webhook)", strings.Join(names, ", "))
-	}
-	return out, nil
 }
