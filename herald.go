@@ -113,10 +113,15 @@ const (
 	QueryStats = "counts"
 	// StatsShards is how many stats workflows share the endpoints (fixed: it decides ids).
 	StatsShards = 8
-	// StatsCapacity is how many endpoints a stats shard holds at most (StatsInput.Capacity
-	// overrides it): past it, the shard hands the counts of the endpoints it heard from
-	// least recently to their endpoint workflows (SignalCounts), so that its state, and
-	// the input it continues as new with, stay under 64 KB at any installation size.
+	// StatsBudget is how many bytes a stats shard's entries take at most, encoded
+	// (StatsInput.Budget overrides it): past it, the shard hands the counts of the
+	// endpoints it heard from least recently to their endpoint workflows (SignalCounts),
+	// so that its state, and the input it continues as new with, stay under 48 KB at any
+	// installation size (the singleton limit is 64 KB). Entries of short ids and outcomes
+	// take about 100 bytes (some 400 endpoints a shard).
+	StatsBudget = 40 << 10
+	// StatsCapacity is how many endpoints a stats shard run started before StatsBudget
+	// holds at most (versionStatsSpill 1, its input's Capacity 0).
 	StatsCapacity = 100
 	// MaxStatsOutcome is how many bytes of an endpoint's last outcome (Report.LastOutcome)
 	// a stats shard keeps; a longer one is cut at a character boundary.

@@ -59,9 +59,13 @@ type StatsInput struct {
 	Counts []EndpointCounts `json:"counts,omitempty"`
 	// Entries are the endpoints the shard holds, sorted by endpoint: at most Capacity.
 	Entries []StatsEntry `json:"entries,omitempty"`
-	// Capacity is how many endpoints the shard holds before it spills; 0 is StatsCapacity.
+	// Capacity, if set, is how many endpoints the shard holds before it spills (0: no
+	// count, only Budget; a shard run started before the budget reads 0 as StatsCapacity).
 	// A worker sets it when its gate starts the shard (worker.Options.StatsCapacity).
 	Capacity int `json:"capacity,omitempty"`
+	// Budget is how many bytes the shard's entries take encoded before it spills; 0 is
+	// StatsBudget. A worker sets it when its gate starts the shard (worker.Options.StatsBudget).
+	Budget int `json:"budget,omitempty"`
 	// Clock counts the batches of counts the shard has received (StatsEntry.Touched).
 	Clock int64 `json:"clock,omitempty"`
 	// NextSpill is the number the shard's next spill takes (SpilledCounts.Spill).
@@ -69,7 +73,7 @@ type StatsInput struct {
 }
 
 // StatsEntry is one endpoint's counts in a stats shard's input, with short field names: a
-// shard's whole state is one payload, and the bound on it (StatsCapacity) is counted in
+// shard's whole state is one payload, and the bound on it (StatsBudget) is counted in
 // entries of this form.
 type StatsEntry struct {
 	Endpoint               string `json:"e"`

@@ -23,14 +23,15 @@ import (
 	"github.com/heraldhq/herald/worker"
 )
 
-// statsTestCapacity is the scaled-down capacity of the stats shards in these tests.
-const statsTestCapacity = 20
+// statsTestBudget is the scaled-down budget of the stats shards in these tests: about 20
+// of their entries (some 80 bytes each).
+const statsTestBudget = 1600
 
 // startStatsStack starts a stack of its own (its own server: the stats shards of the shared
-// one hold the default capacity) whose worker starts shards of capacity capacity.
-func startStatsStack(t *testing.T, capacity int) *testkit.Stack {
+// one hold the default budget) whose worker starts shards of budget budget.
+func startStatsStack(t *testing.T, budget int) *testkit.Stack {
 	t.Helper()
-	stk, err := testkit.Start(context.Background(), testkit.Options{Worker: worker.Options{StatsCapacity: capacity}})
+	stk, err := testkit.Start(context.Background(), testkit.Options{Worker: worker.Options{StatsBudget: budget}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +40,11 @@ func startStatsStack(t *testing.T, capacity int) *testkit.Stack {
 }
 
 // signalCounts adds counts to a stats shard as a worker's gate does (gate.Temporal).
-func signalCounts(t *testing.T, c client.Client, shard string, capacity int, counts []herald.EndpointCounts) {
+func signalCounts(t *testing.T, c client.Client, shard string, budget int, counts []herald.EndpointCounts) {
 	t.Helper()
 	_, err := c.SignalWithStartWorkflow(context.Background(), shard, herald.SignalStats, counts,
 		client.StartWorkflowOptions{ID: shard, TaskQueue: herald.EndpointTaskQueue(herald.DefaultTaskQueue)},
-		herald.StatsWorkflow, herald.StatsInput{Capacity: capacity})
+		herald.StatsWorkflow, herald.StatsInput{Budget: budget})
 	if err != nil {
 		t.Fatalf("counts to %s: %v", shard, err)
 	}
@@ -61,16 +62,17 @@ func roundCounts(r, i int) herald.Report {
 	return rep
 }
 
-// Counts for 2,000 endpoints pass through stats shards of capacity 20, in several rounds:
-// the shards spill many times, in batches of at most 25 signals per workflow task, and
-// continue as new several times, each with at most 20 entries.
+// Counts for 2,000 endpoints pass through stats shards of a budget of 1,600 bytes (about 20
+// entries), in several rounds: the shards spill many times, in batches of at most 25
+// signals per workflow task, and continue as new several times, each with entries within
+// the budget.
 // Afterwards every registered endpoint's counters (GetEndpoint: the endpoint's own plus its
 // shard's) are exact, including the attempts real deliveries made through the gate, and
 // nothing is lost: every attempt counted is in an endpoint's counters, in a shard, or in a
 // spill to an endpoint that does not exist (dropped, the shard going on).
 func TestStatsShardsSpillToEndpoints(t *testing.T) {
 	ctx := context.Background()
-	stk := startStatsStack(t, statsTestCapacity)
+	stk := startStatsStack(t, statsTestBudget)
 	const (
 		endpoints  = 2000
 		registered = 12
@@ -131,7 +133,7 @@ func TestStatsShardsSpillToEndpoints(t *testing.T) {
 			for _, b := range bs {
 				if _, err := stk.Client.SignalWithStartWorkflow(ctx, sid, herald.SignalStats, b,
 					client.StartWorkflowOptions{ID: sid, TaskQueue: herald.EndpointTaskQueue(herald.DefaultTaskQueue)},
-					herald.StatsWorkflow, herald.StatsInput{Capacity: statsTestCapacity}); err != nil {
+					herald.StatsWorkflow, herald.StatsInput{Budget: statsTestBudget}); err != nil {
 					t.Errorf("counts to %s: %v", sid, err)
 					return
 				}
@@ -158,7 +160,7 @@ func TestStatsShardsSpillToEndpoints(t *testing.T) {
 				st.Counters.LastOutcome == w.LastOutcome && st.CountsSpill == 0
 		})
 	}
-	t.Logf("%d rounds of counts for %d endpoints through shards of %d: exact after %s", rounds, endpoints, statsTestCapacity, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds of counts for %d endpoints through shards of %d bytes: exact after %s", rounds, endpoints, statsTestBudget, time.Since(start).Round(time.Millisecond))
 
 	// Nothing is lost: once the shards have taken every signal and no spill is in flight,
 	// every attempt counted is in a shard, handed to an endpoint, or dropped.
@@ -201,7 +203,7 @@ type statsTally struct {
 	// registered endpoints hold (filled in by the caller).
 	inShards, delivered, dropped, inEndpoints int
 	spills, cans, maxPerTask                  int
-	// inputs lists the runs that started with more than the capacity, unsorted, or 64 KB or more.
+	// inputs lists the runs that started with entries over the budget, unsorted, or 64 KB or more.
 	inputs []string
 }
 
@@ -227,9 +229,18 @@ func tallyStats(t *testing.T, c client.Client, n int, id func(int) string) stats
 			for _, p := range start.GetInput().GetPayloads() {
 				size += len(p.GetData())
 			}
-			if r > 0 && (len(in.Entries) > statsTestCapacity || in.Capacity != statsTestCapacity || size >= 64<<10 ||
+			entries := 0
+			for _, e := range in.Entries {
+				b, err := json.Marshal(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				entries += len(b) + 1
+			}
+			if r > 0 && (entries > statsTestBudget || in.Budget != statsTestBudget || in.Capacity != 0 || size >= 64<<10 ||
 				!slices.IsSortedFunc(in.Entries, func(a, b herald.StatsEntry) int { return strings.Compare(a.Endpoint, b.Endpoint) })) {
-				tl.inputs = append(tl.inputs, fmt.Sprintf("%s run %d starts with %d entries (capacity %d, %d bytes): want at most %d, sorted", sid, r, len(in.Entries), in.Capacity, size, statsTestCapacity))
+				tl.inputs = append(tl.inputs, fmt.Sprintf("%s run %d starts with %d entries of %d bytes (budget %d, capacity %d, input %d bytes): want at most %d bytes, sorted",
+					sid, r, len(in.Entries), entries, in.Budget, in.Capacity, size, statsTestBudget))
 			}
 			perTask, initiated := 0, map[int64]herald.SpilledCounts{}
 			for _, ev := range evs {
@@ -326,16 +337,19 @@ func historyOf(t *testing.T, c client.Client, workflowID, runID string) []*histo
 	return evs
 }
 
-// TestRecordStatsHistories records, on a stack of its own with shards of capacity 4, a
-// stats shard that spills to a registered endpoint and to one that does not exist, and the
-// endpoint workflow that receives the spill. It runs only with -record.
+// TestRecordStatsHistories records, on a stack of its own with shards of a budget of 330
+// bytes (four entries), a stats shard that spills to a registered endpoint and to one that
+// does not exist, and the endpoint workflow that receives the spill
+// (endpoint_stats_budget.json, endpoint_spilled_counts_budget.json; the shard's
+// endpoint_stats_spill.json was recorded before the budget, with a capacity of 4). It runs
+// only with -record.
 func TestRecordStatsHistories(t *testing.T) {
 	if !*record {
 		t.Skip("run with -record to re-record the histories")
 	}
 	ctx := context.Background()
-	const capacity = 4
-	stk := startStatsStack(t, capacity)
+	const budget = 330
+	stk := startStatsStack(t, budget)
 	ok := newReceiver(t, status(http.StatusNoContent))
 	// Six endpoints of one shard: the first registered.
 	var ids []string
@@ -360,7 +374,7 @@ func TestRecordStatsHistories(t *testing.T) {
 		return err == nil && st.Counters.Attempts == 1
 	})
 	for _, id := range ids[1:] {
-		signalCounts(t, stk.Client, shard, capacity, []herald.EndpointCounts{{Endpoint: id, Counts: roundCounts(0, 0)}})
+		signalCounts(t, stk.Client, shard, budget, []herald.EndpointCounts{{Endpoint: id, Counts: roundCounts(0, 0)}})
 	}
 	eventually(t, "the registered endpoint to hold its spilled count", func() bool {
 		v, err := stk.Client.QueryWorkflow(ctx, herald.EndpointWorkflowID(ids[0]), "", herald.QueryEndpointState)
@@ -373,6 +387,6 @@ func TestRecordStatsHistories(t *testing.T) {
 			return e.GetEventType() == enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED
 		}) == 1
 	})
-	saveFrom(t, stk.Client, "endpoint_stats_spill.json", shard)
-	saveFrom(t, stk.Client, "endpoint_spilled_counts.json", herald.EndpointWorkflowID(ids[0]))
+	saveFrom(t, stk.Client, "endpoint_stats_budget.json", shard)
+	saveFrom(t, stk.Client, "endpoint_spilled_counts_budget.json", herald.EndpointWorkflowID(ids[0]))
 }

@@ -55,10 +55,12 @@ type Options struct {
 	// servers') certificates must chain to; nil means the system's.
 	RootCAs *x509.CertPool
 	// StatsCapacity, if set, is how many endpoints a stats shard that this worker's gate
-	// starts holds before it spills (herald.StatsInput.Capacity); default
-	// herald.StatsCapacity. A shard keeps the capacity it started with. For tests, which
-	// scale it down to cross spills with few endpoints.
-	StatsCapacity int
+	// starts holds before it spills (herald.StatsInput.Capacity); by default a shard
+	// counts bytes only (StatsBudget). StatsBudget, if set, is how many bytes its entries
+	// take before it spills (herald.StatsInput.Budget); default herald.StatsBudget. A
+	// shard keeps the capacity and budget it started with. For tests, which scale them
+	// down to cross spills with few endpoints.
+	StatsCapacity, StatsBudget int
 	// Recovery, if set, is the ladder on which endpoints disabled for failing are probed;
 	// default policy.DefaultRecoveryLadder (1h, 3h, 6h, 12h, then every 24h for 30 days).
 	// An endpoint keeps the ladder it started probing with. For tests, which scale it down.
@@ -128,7 +130,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 	registerEndpoints(ew, o.Net, o.Recovery)
 	ew.RegisterActivity(&activities.Prober{Destination: activities.NewHTTP(o.Net, hopts), Defaults: o.Defaults})
 	defaults := o.Defaults
-	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue), o.StatsCapacity), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
+	g := gate.New(gate.Temporal(c, herald.EndpointTaskQueue(o.TaskQueue), herald.StatsInput{Capacity: o.StatsCapacity, Budget: o.StatsBudget}), o.RenewInterval, func(ep herald.Endpoint) time.Duration {
 		return time.Duration(defaults.Apply(ep.Overrides).Timeout)
 	}, o.Logger)
 	slots := o.DeliverySlots

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -25,15 +26,17 @@ const (
 )
 
 // StatsWorkflow keeps the attempt counts of the endpoints of one shard: it adds the counts
-// workers send and answers queries for them. It holds at most its capacity of endpoints
-// (herald.StatsCapacity): past it, it hands the counts of the endpoints it heard from
-// least recently to their endpoint workflows (herald.SignalCounts) and forgets them, so
-// that an endpoint's counters are its workflow's own plus its shard's entry.
+// workers send and answers queries for them. It holds at most its budget of encoded
+// entries (herald.StatsBudget bytes) and, if its input sets one, its capacity of
+// endpoints: past either, it hands the counts of the endpoints it heard from least
+// recently to their endpoint workflows (herald.SignalCounts) and forgets them, so that an
+// endpoint's counters are its workflow's own plus its shard's entry.
 func StatsWorkflow(ctx workflow.Context, in herald.StatsInput) error {
-	if workflow.GetVersion(ctx, versionStatsSpill, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	v := workflow.GetVersion(ctx, versionStatsSpill, workflow.DefaultVersion, 2)
+	if v == workflow.DefaultVersion {
 		return statsBeforeSpill(ctx, in)
 	}
-	s := newStatsShard(in, workflow.Now(ctx).UnixNano())
+	s := newStatsShard(in, workflow.Now(ctx).UnixNano(), v >= 2)
 	if err := workflow.SetQueryHandler(ctx, herald.QueryStats, func(ids []string) ([]herald.EndpointCounts, error) {
 		return s.counts(ids), nil
 	}); err != nil {
@@ -59,8 +62,11 @@ func StatsWorkflow(ctx workflow.Context, in herald.StatsInput) error {
 // statsShard is a stats shard's state: its entries sorted by endpoint, and the spill in
 // flight.
 type statsShard struct {
-	capacity int
-	entries  []herald.StatsEntry
+	// capacity is the most entries the shard holds (0: no count, only the budget); budget
+	// the most bytes their encoding takes (0: no budget, only the count: versionStatsSpill
+	// 1); size what it takes now (entrySize).
+	capacity, budget, size int
+	entries                []herald.StatsEntry
 	// spilling are the entries of the spill in flight, in the order they are sent, each
 	// with the spill's number: answers still show them until they are delivered.
 	spilling []herald.EndpointCounts
@@ -70,12 +76,22 @@ type statsShard struct {
 
 // newStatsShard is the shard that in starts, at now (Unix nanoseconds): spill numbers
 // start at now at the latest, so that they keep increasing if a shard is ever started
-// again from nothing.
-func newStatsShard(in herald.StatsInput, now int64) *statsShard {
+// again from nothing. A shard of versionStatsSpill 1 (budgeted false) holds a count of
+// entries (0: herald.StatsCapacity) and no budget; one of version 2 holds its budget (0:
+// herald.StatsBudget) and, if in sets one, a count.
+func newStatsShard(in herald.StatsInput, now int64, budgeted bool) *statsShard {
 	s := &statsShard{capacity: in.Capacity, entries: in.Entries, clock: in.Clock, next: max(in.NextSpill, now)}
-	if s.capacity <= 0 {
+	switch {
+	case !budgeted && s.capacity <= 0:
 		s.capacity = herald.StatsCapacity
+	case budgeted:
+		s.capacity = max(s.capacity, 0)
+		s.budget = in.Budget
+		if s.budget <= 0 {
+			s.budget = herald.StatsBudget
+		}
 	}
+	s.resize()
 	// A 0.1.0 shard's state: every endpoint, touched at once (spilled in id order).
 	for _, c := range in.Counts {
 		s.merge(c)
@@ -99,24 +115,56 @@ func (s *statsShard) add(batch []herald.EndpointCounts) {
 // merge adds c to its endpoint's entry, touched now.
 func (s *statsShard) merge(c herald.EndpointCounts) {
 	i, ok := s.find(c.Endpoint)
-	if !ok {
+	if ok {
+		s.size -= s.entrySize(s.entries[i])
+	} else {
 		s.entries = slices.Insert(s.entries, i, herald.StatsEntry{Endpoint: c.Endpoint})
 	}
 	r := s.entries[i].Report()
 	r.Merge(c.Counts)
 	r.TrimOutcome(herald.MaxStatsOutcome)
 	s.entries[i] = herald.NewStatsEntry(c.Endpoint, r, s.clock)
+	s.size += s.entrySize(s.entries[i])
 }
 
-// over reports whether the shard holds more endpoints than its capacity.
-func (s *statsShard) over() bool { return len(s.entries) > s.capacity }
+// entrySize is how many bytes e takes in the shard's input: its JSON and a comma. Only a
+// shard with a budget measures (0 otherwise).
+func (s *statsShard) entrySize(e herald.StatsEntry) int {
+	if s.budget == 0 {
+		return 0
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		// A StatsEntry of strings and integers always encodes; count the worst case if not:
+		// the longest id, every counter at its largest and the longest outcome, escaped.
+		return 1200
+	}
+	return len(b) + 1
+}
 
-// low is how many entries a spill leaves: three quarters of the capacity, so that a
-// shard past it spills a batch at a time, not one endpoint per message.
-func (s *statsShard) low() int { return s.capacity - max(s.capacity/4, 1) }
+// resize measures the entries again.
+func (s *statsShard) resize() {
+	s.size = 0
+	for _, e := range s.entries {
+		s.size += s.entrySize(e)
+	}
+}
 
-// spill hands the least recently touched entries, down to low, to their endpoint
-// workflows, statsSpillBatch signals at a time, and forgets them. An endpoint that is
+// over reports whether the shard holds more endpoints than its capacity, or more bytes
+// than its budget.
+func (s *statsShard) over() bool {
+	return (s.capacity > 0 && len(s.entries) > s.capacity) || (s.budget > 0 && s.size > s.budget)
+}
+
+// full reports whether n entries of size bytes are more than a spill leaves: three
+// quarters of the capacity and of the budget, so that a shard past either spills a batch
+// at a time, not one endpoint per message.
+func (s *statsShard) full(n, size int) bool {
+	return (s.capacity > 0 && n > s.capacity-max(s.capacity/4, 1)) || (s.budget > 0 && size > s.budget-s.budget/4)
+}
+
+// spill hands the least recently touched entries, until what is left is not full, to
+// their endpoint workflows, statsSpillBatch signals at a time, and forgets them. An endpoint that is
 // gone (its workflow closed or never started) loses the counts it had here. A spill
 // stops at a batch's end once the history is past statsSpillHistoryLimit, putting back
 // what it has not sent.
@@ -127,7 +175,14 @@ func (s *statsShard) spill(ctx workflow.Context) {
 	}
 	// Entries are sorted by endpoint: a stable sort by tick keeps ties in id order.
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.entries[a].Touched, s.entries[b].Touched) })
-	out := order[:len(order)-s.low()]
+	out, left, size := order[:0], len(s.entries), s.size
+	for _, i := range order {
+		if !s.full(left, size) {
+			break
+		}
+		out = append(out, i)
+		left, size = left-1, size-s.entrySize(s.entries[i])
+	}
 	gone := make([]bool, len(s.entries))
 	n := s.next
 	s.next++
@@ -142,7 +197,7 @@ func (s *statsShard) spill(ctx workflow.Context) {
 			kept = append(kept, e)
 		}
 	}
-	s.entries = kept
+	s.entries, s.size = kept, size
 	log := workflow.GetLogger(ctx)
 	for len(s.spilling) > 0 {
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > statsSpillHistoryLimit || ctx.Err() != nil {
@@ -156,6 +211,7 @@ func (s *statsShard) spill(ctx workflow.Context) {
 			slices.SortFunc(back, func(a, b herald.StatsEntry) int { return strings.Compare(a.Endpoint, b.Endpoint) })
 			s.entries = mergeSorted(s.entries, back)
 			s.spilling = nil
+			s.resize()
 			return
 		}
 		batch := s.spilling[:min(statsSpillBatch, len(s.spilling))]
@@ -206,7 +262,7 @@ func (s *statsShard) counts(ids []string) []herald.EndpointCounts {
 
 // input is what the shard continues as new with.
 func (s *statsShard) input() herald.StatsInput {
-	return herald.StatsInput{Entries: s.entries, Capacity: s.capacity, Clock: s.clock, NextSpill: s.next}
+	return herald.StatsInput{Entries: s.entries, Capacity: s.capacity, Budget: s.budget, Clock: s.clock, NextSpill: s.next}
 }
 
 // statsBeforeSpill is StatsWorkflow as 0.1.0 ran it (versionStatsSpill's old branch): it

@@ -191,38 +191,124 @@ func TestStatsShardSpillsLeastRecentlyTouched(t *testing.T) {
 	}
 }
 
-// A shard that starts with a 0.1.0 shard's state (every endpoint it counted) spills it
-// down to three quarters of its capacity, statsSpillBatch signals at a time.
+// A shard that starts with a 0.1.0 shard's state (every endpoint it counted: here 1,000,
+// some 100 KB) spills it down to three quarters of its budget (herald.StatsBudget),
+// statsSpillBatch signals at a time.
 func TestStatsShardSpillsInBatches(t *testing.T) {
 	env, rec := newStatsEnv(t)
-	old := countsOf(3, testStart, ids("old-", 0, 300)...)
+	const n = 1000
+	old := countsOf(3, testStart, ids("old-", 0, n)...)
 	env.RegisterDelayedCallback(func() {
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
-		env.SignalWorkflow(herald.SignalStats, countsOf(1, testStart, "old-299"))
+		env.SignalWorkflow(herald.SignalStats, countsOf(1, testStart, fmt.Sprintf("old-%03d", n-1)))
 	}, time.Minute)
 	env.ExecuteWorkflow(herald.StatsWorkflow, herald.StatsInput{Counts: old})
 
 	_, next := continuedAsNew[herald.StatsInput](t, env)
-	low := herald.StatsCapacity - herald.StatsCapacity/4
+	// What the spill leaves: the last endpoints by id, as many as fit in three quarters.
+	s := &statsShard{budget: herald.StatsBudget}
+	low := 0
+	for size := 0; ; low++ {
+		e := herald.NewStatsEntry(fmt.Sprintf("old-%03d", n-1-low), old[0].Counts, 0)
+		if size += s.entrySize(e); size > herald.StatsBudget-herald.StatsBudget/4 {
+			break
+		}
+	}
 	spills, _ := rec.spills()
-	if want := ids("old-", 0, 300-low); len(spills) != 1 || !slices.Equal(spills[0], want) {
+	if want := ids("old-", 0, n-low); len(spills) != 1 || !slices.Equal(spills[0], want) {
 		t.Fatalf("spilled %d times (%d endpoints first), want once the first %d by id", len(spills), len(spills[0]), len(want))
 	}
 	if rec.maxIn > statsSpillBatch || rec.maxIn < 2 {
 		t.Errorf("%d spill signals were in flight at once, want at most %d (and more than one)", rec.maxIn, statsSpillBatch)
 	}
-	if len(next.Entries) != low || next.Entries[0].Endpoint != fmt.Sprintf("old-%03d", 300-low) || len(next.Counts) != 0 {
-		t.Fatalf("continues with %d entries from %q and %d old counts, want %d entries from old-%03d", len(next.Entries), next.Entries[0].Endpoint, len(next.Counts), low, 300-low)
+	if len(next.Entries) != low || next.Entries[0].Endpoint != fmt.Sprintf("old-%03d", n-low) || len(next.Counts) != 0 {
+		t.Fatalf("continues with %d entries from %q and %d old counts, want %d entries from old-%03d", len(next.Entries), next.Entries[0].Endpoint, len(next.Counts), low, n-low)
 	}
 	if r := next.Entries[low-1].Report(); r.Attempts != 4 {
-		t.Errorf("old-299 continues with %+v, want 4 attempts", r)
+		t.Errorf("old-%03d continues with %+v, want 4 attempts", n-1, r)
 	}
+	if next.Capacity != 0 || next.Budget != herald.StatsBudget {
+		t.Errorf("continues with capacity %d and budget %d, want 0 and %d", next.Capacity, next.Budget, herald.StatsBudget)
+	}
+	t.Logf("%d endpoints of a 0.1.0 shard: %d spilled, %d kept", n, n-low, low)
+}
+
+// A shard holds entries up to its budget of bytes, however many: past it, it spills the
+// least recently touched until three quarters of the budget are left, counting each entry
+// at its size (a long outcome weighs more than a short one).
+func TestStatsShardSpillsPastItsBudget(t *testing.T) {
+	env, rec := newStatsEnv(t)
+	at := testStart.Add(time.Minute)
+	small := countsOf(1, at, ids("s", 0, 40)...)
+	big := countsOf(1, at, ids("b", 0, 4)...)
+	for i := range big {
+		big[i].Counts.LastOutcome = "network: " + strings.Repeat("x", 100)
+	}
+	sh := &statsShard{budget: 1}
+	weigh := func(cs []herald.EndpointCounts) int {
+		w := 0
+		for _, c := range cs {
+			w += sh.entrySize(herald.NewStatsEntry(c.Endpoint, c.Counts, 3))
+		}
+		return w
+	}
+	// The budget holds the 40 small ones (ticks 1 and 2) and two of the big ones; the
+	// four big ones at tick 3 take it past, and the spill takes small ones first.
+	budget := weigh(small) + weigh(big[:2])
+	var kept []herald.EndpointCounts
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalStats, small[:20]) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalStats, small[20:]) }, 2*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalStats, big) }, 3*time.Second)
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(herald.QueryStats, append(ids("s", 0, 40), ids("b", 0, 4)...))
+		if err == nil {
+			err = v.Get(&kept)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}, 4*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 0)
+		env.SignalWorkflow(herald.SignalStats, countsOf(1, at, "s039"))
+	}, 5*time.Second)
+	env.ExecuteWorkflow(herald.StatsWorkflow, herald.StatsInput{Budget: budget})
+
+	_, next := continuedAsNew[herald.StatsInput](t, env)
+	spills, _ := rec.spills()
+	if len(spills) != 1 {
+		t.Fatalf("spilled %d times, want once", len(spills))
+	}
+	// Tick order, then id order: s000.. go first, until what is left fits in 3/4.
+	left := weigh(small) + weigh(big)
+	var want []string
+	for i := 0; left > budget-budget/4; i++ {
+		want = append(want, small[i].Endpoint)
+		left -= weigh(small[i : i+1])
+	}
+	if !slices.Equal(spills[0], want) {
+		t.Fatalf("spilled %v, want %v", spills[0], want)
+	}
+	if len(kept) != 44-len(want) {
+		t.Errorf("after the spill the shard answers for %d endpoints, want %d", len(kept), 44-len(want))
+	}
+	if next.Budget != budget || next.Capacity != 0 {
+		t.Errorf("continues with budget %d and capacity %d, want %d and none", next.Budget, next.Capacity, budget)
+	}
+	size := 0
+	for _, e := range next.Entries {
+		size += sh.entrySize(e)
+	}
+	if size > budget {
+		t.Errorf("continues with %d bytes of entries, want at most the budget %d", size, budget)
+	}
+	t.Logf("budget %d bytes: 44 endpoints, %d spilled, %d kept (%d bytes)", budget, len(want), len(next.Entries), size)
 }
 
 // While a spill is in flight the shard still answers for the endpoints it is sending,
 // numbered with the spill, and for an endpoint counted again since, numbered with the next.
 func TestStatsShardAnswersSpillInFlight(t *testing.T) {
-	s := newStatsShard(herald.StatsInput{Capacity: 4}, 1000)
+	s := newStatsShard(herald.StatsInput{Capacity: 4}, 1000, true)
 	s.add(countsOf(1, testStart, "a", "b"))
 	s.spilling = []herald.EndpointCounts{{Endpoint: "a", Counts: herald.Report{Attempts: 5}, Spill: 1000}}
 	s.next = 1001
@@ -252,48 +338,66 @@ func TestStatsShardAnswersSpillInFlight(t *testing.T) {
 	}
 }
 
-// A full shard of the longest endpoint ids, with the longest outcome it keeps and every
-// counter large, continues as new with an input well under 64 KB.
+// A shard as full as its budget lets it be continues as new with an input under 48 KB
+// (the singleton limit is 64 KB), whatever its entries: the longest endpoint ids, every
+// counter large and the longest outcome it keeps, in characters that encode longest ("<"
+// takes 6 bytes in JSON, "é" 2). Entries of ordinary ids and outcomes fit by the hundred.
 func TestStatsShardInputBound(t *testing.T) {
-	s := newStatsShard(herald.StatsInput{}, 1<<62)
-	long := strings.Repeat("é", 200) // longer than the shard keeps, in 2-byte characters
-	for i := range herald.StatsCapacity {
-		id := fmt.Sprintf("%03d%s", i, strings.Repeat("x", 125))
-		if err := herald.ValidateEndpointID(id); err != nil {
-			t.Fatal(err)
-		}
+	long := strings.Repeat("é<", 100) // longer than the shard keeps
+	worst := func(i int) herald.EndpointCounts {
 		big := 1 << 40
-		s.clock = 1 << 40
-		s.merge(herald.EndpointCounts{Endpoint: id, Counts: herald.Report{
+		return herald.EndpointCounts{Endpoint: fmt.Sprintf("%03d%s", i, strings.Repeat("x", 125)), Counts: herald.Report{
 			Attempts: big, Successes: big, Failures: big, RetryAfterHonoured: big, RetryAfterCapped: big,
 			RetryAfterIgnored: big, RetryAfterBackpressure: big,
 			LastAttemptAt: time.Date(2262, 1, 1, 0, 0, 0, 999999999, time.UTC), LastOutcome: "network: " + long,
-		}})
+		}}
 	}
-	if s.over() {
-		t.Fatalf("%d entries: over the capacity %d", len(s.entries), s.capacity)
+	ordinary := func(i int) herald.EndpointCounts {
+		return herald.EndpointCounts{Endpoint: fmt.Sprintf("ep_01jd%020d", i), Counts: herald.Report{
+			Attempts: 1234, Successes: 1200, Failures: 34, LastAttemptAt: testStart, LastOutcome: "204 No Content",
+		}}
 	}
-	for _, e := range s.entries {
-		if len(e.LastOutcome) > herald.MaxStatsOutcome || !strings.HasPrefix(e.LastOutcome, "network: é") || strings.ContainsRune(e.LastOutcome, '\uFFFD') {
-			t.Fatalf("outcome kept as %q (%d bytes), want at most %d bytes cut at a character", e.LastOutcome, len(e.LastOutcome), herald.MaxStatsOutcome)
+	for _, tc := range []struct {
+		name    string
+		entry   func(int) herald.EndpointCounts
+		atLeast int
+	}{{"the longest", worst, 30}, {"ordinary", ordinary, 300}} {
+		s := newStatsShard(herald.StatsInput{}, 1<<62, true)
+		s.clock = 1 << 40
+		var full *statsShard
+		for i := 0; ; i++ {
+			c := tc.entry(i)
+			if err := herald.ValidateEndpointID(c.Endpoint); err != nil {
+				t.Fatal(err)
+			}
+			prev := *s
+			prev.entries = slices.Clone(s.entries)
+			s.merge(c)
+			if s.over() {
+				full = &prev
+				break
+			}
 		}
-	}
-	in := s.input()
-	in.Capacity = herald.StatsCapacity
-	p, err := converter.GetDefaultDataConverter().ToPayloads(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := 0
-	for _, pl := range p.GetPayloads() {
-		size += len(pl.GetData())
-		for k, v := range pl.GetMetadata() {
-			size += len(k) + len(v)
+		for _, e := range full.entries {
+			if len(e.LastOutcome) > herald.MaxStatsOutcome || strings.ContainsRune(e.LastOutcome, '\uFFFD') {
+				t.Fatalf("outcome kept as %q (%d bytes), want at most %d bytes cut at a character", e.LastOutcome, len(e.LastOutcome), herald.MaxStatsOutcome)
+			}
 		}
-	}
-	t.Logf("a full shard (%d entries of the longest ids) continues as new with %d bytes", herald.StatsCapacity, size)
-	if size >= 48<<10 {
-		t.Fatalf("a full shard's input is %d bytes: want under 48 KB (the singleton limit is 64 KB)", size)
+		p, err := converter.GetDefaultDataConverter().ToPayloads(full.input())
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := 0
+		for _, pl := range p.GetPayloads() {
+			size += len(pl.GetData())
+			for k, v := range pl.GetMetadata() {
+				size += len(k) + len(v)
+			}
+		}
+		t.Logf("%s entries: a full shard holds %d and continues as new with %d bytes (%d counted)", tc.name, len(full.entries), size, full.size)
+		if size >= 48<<10 || len(full.entries) < tc.atLeast {
+			t.Errorf("%s entries: a full shard holds %d and its input is %d bytes: want at least %d, under 48 KB", tc.name, len(full.entries), size, tc.atLeast)
+		}
 	}
 }
 
@@ -333,7 +437,7 @@ func TestEndpointKeepsSpilledCounts(t *testing.T) {
 // back, sorted among the entries kept, and the run continues as new with it.
 func TestStatsShardSpillStopsOnALongHistory(t *testing.T) {
 	env, rec := newStatsEnv(t)
-	var in herald.StatsInput
+	in := herald.StatsInput{Budget: 3000} // 300 entries take some 9 KB
 	for i, id := range ids("big-", 0, 300) {
 		// Every other endpoint touched later: the spill takes endpoints from all over.
 		in.Entries = append(in.Entries, herald.NewStatsEntry(id, herald.Report{Attempts: i + 1}, int64(i%2)))

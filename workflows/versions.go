@@ -56,6 +56,10 @@ const (
 	// recently to their endpoint workflows (SignalExternalWorkflow, herald.SignalCounts).
 	// Asked once, as a run starts. The old branch (statsBeforeSpill) keeps every endpoint:
 	// tests/testdata/histories/endpoint_stats_before_spill.json takes it.
+	// Version 2 (2026-12-04): the shard holds a budget of bytes (herald.StatsBudget, its
+	// entries encoded) instead of 100 endpoints, and a count only if its input sets one;
+	// version 1 (endpoint_stats_spill.json) keeps the count, 0 read as 100, and no budget.
+	// endpoint_stats_budget.json takes version 2.
 	versionStatsSpill = "stats-spill"
 	// versionScheduledSend (2026-12-02): a delivery whose input carries a future DeliverAt
 	// (a scheduled send) upserts HeraldStatus scheduled and waits on a timer before its

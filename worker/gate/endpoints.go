@@ -28,28 +28,28 @@ type Endpoints interface {
 	// Outcomes reports outcomes of attempts admitted without a lease (herald.SignalOutcomes).
 	Outcomes(ctx context.Context, id string, r herald.OutcomeReport) error
 	// Counts adds attempt counts to the stats shard shard (herald.SignalStats), starting it
-	// if needed (with the capacity Temporal was given).
+	// if needed (with the capacity and budget Temporal was given).
 	Counts(ctx context.Context, shard string, counts []herald.EndpointCounts) error
 }
 
 // Temporal returns the Endpoints that make the calls through c; queue is the endpoint
-// workflows' task queue, where a stats shard starts, and statsCapacity the capacity a
-// shard it starts has (herald.StatsInput.Capacity; 0: herald.StatsCapacity).
+// workflows' task queue, where a stats shard starts, and stats the input a shard it starts
+// takes (its Capacity and Budget; zero values: herald.StatsBudget alone).
 //
 // Its calls to an endpoint workflow name the run its last read of that endpoint found
 // (runs): the history service then takes the run from its cache, where a call by workflow
 // id alone first reads the id's current run from the database (one transaction more per
 // call). A call to a run that has ended (the endpoint continued as new) is made again
 // without it, and the run forgotten until the next read.
-func Temporal(c client.Client, queue string, statsCapacity int) Endpoints {
-	return temporalEndpoints{c: c, queue: queue, statsCapacity: statsCapacity, runs: &runs{}}
+func Temporal(c client.Client, queue string, stats herald.StatsInput) Endpoints {
+	return temporalEndpoints{c: c, queue: queue, stats: herald.StatsInput{Capacity: stats.Capacity, Budget: stats.Budget}, runs: &runs{}}
 }
 
 type temporalEndpoints struct {
-	c             client.Client
-	queue         string
-	statsCapacity int
-	runs          *runs
+	c     client.Client
+	queue string
+	stats herald.StatsInput
+	runs  *runs
 }
 
 // MaxRuns is the most endpoints whose current run a worker's gate remembers; past it,
@@ -147,6 +147,6 @@ func (t temporalEndpoints) Outcomes(ctx context.Context, id string, r herald.Out
 func (t temporalEndpoints) Counts(ctx context.Context, shard string, counts []herald.EndpointCounts) error {
 	_, err := t.c.SignalWithStartWorkflow(ctx, shard, herald.SignalStats, counts, client.StartWorkflowOptions{
 		ID: shard, TaskQueue: t.queue, StaticSummary: "attempt counts of the endpoints of " + shard,
-	}, herald.StatsWorkflow, herald.StatsInput{Capacity: t.statsCapacity})
+	}, herald.StatsWorkflow, t.stats)
 	return err
 }

@@ -22,7 +22,7 @@ import (
 func TestTemporalEndpoints(t *testing.T) {
 	ctx := context.Background()
 	c := &mocks.Client{}
-	eps := Temporal(c, "herald-endpoints", 20)
+	eps := Temporal(c, "herald-endpoints", herald.StatsInput{Capacity: 20})
 	wid := herald.EndpointWorkflowID("ep")
 
 	handle := &mocks.WorkflowUpdateHandle{}
@@ -67,7 +67,7 @@ func TestTemporalEndpoints(t *testing.T) {
 func TestTemporalEndpointsNameTheRun(t *testing.T) {
 	ctx := context.Background()
 	c := &mocks.Client{}
-	eps := Temporal(c, "herald-endpoints", 20).(temporalEndpoints)
+	eps := Temporal(c, "herald-endpoints", herald.StatsInput{Capacity: 20}).(temporalEndpoints)
 	wid := herald.EndpointWorkflowID("ep")
 	running := func(run string) *client.WorkflowExecutionDescription {
 		d := &client.WorkflowExecutionDescription{}
