@@ -381,9 +381,9 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.SQLitePragmas {
 		pragmas[strings.ToLower(k)] = v
 	}
-	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped, 1 partition per task queue"
+	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped, 1 partition per task queue, a 64 MB events cache"
 	if cfg.StockEngine {
-		tuning = "stock (--stock-engine): one database, every visibility index, 4 partitions per task queue"
+		tuning = "stock (--stock-engine): one database, every visibility index, 4 partitions per task queue, a 512 KB events cache"
 	}
 	server := []Setting{
 		{"server", "embedded Temporal (internal/devserver), " + storage + ", 1 history shard (fixed by devserver)"},
