@@ -65,8 +65,8 @@ type Options struct {
 	// journal_mode=wal, synchronous=normal and busy_timeout=10000.
 	SQLitePragmas map[string]string
 	// Stock runs the engine as Temporal ships it for SQLite: a new database keeps its
-	// visibility store inside, the visibility table keeps every index, and task queues
-	// have 4 partitions.
+	// visibility store inside, the visibility table keeps every index, task queues have 4
+	// partitions and the events cache 512 KB.
 	// Otherwise Start tunes both (see VisibilityFile), which costs about a quarter less CPU
 	// per workflow (docs/sizing.md); the default suits every use of Herald.
 	Stock bool
