@@ -60,16 +60,18 @@ func awaitRoom(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool
 // there was none in time: the caller's hold stands.
 func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *Admission {
 	deadline := time.Now().Add(g.roomWait)
-	holding := g.startHolding(e)
-	g.kick(e) // the renewal asks for the room, whether the attempt waits here or not
-	if !holding {
+	if !g.startHolding(e) {
+		g.kick(e) // the renewal asks for the room, whether the attempt waits here or not
 		return nil
 	}
 	defer g.stopHolding(e)
+	// The channel of e's next change is taken before the renewal is asked for, and again in
+	// the same lock as each look: a renewal that answers at once still wakes this attempt.
+	e.mu.Lock()
+	ch := e.changedLocked()
+	e.mu.Unlock()
+	g.kick(e)
 	for {
-		e.mu.Lock()
-		ch := e.changedLocked()
-		e.mu.Unlock()
 		if !awaitRoom(ctx, ch, deadline) {
 			return nil
 		}
@@ -81,6 +83,7 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 			return a
 		}
 		mayCome := e.h.RoomMayCome(now)
+		ch = e.changedLocked()
 		e.mu.Unlock()
 		if !mayCome {
 			return nil // the endpoint holds attempts back now: the hold stands

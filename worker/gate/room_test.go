@@ -175,6 +175,9 @@ func TestRatePassHolderWaitsForItsSecond(t *testing.T) {
 func TestRateAttemptWaitsForTheLease(t *testing.T) {
 	v := closedView(2, 2, 5) // cap 2: no spare permits
 	v.Snapshot.RateLimit, v.Snapshot.RateLeased = 5, true
+	// Start as a second begins: an attempt in a second's last policy.RateSendMargin may not
+	// use its share, and would be booked for a later second instead.
+	time.Sleep(time.Until(policy.WindowOf(time.Now()).Add(policy.RateWindow + 10*time.Millisecond)))
 	now := policy.WindowOf(time.Now())
 	var shares []policy.RateShare
 	for s := range 3 {
