@@ -64,7 +64,7 @@ func StatsWorkflow(ctx workflow.Context, in herald.StatsInput) error {
 type statsShard struct {
 	// capacity is the most entries the shard holds (0: no count, only the budget); budget
 	// the most bytes their encoding takes (0: no budget, only the count: versionStatsSpill
-	// 1); size what it takes now (entrySize).
+	// 1); size what it takes now (encodedSize).
 	capacity, budget, size int
 	entries                []herald.StatsEntry
 	// spilling are the entries of the spill in flight, in the order they are sent, each
@@ -116,7 +116,7 @@ func (s *statsShard) add(batch []herald.EndpointCounts) {
 func (s *statsShard) merge(c herald.EndpointCounts) {
 	i, ok := s.find(c.Endpoint)
 	if ok {
-		s.size -= s.entrySize(s.entries[i])
+		s.size -= encodedSize(s.entries[i])
 	} else {
 		s.entries = slices.Insert(s.entries, i, herald.StatsEntry{Endpoint: c.Endpoint})
 	}
@@ -124,21 +124,12 @@ func (s *statsShard) merge(c herald.EndpointCounts) {
 	r.Merge(c.Counts)
 	r.TrimOutcome(herald.MaxStatsOutcome)
 	s.entries[i] = herald.NewStatsEntry(c.Endpoint, r, s.clock)
-	s.size += s.entrySize(s.entries[i])
+	s.size += encodedSize(s.entries[i])
 }
 
-// entrySize is how many bytes e takes in the shard's input: its JSON and a comma. Only a
-// shard with a budget measures (0 otherwise).
-func (s *statsShard) entrySize(e herald.StatsEntry) int {
-	if s.budget == 0 {
-		return 0
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		// A StatsEntry of strings and integers always encodes; count the worst case if not:
-		// the longest id, every counter at its largest and the longest outcome, escaped.
-		return 1200
-	}
+// encodedSize is how many bytes e takes in a shard's input: its JSON and a comma.
+func encodedSize(e herald.StatsEntry) int {
+	b, _ := json.Marshal(e) // strings and integers: it always encodes
 	return len(b) + 1
 }
 
@@ -146,7 +137,7 @@ func (s *statsShard) entrySize(e herald.StatsEntry) int {
 func (s *statsShard) resize() {
 	s.size = 0
 	for _, e := range s.entries {
-		s.size += s.entrySize(e)
+		s.size += encodedSize(e)
 	}
 }
 
@@ -175,14 +166,11 @@ func (s *statsShard) spill(ctx workflow.Context) {
 	}
 	// Entries are sorted by endpoint: a stable sort by tick keeps ties in id order.
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.entries[a].Touched, s.entries[b].Touched) })
-	out, left, size := order[:0], len(s.entries), s.size
-	for _, i := range order {
-		if !s.full(left, size) {
-			break
-		}
-		out = append(out, i)
-		left, size = left-1, size-s.entrySize(s.entries[i])
+	cut, size := 0, s.size
+	for ; cut < len(order) && s.full(len(order)-cut, size); cut++ {
+		size -= encodedSize(s.entries[order[cut]])
 	}
+	out := order[:cut]
 	gone := make([]bool, len(s.entries))
 	n := s.next
 	s.next++

@@ -206,11 +206,10 @@ func TestStatsShardSpillsInBatches(t *testing.T) {
 
 	_, next := continuedAsNew[herald.StatsInput](t, env)
 	// What the spill leaves: the last endpoints by id, as many as fit in three quarters.
-	s := &statsShard{budget: herald.StatsBudget}
 	low := 0
 	for size := 0; ; low++ {
 		e := herald.NewStatsEntry(fmt.Sprintf("old-%03d", n-1-low), old[0].Counts, 0)
-		if size += s.entrySize(e); size > herald.StatsBudget-herald.StatsBudget/4 {
+		if size += encodedSize(e); size > herald.StatsBudget-herald.StatsBudget/4 {
 			break
 		}
 	}
@@ -244,11 +243,10 @@ func TestStatsShardSpillsPastItsBudget(t *testing.T) {
 	for i := range big {
 		big[i].Counts.LastOutcome = "network: " + strings.Repeat("x", 100)
 	}
-	sh := &statsShard{budget: 1}
 	weigh := func(cs []herald.EndpointCounts) int {
 		w := 0
 		for _, c := range cs {
-			w += sh.entrySize(herald.NewStatsEntry(c.Endpoint, c.Counts, 3))
+			w += encodedSize(herald.NewStatsEntry(c.Endpoint, c.Counts, 3))
 		}
 		return w
 	}
@@ -297,7 +295,7 @@ func TestStatsShardSpillsPastItsBudget(t *testing.T) {
 	}
 	size := 0
 	for _, e := range next.Entries {
-		size += sh.entrySize(e)
+		size += encodedSize(e)
 	}
 	if size > budget {
 		t.Errorf("continues with %d bytes of entries, want at most the budget %d", size, budget)
