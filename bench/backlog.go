@@ -113,12 +113,31 @@ type BacklogResult struct {
 	Engine        Phase   `json:"engine"`
 	DrainTarget   float64 `json:"drain_target"`
 	DrainVsTarget float64 `json:"drain_vs_target"`
+	// DrainCPUms is the process's CPU time from the reset until the last backlog delivery
+	// arrived, per delivery made meanwhile (the backlog's and the healthy endpoints' that
+	// ran alongside); DrainCPUVsEngine is it over Engine.CPUms: what a woken delivery costs
+	// against a workflow that goes at once (the healthy ones pull it down a little).
+	DrainCPUms       float64 `json:"drain_cpu_ms_per_delivery,omitempty"`
+	DrainCPUVsEngine float64 `json:"drain_cpu_vs_engine,omitempty"`
+	// Trail is what the histories of the last backlog deliveries to arrive show (Trail).
+	Trail Trail `json:"trail"`
 	// Draining is the healthy endpoints' same steady load while the backlog drains;
 	// DrainingRatio its p99 over Without's.
 	Draining        Phase   `json:"while_draining"`
 	DrainingMissing int     `json:"while_draining_missing"`
 	DrainingGC      GCStats `json:"while_draining_gc"`
 	DrainingRatio   float64 `json:"while_draining_p99_ratio"`
+}
+
+// countArrivedBefore counts the arrival times in ts that are set and not after last.
+func countArrivedBefore(ts []time.Time, last time.Time) int {
+	n := 0
+	for _, t := range ts {
+		if !t.IsZero() && !t.After(last) {
+			n++
+		}
+	}
+	return n
 }
 
 // drainTarget is the rate a backlog can drain at: min(cap ÷ the receiver's latency, the
@@ -235,9 +254,11 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	// The healthy load, the same with and without the backlog.
 	n := int(cfg.BacklogRate * cfg.BacklogFor.Std().Seconds())
 	endpoint := func(i int) string { return eps[i%len(eps)] }
+	var steadyIDs []string // the last steady run's events
 	steady := func(label string, gc *GCStats) (Phase, int, error) {
 		defer gc.measure()()
 		ids := newIDs(n)
+		steadyIDs = ids
 		sctx, cancel := context.WithTimeout(ctx, cfg.BacklogFor.Std()+opTimeout)
 		defer cancel()
 		sentAt, err := e.sendEvents(sctx, ids, endpoint, cfg.Senders, cfg.BacklogRate)
@@ -366,7 +387,14 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	// Drain: bq answers again, the circuit closes by hand.
 	e.progress("backlog: %s healthy again (%s per request); closing its circuit by hand", bq, cfg.BacklogDelay)
 	healthy.Store(true)
-	drainStart := time.Now()
+	var stopProfile func() error
+	if cfg.BacklogProfile != "" {
+		var err error
+		if stopProfile, err = startProfile(cfg.BacklogProfile); err != nil {
+			return res, fmt.Errorf("--backlog-cpuprofile: %w", err)
+		}
+	}
+	drainStart, drainCPU := time.Now(), processCPU()
 	res.Reset = timed(ctx, func(ctx context.Context) error {
 		_, err := e.starter.ResetCircuit(ctx, bq)
 		return err
@@ -400,6 +428,12 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		during <- err
 	}()
 	res.DrainTimedOut = !waitUntil(ctx, drainTimeout, func() bool { k, _ := drained(); return k == len(ids) })
+	drainUsed := processCPU() - drainCPU
+	if stopProfile != nil {
+		if err := stopProfile(); err != nil {
+			e.progress("backlog: --backlog-cpuprofile: %v", err)
+		}
+	}
 	stop()
 	if err := <-during; err != nil {
 		return res, err
@@ -407,6 +441,10 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	res.DrainingRatio = ratio(float64(res.Draining.Latency.P99), float64(res.Without.Latency.P99))
 	var last time.Time
 	res.Drained, last = drained()
+	if made := res.Drained + countArrivedBefore(e.rcv.firstSeen(steadyIDs), last); drainCPU > 0 && made > 0 {
+		res.DrainCPUms = float64(drainUsed) / float64(time.Millisecond) / float64(made)
+		res.DrainCPUVsEngine = ratio(res.DrainCPUms, res.Engine.CPUms)
+	}
 	if res.Drained > 0 {
 		res.DrainSeconds = secs(last.Sub(drainStart))
 		res.DrainPerSecond = float64(res.Drained) / last.Sub(drainStart).Seconds()
@@ -414,6 +452,10 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	if res.DrainTimedOut {
 		e.progress("backlog: drain: %d/%d delivered within %s", res.Drained, len(ids), drainTimeout)
 	}
+	dmu.Lock()
+	last50 := lastArrived(delivered, trailSample)
+	dmu.Unlock()
+	res.Trail = e.trail(ctx, last50)
 	res.MaxConcurrent = e.rcv.maxInFlight(bq)
 	res.DrainTarget = drainTarget(res.Cap, res.Delay.Std(), res.Engine.PerSecond)
 	res.DrainVsTarget = ratio(res.DrainPerSecond, res.DrainTarget)

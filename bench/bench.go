@@ -138,6 +138,9 @@ type Config struct {
 	BacklogFor       duration.Duration `json:"backlog_for"`
 	BacklogCap       int               `json:"backlog_cap"`
 	BacklogDelay     duration.Duration `json:"backlog_delay"`
+	// BacklogProfile, if set, names a file for a CPU profile of the backlog's drain only
+	// (from the reset until the last backlog delivery arrived).
+	BacklogProfile string `json:"backlog_profile,omitempty"`
 
 	// ScaleEndpoints are registered by the scale scenario through the bulk path, half in a
 	// tenant of their own and half in the default tenant; ScaleEngineStarts engine-limit

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,14 @@ func TestAllScenariosTiny(t *testing.T) {
 	if bl.MaxConcurrent < 1 || bl.DrainPerSecond <= 0 {
 		t.Errorf("backlog: max concurrent %d, drain %v/s", bl.MaxConcurrent, bl.DrainPerSecond)
 	}
+	if bl.DrainCPUms <= 0 || bl.DrainCPUVsEngine <= 0 {
+		t.Errorf("backlog: drain CPU %v ms per delivery, %v× the engine's", bl.DrainCPUms, bl.DrainCPUVsEngine)
+	}
+	// Every drained delivery was held once, then attempted on its pass; its settle timer
+	// fired before it completed.
+	if tr := bl.Trail; tr.Sampled != 30 || tr.Attempts < 2 || tr.MaxAttempts < 2 || tr.Timers < 30 {
+		t.Errorf("backlog trail: %+v, want 30 histories of at least 2 attempts and a settle timer each", tr)
+	}
 
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
@@ -171,6 +180,20 @@ func TestUnknownScenario(t *testing.T) {
 	_, err := Run(context.Background(), Config{Scenarios: []string{"throughput", "speed"}})
 	if err == nil || !strings.Contains(err.Error(), `"speed"`) {
 		t.Fatalf("want an error naming the unknown scenario, got %v", err)
+	}
+}
+
+func TestLastArrived(t *testing.T) {
+	t0 := time.Now()
+	first := map[string]time.Time{"a": t0, "b": t0.Add(3 * time.Second), "c": t0.Add(time.Second), "d": t0.Add(2 * time.Second)}
+	if got := lastArrived(first, 2); !slices.Equal(got, []string{"b", "d"}) {
+		t.Errorf("last 2: %v, want [b d]", got)
+	}
+	if got := lastArrived(first, 10); len(got) != 4 || got[3] != "a" {
+		t.Errorf("last 10 of 4: %v, want all four, a last", got)
+	}
+	if got := lastArrived(nil, 5); len(got) != 0 {
+		t.Errorf("none arrived: %v", got)
 	}
 }
 
@@ -349,6 +372,38 @@ func TestScaleTiny(t *testing.T) {
 	for _, want := range []string{"registration ÷ engine", "fan-out send", "tenant event search", "largest singleton input"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestRateLimitTiny runs the ratelimit scenario small: every event delivered once, never
+// more than the limit in a second, and the stragglers' histories read.
+func TestRateLimitTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	cfg := tiny()
+	cfg.Scenarios, cfg.RateLimitN, cfg.RateEvents, cfg.RateHogs = []string{RateLimit}, 20, 60, 1
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, msg := range rep.Errors {
+		t.Errorf("scenario %s failed: %s", name, msg)
+	}
+	rl := rep.RateLimit
+	if rl == nil {
+		t.Fatal("no ratelimit result")
+	}
+	for name, p := range map[string]RatePhase{"quiet": rl.Quiet, "busy": rl.Busy} {
+		if p.Sent != 60 || p.Delivered != 60 || p.Duplicates != 0 {
+			t.Errorf("%s: sent %d, delivered %d, %d twice; want 60, 60, 0", name, p.Sent, p.Delivered, p.Duplicates)
+		}
+		if p.MostSigned > 20 || p.OverLimit != 0 {
+			t.Errorf("%s: %d requests in one second (%d seconds over), limit 20", name, p.MostSigned, p.OverLimit)
+		}
+		if tr := p.Trail; tr.Sampled != trailSample || tr.Attempts < 1 || tr.MaxAttempts < 1 {
+			t.Errorf("%s trail: %+v, want %d histories of at least one attempt", name, tr, trailSample)
 		}
 	}
 }

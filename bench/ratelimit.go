@@ -72,6 +72,8 @@ type RatePhase struct {
 	Stranded      int `json:"stranded"`
 	StrandedRead  int `json:"stranded_read"`
 	EndpointQueue int `json:"endpoint_queue"`
+	// Trail is what the histories of the last deliveries to arrive show (Trail).
+	Trail Trail `json:"trail"`
 }
 
 // rateWorkers is how many workers share the rate-limited endpoint.
@@ -121,6 +123,7 @@ func (e *env) ratePhase(ctx context.Context, label string, hogs int) (RatePhase,
 	signed := map[int64]int{}
 	arrived := map[int64]int{}
 	seen := map[string]int{}
+	first := map[string]time.Time{} // each event's first arrival
 	var last time.Time
 	ok := func(w http.ResponseWriter, r *http.Request, _ int) {
 		now := time.Now()
@@ -128,7 +131,10 @@ func (e *env) ratePhase(ctx context.Context, label string, hogs int) (RatePhase,
 		mu.Lock()
 		signed[ts]++
 		arrived[now.Unix()]++
-		seen[r.Header.Get(signature.HeaderID)]++
+		wid := r.Header.Get(signature.HeaderID)
+		if seen[wid]++; seen[wid] == 1 {
+			first[wid] = now
+		}
 		last = now
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
@@ -189,7 +195,9 @@ func (e *env) ratePhase(ctx context.Context, label string, hogs int) (RatePhase,
 	for id := range seen {
 		got[id] = true
 	}
+	stragglers := lastArrived(first, trailSample)
 	mu.Unlock()
+	p.Trail = e.trail(ctx, stragglers)
 	p.VsLimit = ratio(p.PerSecond, float64(limit))
 	bound := float64(limit)
 	if p.Engine.PerSecond > 0 {
@@ -309,6 +317,7 @@ func rateRows(rl *RateLimitResult) []Row {
 			Row{s, ph.name + ": most requests in one aligned second (webhook-timestamp; arrival)", fmt.Sprintf("%d; %d (%d seconds over)", p.MostSigned, p.MostArrived, p.OverLimit),
 				fmt.Sprintf("≤ %d", rl.Limit), verdict(p.MostSigned <= rl.Limit)},
 			Row{s, ph.name + ": every event delivered once", fmt.Sprintf("%d/%d, %d twice", p.Delivered, p.Sent, p.Duplicates), "all", verdict(p.Delivered == p.Sent && p.Sent == rl.Events)},
+			Row{s, fmt.Sprintf("%s: the last %d to arrive, from their histories", ph.name, p.Trail.Sampled), p.Trail.String(), "", ""},
 			Row{s, ph.name + ": left waiting as queued while the queue is empty", fmt.Sprintf("%d (of %d undelivered read; queue %d)", p.Stranded, p.StrandedRead, p.EndpointQueue), "0", verdict(p.Stranded == 0)},
 		)
 	}

@@ -288,10 +288,21 @@ func backlogRows(b *BacklogResult) []Row {
 		phaseRow(s, fmt.Sprintf("engine limit in this run: %d workflows", b.Engine.Events), b.Engine),
 		{s, "drain ÷ min(cap ÷ receiver latency, engine limit)", fmt.Sprintf("%.2f×  (%.1f/s of %.1f/s)", b.DrainVsTarget, b.DrainPerSecond, b.DrainTarget),
 			"≥ 0.8×", verdict(b.DrainTarget > 0 && b.DrainVsTarget >= 0.8)},
+		{s, "CPU per delivery while draining ÷ engine limit's per workflow", drainCPU(b), "", ""},
+		{s, fmt.Sprintf("the last %d to drain, from their histories", b.Trail.Sampled), b.Trail.String(), "", ""},
 		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s while it drains", b.Healthy, b.Rate), healthy(b.Draining, b.DrainingMissing) + "; " + b.DrainingGC.String(), "", ""},
 		{s, "healthy p99 while draining ÷ without backlog", fmt.Sprintf("%.2f×", b.DrainingRatio), "≤ 1.5×",
 			verdict(b.DrainingRatio > 0 && b.DrainingRatio <= 1.5 && b.DrainingMissing == 0)},
 	}
+}
+
+// drainCPU shows the CPU a delivery cost while the backlog drained against the engine
+// limit's per workflow.
+func drainCPU(b *BacklogResult) string {
+	if b.DrainCPUms <= 0 || b.Engine.CPUms <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×  (%.1f ms of %.1f ms; the healthy endpoints' deliveries meanwhile counted in)", b.DrainCPUVsEngine, b.DrainCPUms, b.Engine.CPUms)
 }
 
 func states(m map[string]int) string {

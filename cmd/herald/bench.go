@@ -59,8 +59,11 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               requests its receiver saw while open; then its receiver recovers, the circuit
               is closed by hand, and the drain rate against min(--backlog-cap ÷
               --backlog-delay, the engine limit measured in the same run with --events
-              workflows), the most concurrent requests (against --backlog-cap) and the healthy
-              endpoints' p99 while it drains. Every wait is bounded; takes a few minutes.
+              workflows), the CPU per delivery while it drains against the engine limit's,
+              the most concurrent requests (against --backlog-cap), the healthy endpoints'
+              p99 while it drains, and what the last 50 to drain show in their histories
+              (attempts, workflow tasks timed out, timer lateness); --backlog-cpuprofile
+              profiles the drain alone. Every wait is bounded; takes a few minutes.
   scale       --scale-endpoints N registered through the bulk path (herald endpoint
               import's), half in a tenant of their own and half in the default tenant:
               registrations per second, and CPU per registration, against the engine's own
@@ -88,8 +91,9 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               rate while the sends go and after the last one (the endpoint's queue
               draining; JSON adds the requests signed in each second), the most requests
               signed (webhook-timestamp) and arrived in one second, every event delivered
-              once, and deliveries left waiting as queued while the endpoint's queue is
-              empty (0). Not in the default set.
+              once, what the last 50 to arrive show in their histories (attempts, workflow
+              tasks timed out, timer lateness), and deliveries left waiting as queued while
+              the endpoint's queue is empty (0). Not in the default set.
   hot         --hot-events events from --senders concurrent senders over ten endpoints, then
               the same to one endpoint, each capped at --hot-cap: the one endpoint's
               full-load p99 over the ten's (target ≤ 1.5×) and its rate over theirs. Not in
@@ -139,6 +143,9 @@ on the same machine. -o json prints everything measured.`,
 			}
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%w: --scenario: %v", errUsage, err)
+			}
+			if cpuProfile != "" && cfg.BacklogProfile != "" {
+				return fmt.Errorf("%w: --cpuprofile and --backlog-cpuprofile: the process holds one CPU profile at a time; give one", errUsage)
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
@@ -232,6 +239,7 @@ on the same machine. -o json prints everything measured.`,
 	f.Float64Var(&cfg.BacklogRate, "backlog-rate", cfg.BacklogRate, "backlog: events per second over the 10 healthy endpoints")
 	f.DurationVar((*time.Duration)(&cfg.BacklogFor), "backlog-for", cfg.BacklogFor.Std(), "backlog: how long each of the healthy endpoints' two runs sends")
 	f.IntVar(&cfg.BacklogCap, "backlog-cap", cfg.BacklogCap, "backlog: the blocked endpoint's max in-flight requests (1-500)")
+	f.StringVar(&cfg.BacklogProfile, "backlog-cpuprofile", "", "backlog: write a CPU profile of the drain alone (from the reset until the last backlog delivery arrived) to `FILE`")
 	f.DurationVar((*time.Duration)(&cfg.BacklogDelay), "backlog-delay", cfg.BacklogDelay.Std(), "backlog: how long the blocked endpoint's receiver takes to answer once it recovers")
 	f.IntVar(&cfg.ScaleEndpoints, "scale-endpoints", cfg.ScaleEndpoints, "scale: endpoints to register (half in a tenant, half in the default tenant)")
 	f.IntVar(&cfg.ScaleEngineStarts, "scale-engine-starts", cfg.ScaleEngineStarts, "scale: engine-limit workflows started to compare the registration rate with")
