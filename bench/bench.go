@@ -400,7 +400,7 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	settings := []Setting{
 		{"machine", fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())},
 		{"payloads", map[bool]string{true: "plaintext", false: "AES-256-GCM (codec), as in production"}[cfg.Plaintext]},
-		{"herald worker", "worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers; 8 workflow pollers on the endpoints' queue; 1000 workflow tasks / 1000 local activities / 1000 activities at once), gate renews its leases every 1s"},
+		{"herald worker", fmt.Sprintf("worker.New defaults: SDK worker options at SDK defaults (2 workflow + 2 activity pollers; 8 workflow pollers on the endpoints' queue; 1000 workflow tasks / 1000 local activities / 1000 activities at once) but a %s sticky schedule-to-start timeout (worker.DefaultStickyTimeout), gate renews its leases every 1s", worker.DefaultStickyTimeout)},
 		{"starter", "eager start (the client has the worker in-process)"},
 		{"receivers", "one net/http server on 127.0.0.1, in-process"},
 	}
