@@ -390,7 +390,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	var stopProfile func() error
 	if cfg.BacklogProfile != "" {
 		var err error
-		if stopProfile, err = startProfile(cfg.BacklogProfile); err != nil {
+		if stopProfile, err = StartProfile(cfg.BacklogProfile); err != nil {
 			return res, fmt.Errorf("--backlog-cpuprofile: %w", err)
 		}
 	}

@@ -6,8 +6,9 @@ import (
 	"runtime/pprof"
 )
 
-// startProfile starts a CPU profile into a new file at path and returns what stops it.
-func startProfile(path string) (stop func() error, err error) {
+// StartProfile starts a CPU profile of the whole process into a new file at path and
+// returns what stops it and closes the file. Go holds one CPU profile at a time.
+func StartProfile(path string) (stop func() error, err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err

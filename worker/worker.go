@@ -77,8 +77,8 @@ type Options struct {
 // events sent at once (herald bench --scenario ratelimit), about one workflow task per late
 // delivery waited longer than that to be dispatched (the machine's CPU not saturated),
 // timed out, and was dispatched anew to the shared queue, seconds later still, past the
-// second the delivery was booked for; 30 s took the rate from 0.49–0.63× the limit to
-// 0.75–0.77×. A worker that dies stops polling, and the server then sends its deliveries'
+// second the delivery was booked for; 30 s took the rate from 0.57–0.68× the limit to
+// 0.68–0.80× (alternating runs, quiet and with both cores busy). A worker that dies stops polling, and the server then sends its deliveries'
 // tasks to the shared queue at once (after 10 s without a poll); only the tasks queued to
 // it in those 10 s wait out the timeout. A worker that stops cleanly hands them over.
 const DefaultStickyTimeout = 30 * time.Second

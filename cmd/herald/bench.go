@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -148,15 +146,11 @@ on the same machine. -o json prints everything measured.`,
 				return fmt.Errorf("%w: --cpuprofile and --backlog-cpuprofile: the process holds one CPU profile at a time; give one", errUsage)
 			}
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				stop, err := bench.StartProfile(cpuProfile)
 				if err != nil {
 					return fmt.Errorf("--cpuprofile: %w", err)
 				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+				defer func() { _ = stop() }()
 			}
 			if trace {
 				if cmd.Flags().Changed("address") {
