@@ -288,8 +288,14 @@ type LocalRate struct {
 	// its time, and its workflow task and attempt start later still on a busy worker.
 	// Bookings are told to come back that much before their time.
 	Late time.Duration
-	// Due holds when each booked attempt (by waiter) was told to come back, until it does.
-	Due map[string]time.Time
+	// Due holds when each booked attempt (by waiter) was told to come back, and the window
+	// it was booked for, until it does.
+	Due map[string]Booking
+}
+
+// Booking is when a booked attempt was told to come back (At) and the window it is for.
+type Booking struct {
+	At, Window time.Time
 }
 
 // MaxRateLate bounds LocalRate.Late.
@@ -302,7 +308,7 @@ func (r *LocalRate) Back(waiter string, now time.Time) {
 		return
 	}
 	delete(r.Due, waiter)
-	late := min(max(now.Sub(due), 0), MaxRateLate)
+	late := min(max(now.Sub(due.At), 0), MaxRateLate)
 	r.Late += (late - r.Late) / 4
 }
 
@@ -355,6 +361,47 @@ func (r *RateLedger) Expect(holder string, limit int, now time.Time) int {
 // Has reports whether a request may start at now under a share held: its window holds now
 // within the send margin (InWindow) and has some left.
 func (r *LocalRate) Has(now time.Time) bool { return r.at(now) >= 0 }
+
+// lead returns the index of the share of the window after now's, when now is in the last
+// RateSendMargin of its window (where no request may start) and that share has some left;
+// -1 otherwise. An attempt admitted on it waits for its window to begin, at most
+// RateSendMargin, in its activity: a durable timer could not bring it back sooner than
+// RateTimerFloor, past the send margin of the next window too.
+func (r *LocalRate) lead(now time.Time) int {
+	cur := WindowOf(now)
+	if InWindow(cur, now) {
+		return -1
+	}
+	next := cur.Add(RateWindow)
+	return slices.IndexFunc(r.Held, func(l LocalShare) bool { return l.Window.Equal(next) && l.Used < l.N })
+}
+
+// StartAt is when a request admitted at now under a share of window starts: at once, or,
+// admitted in the send margin on the next window's share (lead), as that window begins.
+func StartAt(window, now time.Time) time.Time {
+	if now.Before(window) {
+		return window
+	}
+	return now
+}
+
+// hasNow reports whether an attempt may be admitted at now on a share held: one holding now
+// (Has), or in the send margin one of the next window (lead).
+func (r *LocalRate) hasNow(now time.Time) bool { return r.at(now) >= 0 || r.lead(now) >= 0 }
+
+// takeNow uses one request of the share hasNow found and returns its window (after now
+// for a lead).
+func (r *LocalRate) takeNow(now time.Time) (time.Time, bool) {
+	i := r.at(now)
+	if i < 0 {
+		i = r.lead(now)
+	}
+	if i < 0 {
+		return time.Time{}, false
+	}
+	r.Held[i].Used++
+	return r.Held[i].Window, true
+}
 
 func (r *LocalRate) at(now time.Time) int {
 	return slices.IndexFunc(r.Held, func(l LocalShare) bool { return InWindow(l.Window, now) && l.Used < l.N })
@@ -416,21 +463,27 @@ func (r *LocalRate) Book(limit int, waiter string, now time.Time) time.Time {
 			at = at.Add(-r.Late)
 			if waiter != "" {
 				if r.Due == nil {
-					r.Due = map[string]time.Time{}
+					r.Due = map[string]Booking{}
 				}
-				r.Due[waiter] = at
+				r.Due[waiter] = Booking{At: at, Window: win}
 			}
 			return at
 		}
 	}
 }
 
+// RateOverdue is how long after its time a booked attempt that has not come back yet is
+// still counted as coming (LocalRate.Want): a timer the server fires late, a workflow
+// task that waits for a busy worker.
+const RateOverdue = 5 * time.Second
+
 // Want is how many requests per window to ask for at now: the attempts booked for the
-// coming windows (every attempt turned away is), or twice what the current and last
-// windows used, at most limit.
+// coming windows (every attempt turned away is) and those booked for a window already
+// over that have not come back yet (overdue by less than RateOverdue: they come any
+// moment), or twice what the current and last windows used, at most limit.
 func (r *LocalRate) Want(limit int, now time.Time) int {
 	r.prune(now)
-	pending := r.pending()
+	pending := r.pending() + r.overdue(now)
 	used := 0
 	cur := WindowOf(now)
 	for _, l := range r.Held {
@@ -439,6 +492,19 @@ func (r *LocalRate) Want(limit int, now time.Time) int {
 		}
 	}
 	return min(max(pending, 2*used), max(limit, 0))
+}
+
+// overdue is how many booked attempts were booked for a window before the current one and
+// have not come back, told to by less than RateOverdue ago.
+func (r *LocalRate) overdue(now time.Time) int {
+	n := 0
+	cur := WindowOf(now)
+	for _, b := range r.Due {
+		if b.Window.Before(cur) && now.Sub(b.At) < RateOverdue {
+			n++
+		}
+	}
+	return n
 }
 
 // pending is how many attempts are booked for the coming windows.
@@ -460,7 +526,7 @@ func (r *LocalRate) Holding(now time.Time) bool {
 // prune forgets the windows over at now, and the bookings due a minute ago or more.
 func (r *LocalRate) prune(now time.Time) {
 	for w, due := range r.Due {
-		if now.Sub(due) >= time.Minute {
+		if now.Sub(due.At) >= time.Minute {
 			delete(r.Due, w)
 		}
 	}
@@ -485,10 +551,10 @@ func (h *LocalLease) RateLeased() bool {
 // no pass is not admitted: the shares go to the queue first (AdmitRatePass).
 func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping bool) (time.Time, bool) {
 	h.Rate.Back(waiter, now)
-	if !h.RateLeased() || h.RateQueued() || !h.Rate.Has(now) || !h.admitRoom(leaseOpen, stopping) {
+	if !h.RateLeased() || h.RateQueued() || !h.Rate.hasNow(now) || !h.admitRoom(leaseOpen, stopping) {
 		return time.Time{}, false
 	}
-	return h.Rate.Take(now)
+	return h.Rate.takeNow(now)
 }
 
 // HoldRate says what an attempt that AdmitRate turned away does: what Hold says when the
@@ -498,7 +564,7 @@ func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping
 // is theirs: the attempt is booked.
 func (h *LocalLease) HoldRate(waiter string, now time.Time) (HoldKind, time.Time) {
 	s := h.Snapshot
-	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || (h.Rate.Has(now) && !h.RateQueued()) {
+	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || (h.Rate.hasNow(now) && !h.RateQueued()) {
 		return h.Hold(), time.Time{}
 	}
 	return HoldBooked, h.Rate.Book(s.RateLimit, waiter, now)

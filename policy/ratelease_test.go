@@ -270,7 +270,7 @@ func TestRateBudgetModel(t *testing.T) {
 			case "attempt":
 				waiter := fmt.Sprint("d", e.d)
 				if w, ok := h.AdmitRate(waiter, e.at, true, false); ok {
-					if !InWindow(w, e.at) {
+					if !InWindow(w, StartAt(w, e.at)) {
 						t.Fatalf("seed %d: admitted at %s for window %s", seed, e.at, w)
 					}
 					admitted[w]++
@@ -374,5 +374,62 @@ func TestLocalRateLearnsHowLateBookingsComeBack(t *testing.T) {
 	r.prune(at.Add(time.Minute))
 	if len(r.Due) != 0 {
 		t.Errorf("a booking a minute overdue is kept")
+	}
+}
+
+func TestLocalRateLeadsIntoTheNextWindow(t *testing.T) {
+	h := LocalLease{Known: true, Snapshot: Snapshot{Circuit: CircuitClosed, Cap: 100, Free: 100, RateLimit: 10, RateLeased: true}, Spare: 4}
+	next := rateEpoch.Add(time.Second)
+	h.Rate.Heard([]RateShare{{rateEpoch, 1}, {next, 2}}, 2, rateEpoch)
+	if w, ok := h.AdmitRate("", rateEpoch.Add(ms(100)), false, false); !ok || !w.Equal(rateEpoch) {
+		t.Fatalf("first attempt: %v %s, want the current window", ok, w)
+	}
+	// The current window's share is used up, and its send margin has not begun: booked.
+	if _, ok := h.AdmitRate("", rateEpoch.Add(ms(850)), false, false); ok {
+		t.Fatal("admitted on the next window's share before the send margin")
+	}
+	// In the send margin: the next window's share, the request starting as it begins.
+	for i := range 2 {
+		at := rateEpoch.Add(ms(950))
+		w, ok := h.AdmitRate("", at, false, false)
+		if !ok || !w.Equal(next) {
+			t.Fatalf("attempt %d in the margin: %v %s, want the next window", i, ok, w)
+		}
+		if start := StartAt(w, at); !start.Equal(next) || !InWindow(w, start) {
+			t.Fatalf("starts at %s, want %s", start, next)
+		}
+	}
+	// The next window's share is used up too: booked, for a later window.
+	if _, ok := h.AdmitRate("", rateEpoch.Add(ms(960)), false, false); ok {
+		t.Fatal("admitted past the next window's share")
+	}
+	if kind, at := h.HoldRate("", rateEpoch.Add(ms(960))); kind != HoldBooked || !at.After(next) {
+		t.Errorf("HoldRate = %v at %s, want booked after %s", kind, at, next)
+	}
+	if got := StartAt(rateEpoch, rateEpoch.Add(ms(300))); !got.Equal(rateEpoch.Add(ms(300))) {
+		t.Errorf("StartAt within the window = %s, want at once", got)
+	}
+}
+
+func TestLocalRateWantsOverdueBookings(t *testing.T) {
+	var r LocalRate
+	now := rateEpoch.Add(ms(100))
+	at := r.Book(10, "d1", now)
+	booked := WindowOf(at)
+	if got := r.Want(10, now); got != 1 {
+		t.Fatalf("want %d with one attempt booked, want 1", got)
+	}
+	// Its window is over and it has not come back (a late timer, a busy worker): still
+	// asked for.
+	late := booked.Add(2 * time.Second)
+	if got := r.Want(10, late); got != 1 {
+		t.Errorf("want %d with one booking overdue, want 1", got)
+	}
+	if got := r.Want(10, at.Add(RateOverdue+time.Second)); got != 0 {
+		t.Errorf("want %d with a booking overdue past RateOverdue, want 0", got)
+	}
+	r.Back("d1", late)
+	if got := r.Want(10, late); got != 0 {
+		t.Errorf("want %d once the booking came back, want 0", got)
 	}
 }

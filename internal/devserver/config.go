@@ -238,6 +238,7 @@ func newTemporalServer(o Options, db stores, frontendPort, httpPort int, interna
 		dynamic[dynamicconfig.MatchingNumTaskqueueReadPartitions.Key()] = 1
 		dynamic[dynamicconfig.MatchingNumTaskqueueWritePartitions.Key()] = 1
 		dynamic[dynamicconfig.EventsCacheMaxSizeBytes.Key()] = eventsCacheBytes
+		dynamic[dynamicconfig.QueueReaderStuckCriticalAttempts.Key()] = readerStuckAttempts
 	}
 	for k, v := range o.DynamicConfig {
 		dynamic[dynamicconfig.MakeKey(k)] = v
@@ -296,3 +297,14 @@ func bracketIPv6(ip string) string {
 // Measured with `herald bench --scenario throughput --endpoints 1000 --events 4000`:
 // describes fell from 4.1 % to 1.0 % of the run's CPU (docs/sizing.md).
 const eventsCacheBytes = 64 << 20
+
+// readerStuckAttempts is how many loads of a history queue's reader in a row may end on
+// tasks of the same second of fire time before the server takes that second for a stuck
+// range and moves its tasks to a reader of their own (history.queueReaderStuckCriticalAttempts,
+// default 3). A load reads at most 100 tasks (history.timerTaskBatchSize), so with the
+// default a single shard that has more than about 300 timer tasks due in one second (timers,
+// and every workflow task's timeouts: a burst of a few hundred deliveries has that many)
+// splits off seconds that were never stuck, and their timers fired 8 to 16 s late in
+// `herald bench --scenario ratelimit` (late in 5 of 6 runs before, in none of 5 after).
+// At 100, a second must hold about 10,000 timer tasks to look stuck.
+const readerStuckAttempts = 100

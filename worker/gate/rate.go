@@ -23,6 +23,15 @@ func (g *Gate) acquireRate(ctx context.Context, e *gateEntry, waiter string) (*A
 		if grow {
 			g.kick(e)
 		}
+		// Admitted in a window's send margin on the next window's share: its request
+		// starts as that window begins, at most policy.RateSendMargin from now.
+		if err := untilWindow(ctx, w); err != nil {
+			e.mu.Lock()
+			e.h.Release()
+			e.h.Rate.Untake(w)
+			e.mu.Unlock()
+			return nil, nil, err
+		}
 		return a, nil, nil
 	}
 	kind, at := e.h.HoldRate(waiter, now)

@@ -311,3 +311,45 @@ func TestHoldingBoundedBySlots(t *testing.T) {
 		g.Finish(context.Background(), a, delivered(time.Now()))
 	}
 }
+
+// An attempt to a rate-limited endpoint that comes in a second's last
+// policy.RateSendMargin, where no request may start, is admitted on the next second's
+// share and returns as that second begins: a durable timer could not bring it back before
+// the next second's own margin.
+func TestRateAttemptInTheMarginStartsAsTheNextSecondBegins(t *testing.T) {
+	v := closedView(100, 100, 5)
+	v.Snapshot.RateLimit, v.Snapshot.RateLeased = 5, true
+	time.Sleep(time.Until(policy.WindowOf(time.Now()).Add(policy.RateWindow + 10*time.Millisecond)))
+	now := policy.WindowOf(time.Now())
+	// No share of the current second; one of each of the next two.
+	f := &fakeEndpoints{view: v, shares: []policy.RateShare{{Window: now.Add(policy.RateWindow), N: 1}, {Window: now.Add(2 * policy.RateWindow), N: 1}}}
+	g := newGate(f)
+	if a, h, err := g.Acquire(context.Background(), "ep", "d1", nil); err != nil || a != nil || h == nil || h.RetryAt.IsZero() {
+		t.Fatalf("first attempt: %+v, %+v, %v; want booked", a, h, err)
+	}
+	eventuallyGate(t, "the shares", func() bool {
+		l := lease(g, "ep")
+		return len(l.Rate.Held) > 0 && !l.Renewing
+	})
+	margin := now.Add(policy.RateWindow - policy.RateSendMargin/2)
+	if time.Now().After(margin) {
+		t.Skip("the shares came too late in the second to test its margin")
+	}
+	time.Sleep(time.Until(margin))
+	a, h, err := g.Acquire(context.Background(), "ep", "d2", nil)
+	back := time.Now()
+	if err != nil || a == nil {
+		t.Fatalf("attempt in the margin: %+v, %+v, %v; want admitted on the next second's share", a, h, err)
+	}
+	if next := now.Add(policy.RateWindow); !a.Window.Equal(next) || back.Before(next) || !policy.InWindow(a.Window, back) {
+		t.Fatalf("admitted for the second %s, back at %s: want the next second, back as it begins", a.Window, back)
+	}
+	if late := g.Late(context.Background(), a, back); late != nil {
+		t.Fatalf("the admitted attempt is late: %+v", late)
+	}
+	g.Finish(context.Background(), a, delivered(time.Now()))
+	// The next second's share is used: another attempt in its margin is booked, not admitted.
+	if a, h, err := g.Acquire(context.Background(), "ep", "d3", nil); err != nil || a != nil || h == nil {
+		t.Fatalf("attempt past the share: %+v, %+v, %v; want held", a, h, err)
+	}
+}
