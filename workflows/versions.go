@@ -189,6 +189,16 @@ const (
 // raise that id's highest version instead of asking a new id: a run records one marker
 // either way, and the histories recorded before keep replaying on the version they carry.
 const (
+	// settleQueuedVersion (2026-12-04, issue 24) is versionSettleAttempt's version 2: only a
+	// delivery that waited in a way that may bring a permit signal (queued at its endpoint
+	// workflow, or a hold that is not brief) settles its last attempt with the 1 ms timer.
+	// One whose waits were all brief and unqueued (a rate-limited attempt booked for a later
+	// second, a wait for its gate's lease to grow) asked the endpoint workflow for nothing,
+	// so no permit can come during its last task: it completes in that task, one workflow
+	// task and timer (5 history events) fewer. Version 1 settles after any wait:
+	// delivery_rate_leased_before_settle_queued.json (booked, then settled) takes it;
+	// delivery_rate_leased.json takes version 2 (TestRecordRateLeaseHistories).
+	settleQueuedVersion = 2
 	// orderingChainVersion (2026-12-03, issue 26) is versionOrderingPlaced's version 2. A
 	// sequencer no longer waits for a tail it cannot find started (a second at a time, up to
 	// sequencerStartGrace, with every later append of the key and its send waiting behind
