@@ -764,3 +764,44 @@ func TestLimiterKeepsFlightOfRenewal(t *testing.T) {
 		t.Errorf("after the gate's next renewal (nothing running): in flight %d, want 0", settled.InFlight)
 	}
 }
+
+// TestDeliveryBookedCompletesWithoutSettle: a rate-limited attempt booked for a later second
+// (a brief hold, not queued at the endpoint workflow) waits on its timer, and the attempt
+// that follows completes the delivery in its own workflow task: no permit can come, so no
+// settle timer (settleQueuedVersion). A run on the version before settles as it did.
+func TestDeliveryBookedCompletesWithoutSettle(t *testing.T) {
+	booked := func(p herald.Settings) func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+		first := true
+		return func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+			if first {
+				first = false
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &herald.Hold{
+					Reason: "endpoint rate limit of 100 requests per second", Brief: true,
+					RetryAt: now.Add(2 * time.Second), Recheck: herald.Duration(2 * time.Second)}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		version workflow.Version
+		timers  []time.Duration
+	}{
+		{"booked", settleQueuedVersion, []time.Duration{2 * time.Second}},
+		{"booked, a run before settleQueuedVersion", 1, []time.Duration{2 * time.Second, settleDelay}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, rec := newDeliveryEnv(t, booked(defaultPolicy()))
+			env.OnGetVersion(versionSettleAttempt, workflow.DefaultVersion, settleQueuedVersion).Return(tc.version)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: herald.DeliveryID(herald.DefaultTenant, testEventID)})
+			st := runDelivery(t, env)
+			if st.State != herald.StateDelivered || len(st.Attempts) != 1 {
+				t.Fatalf("final: state %q, %d attempts; want delivered on attempt 1", st.State, len(st.Attempts))
+			}
+			rec.wantCalls(t, 2, "the booked one and the one at its second")
+			if tm := rec.timerDurations(); fmt.Sprint(tm) != fmt.Sprint(tc.timers) {
+				t.Errorf("timers %v, want %v", tm, tc.timers)
+			}
+		})
+	}
+}
