@@ -183,16 +183,7 @@ func TestRateAttemptWaitsForTheLease(t *testing.T) {
 	for s := range 3 {
 		shares = append(shares, policy.RateShare{Window: now.Add(time.Duration(s) * policy.RateWindow), N: 5})
 	}
-	f := &fakeEndpoints{view: v, shares: shares}
-	g := newGate(f)
-	// The first attempt finds no share yet: booked, and a renewal asks for one.
-	if a, h, err := g.Acquire(context.Background(), "ep", "d1", nil); err != nil || a != nil || h == nil || h.RetryAt.IsZero() {
-		t.Fatalf("first attempt: %+v, %+v, %v; want booked", a, h, err)
-	}
-	eventuallyGate(t, "the shares", func() bool {
-		l := lease(g, "ep")
-		return len(l.Rate.Held) > 0 && !l.Renewing
-	})
+	g := gateWithShares(t, v, shares)
 	a, h, err := g.Acquire(context.Background(), "ep", "d2", nil)
 	if err != nil || a == nil {
 		t.Fatalf("attempt with a share and no room: %+v, %+v, %v; want admitted once the lease grows", a, h, err)
@@ -322,15 +313,7 @@ func TestRateAttemptInTheMarginStartsAsTheNextSecondBegins(t *testing.T) {
 	time.Sleep(time.Until(policy.WindowOf(time.Now()).Add(policy.RateWindow + 10*time.Millisecond)))
 	now := policy.WindowOf(time.Now())
 	// No share of the current second; one of each of the next two.
-	f := &fakeEndpoints{view: v, shares: []policy.RateShare{{Window: now.Add(policy.RateWindow), N: 1}, {Window: now.Add(2 * policy.RateWindow), N: 1}}}
-	g := newGate(f)
-	if a, h, err := g.Acquire(context.Background(), "ep", "d1", nil); err != nil || a != nil || h == nil || h.RetryAt.IsZero() {
-		t.Fatalf("first attempt: %+v, %+v, %v; want booked", a, h, err)
-	}
-	eventuallyGate(t, "the shares", func() bool {
-		l := lease(g, "ep")
-		return len(l.Rate.Held) > 0 && !l.Renewing
-	})
+	g := gateWithShares(t, v, []policy.RateShare{{Window: now.Add(policy.RateWindow), N: 1}, {Window: now.Add(2 * policy.RateWindow), N: 1}})
 	margin := now.Add(policy.RateWindow - policy.RateSendMargin/2)
 	if time.Now().After(margin) {
 		t.Skip("the shares came too late in the second to test its margin")
@@ -352,4 +335,20 @@ func TestRateAttemptInTheMarginStartsAsTheNextSecondBegins(t *testing.T) {
 	if a, h, err := g.Acquire(context.Background(), "ep", "d3", nil); err != nil || a != nil || h == nil {
 		t.Fatalf("attempt past the share: %+v, %+v, %v; want held", a, h, err)
 	}
+}
+
+// gateWithShares returns a gate over endpoint view v whose renewals lend shares, once a
+// first attempt (d1), which finds no share yet, has been booked and its renewal has
+// brought them.
+func gateWithShares(t *testing.T, v herald.AdmissionView, shares []policy.RateShare) *Gate {
+	t.Helper()
+	g := newGate(&fakeEndpoints{view: v, shares: shares})
+	if a, h, err := g.Acquire(context.Background(), "ep", "d1", nil); err != nil || a != nil || h == nil || h.RetryAt.IsZero() {
+		t.Fatalf("first attempt: %+v, %+v, %v; want booked", a, h, err)
+	}
+	eventuallyGate(t, "the shares", func() bool {
+		l := lease(g, "ep")
+		return len(l.Rate.Held) > 0 && !l.Renewing
+	})
+	return g
 }
