@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
 )
 
 // trailSample is how many of a phase's last deliveries Trail reads the history of.
@@ -19,7 +20,9 @@ const trailSample = 50
 // local activity each; all but the last were held back by the gate), how many of their
 // workflow tasks timed out (not picked up from the worker's sticky queue within its
 // schedule-to-start timeout, then dispatched anew), and how late their durable timers
-// fired against the duration they were set for.
+// fired against the duration they were set for. Timers set for less than a second (the
+// 1 ms settle timer after a queued wait) are counted but left out of the lateness: the
+// server fires a timer due within its look-ahead (1 s) up to a second late by design.
 type Trail struct {
 	// Sampled is how many histories were read.
 	Sampled int `json:"sampled"`
@@ -28,7 +31,8 @@ type Trail struct {
 	MaxAttempts int     `json:"max_attempts"`
 	// TaskTimeouts counts the workflow tasks that timed out, all sampled deliveries together.
 	TaskTimeouts int `json:"workflow_task_timeouts"`
-	// Timers is how many timers fired; TimerLateP50 and TimerLateMax how late, in seconds.
+	// Timers is how many timers fired; TimerLateP50 and TimerLateMax how late those set for
+	// a second or more fired, in seconds.
 	Timers       int     `json:"timers"`
 	TimerLateP50 Seconds `json:"timer_late_p50"`
 	TimerLateMax Seconds `json:"timer_late_max"`
@@ -39,7 +43,7 @@ func (t Trail) String() string {
 	if t.Sampled == 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%.1f attempts each (most %d); %d workflow tasks timed out; %d timers fired, late p50 %.2fs, max %.2fs",
+	return fmt.Sprintf("%.1f attempts each (most %d); %d workflow tasks timed out; %d timers fired, those set for 1s or more late p50 %.2fs, max %.2fs",
 		t.Attempts, t.MaxAttempts, t.TaskTimeouts, t.Timers, float64(t.TimerLateP50), float64(t.TimerLateMax))
 }
 
@@ -88,8 +92,12 @@ func (e *env) trail(ctx context.Context, ids []string) Trail {
 				t.TaskTimeouts++
 			case enums.EVENT_TYPE_TIMER_STARTED:
 				due[ev.GetEventId()] = at.Add(ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration())
+				if ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration() < policy.RateTimerFloor {
+					due[ev.GetEventId()] = time.Time{} // within the server's look-ahead: counted, not timed
+				}
 			case enums.EVENT_TYPE_TIMER_FIRED:
-				if d, found := due[ev.GetTimerFiredEventAttributes().GetStartedEventId()]; found {
+				t.Timers++
+				if d := due[ev.GetTimerFiredEventAttributes().GetStartedEventId()]; !d.IsZero() {
 					late = append(late, max(at.Sub(d), 0))
 				}
 			}
@@ -104,7 +112,7 @@ func (e *env) trail(ctx context.Context, ids []string) Trail {
 	if t.Sampled > 0 {
 		t.Attempts /= float64(t.Sampled)
 	}
-	if t.Timers = len(late); t.Timers > 0 {
+	if len(late) > 0 {
 		slices.Sort(late)
 		t.TimerLateP50, t.TimerLateMax = secs(late[len(late)/2]), secs(late[len(late)-1])
 	}
