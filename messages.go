@@ -74,6 +74,13 @@ type Hold struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
+// MayPermit reports whether a delivery that waited on h may later get a permit signal,
+// even a late or duplicated one: it was queued at the endpoint workflow, or the hold is not
+// brief (an endpoint workflow that could not be reached may have taken the request all the
+// same). A brief hold that is not queued (a rate-limited attempt booked for a later second,
+// a wait for the gate's lease to grow) asked the endpoint workflow for nothing.
+func (h Hold) MayPermit() bool { return h.Queued || !h.Brief }
+
 // DisableRequest disables an endpoint by hand (UpdateDisable).
 type DisableRequest struct {
 	// Reason says why, for whoever looks at the endpoint later.

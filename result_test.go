@@ -40,3 +40,19 @@ func TestResultHTTPDetailStaysAtTheTopLevel(t *testing.T) {
 		t.Errorf("the HTTP detail is nested: %s", b)
 	}
 }
+
+func TestHoldMayPermit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    Hold
+		want bool
+	}{
+		{"queued at the endpoint workflow", Hold{Queued: true, Brief: true}, true},
+		{"not brief (an unreachable endpoint workflow)", Hold{}, true},
+		{"booked for a later second", Hold{Brief: true, Recheck: Duration(2e9)}, false},
+	} {
+		if got := c.h.MayPermit(); got != c.want {
+			t.Errorf("%s: MayPermit = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -91,13 +91,13 @@ func (e *env) trail(ctx context.Context, ids []string) Trail {
 			case enums.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 				t.TaskTimeouts++
 			case enums.EVENT_TYPE_TIMER_STARTED:
-				due[ev.GetEventId()] = at.Add(ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration())
-				if ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration() < policy.RateTimerFloor {
-					due[ev.GetEventId()] = time.Time{} // within the server's look-ahead: counted, not timed
+				// One within the server's look-ahead is counted, not timed.
+				if d := ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration(); d >= policy.RateTimerFloor {
+					due[ev.GetEventId()] = at.Add(d)
 				}
 			case enums.EVENT_TYPE_TIMER_FIRED:
 				t.Timers++
-				if d := due[ev.GetTimerFiredEventAttributes().GetStartedEventId()]; !d.IsZero() {
+				if d, found := due[ev.GetTimerFiredEventAttributes().GetStartedEventId()]; found {
 					late = append(late, max(at.Sub(d), 0))
 				}
 			}

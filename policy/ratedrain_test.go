@@ -186,7 +186,7 @@ func (m *rateQueueModel) renew(gi int) {
 
 // admitted starts d's request at start under window w.
 func (m *rateQueueModel) admitted(d *rqDelivery, gi int, w time.Time, own bool, g Grant) {
-	start := StartAt(w, m.now)
+	start := startAt(w, m.now)
 	if !InWindow(w, start) {
 		m.fail("%s admitted at %s for the second %s", d.id, start.Sub(rateEpoch), w.Sub(rateEpoch))
 	}

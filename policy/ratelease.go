@@ -376,26 +376,18 @@ func (r *LocalRate) lead(now time.Time) int {
 	return slices.IndexFunc(r.Held, func(l LocalShare) bool { return l.Window.Equal(next) && l.Used < l.N })
 }
 
-// StartAt is when a request admitted at now under a share of window starts: at once, or,
-// admitted in the send margin on the next window's share (lead), as that window begins.
-func StartAt(window, now time.Time) time.Time {
-	if now.Before(window) {
-		return window
+// admitting returns the index of the share an attempt at now may be admitted on: the one
+// holding now (at), or in the send margin the next window's (lead); -1 if none. A request
+// admitted on a lead starts as its window begins.
+func (r *LocalRate) admitting(now time.Time) int {
+	if i := r.at(now); i >= 0 {
+		return i
 	}
-	return now
+	return r.lead(now)
 }
 
-// hasNow reports whether an attempt may be admitted at now on a share held: one holding now
-// (Has), or in the send margin one of the next window (lead).
-func (r *LocalRate) hasNow(now time.Time) bool { return r.at(now) >= 0 || r.lead(now) >= 0 }
-
-// takeNow uses one request of the share hasNow found and returns its window (after now
-// for a lead).
-func (r *LocalRate) takeNow(now time.Time) (time.Time, bool) {
-	i := r.at(now)
-	if i < 0 {
-		i = r.lead(now)
-	}
+// use takes one request of share i and returns its window; ok is false for i < 0.
+func (r *LocalRate) use(i int) (window time.Time, ok bool) {
 	if i < 0 {
 		return time.Time{}, false
 	}
@@ -409,14 +401,7 @@ func (r *LocalRate) at(now time.Time) int {
 
 // Take uses one request of the share that holds now and returns its window; ok is false
 // when there is none (Has).
-func (r *LocalRate) Take(now time.Time) (window time.Time, ok bool) {
-	i := r.at(now)
-	if i < 0 {
-		return time.Time{}, false
-	}
-	r.Held[i].Used++
-	return r.Held[i].Window, true
-}
+func (r *LocalRate) Take(now time.Time) (window time.Time, ok bool) { return r.use(r.at(now)) }
 
 // Untake gives back one request of window's share, taken for an attempt that did not start
 // (its second was over before it could, or the cap had no room).
@@ -551,10 +536,11 @@ func (h *LocalLease) RateLeased() bool {
 // no pass is not admitted: the shares go to the queue first (AdmitRatePass).
 func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping bool) (time.Time, bool) {
 	h.Rate.Back(waiter, now)
-	if !h.RateLeased() || h.RateQueued() || !h.Rate.hasNow(now) || !h.admitRoom(leaseOpen, stopping) {
+	i := h.Rate.admitting(now)
+	if !h.RateLeased() || h.RateQueued() || i < 0 || !h.admitRoom(leaseOpen, stopping) {
 		return time.Time{}, false
 	}
-	return h.Rate.takeNow(now)
+	return h.Rate.use(i)
 }
 
 // HoldRate says what an attempt that AdmitRate turned away does: what Hold says when the
@@ -564,7 +550,7 @@ func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping
 // is theirs: the attempt is booked.
 func (h *LocalLease) HoldRate(waiter string, now time.Time) (HoldKind, time.Time) {
 	s := h.Snapshot
-	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || (h.Rate.hasNow(now) && !h.RateQueued()) {
+	if s.Disabled || s.Circuit != CircuitClosed || h.Tripped || s.Queue > 0 || (h.Rate.admitting(now) >= 0 && !h.RateQueued()) {
 		return h.Hold(), time.Time{}
 	}
 	return HoldBooked, h.Rate.Book(s.RateLimit, waiter, now)

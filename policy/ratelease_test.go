@@ -270,7 +270,7 @@ func TestRateBudgetModel(t *testing.T) {
 			case "attempt":
 				waiter := fmt.Sprint("d", e.d)
 				if w, ok := h.AdmitRate(waiter, e.at, true, false); ok {
-					if !InWindow(w, StartAt(w, e.at)) {
+					if !InWindow(w, startAt(w, e.at)) {
 						t.Fatalf("seed %d: admitted at %s for window %s", seed, e.at, w)
 					}
 					admitted[w]++
@@ -395,7 +395,7 @@ func TestLocalRateLeadsIntoTheNextWindow(t *testing.T) {
 		if !ok || !w.Equal(next) {
 			t.Fatalf("attempt %d in the margin: %v %s, want the next window", i, ok, w)
 		}
-		if start := StartAt(w, at); !start.Equal(next) || !InWindow(w, start) {
+		if start := startAt(w, at); !start.Equal(next) || !InWindow(w, start) {
 			t.Fatalf("starts at %s, want %s", start, next)
 		}
 	}
@@ -406,7 +406,7 @@ func TestLocalRateLeadsIntoTheNextWindow(t *testing.T) {
 	if kind, at := h.HoldRate("", rateEpoch.Add(ms(960))); kind != HoldBooked || !at.After(next) {
 		t.Errorf("HoldRate = %v at %s, want booked after %s", kind, at, next)
 	}
-	if got := StartAt(rateEpoch, rateEpoch.Add(ms(300))); !got.Equal(rateEpoch.Add(ms(300))) {
+	if got := startAt(rateEpoch, rateEpoch.Add(ms(300))); !got.Equal(rateEpoch.Add(ms(300))) {
 		t.Errorf("StartAt within the window = %s, want at once", got)
 	}
 }
@@ -432,4 +432,14 @@ func TestLocalRateWantsOverdueBookings(t *testing.T) {
 	if got := r.Want(10, late); got != 0 {
 		t.Errorf("want %d once the booking came back, want 0", got)
 	}
+}
+
+// startAt is when a request admitted at now on a share of window starts: at once, or, on a
+// lead (admitted in the send margin on the next window's share), as that window begins
+// (the gate waits for it: untilWindow).
+func startAt(window, now time.Time) time.Time {
+	if now.Before(window) {
+		return window
+	}
+	return now
 }

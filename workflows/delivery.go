@@ -78,10 +78,7 @@ type delivery struct {
 	// order is the delivery's part in its ordering key; nil without one (ordering.go).
 	order *orderingRun
 	// waited is set once the delivery has waited for its endpoint; mayPermit once it waited
-	// in a way that may bring a permit signal, even late: queued at the endpoint workflow,
-	// or a hold that is not brief (an unreachable endpoint workflow may have taken the
-	// request all the same). A rate-limited attempt booked for a later second, or one that
-	// waited for its gate's lease to grow, asked the endpoint workflow for nothing.
+	// on a hold that may bring a permit signal, even late (herald.Hold.MayPermit).
 	waited, mayPermit bool
 	// unsettled is set while the result of an attempt that made a request is known only to
 	// the workflow task that ran it (no timer or wait since): see settleAttempt.
@@ -310,7 +307,7 @@ func (d *delivery) noteReplay(ctx workflow.Context, outcome string, clearDead bo
 func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	now := workflow.Now(ctx)
 	d.waited, d.unsettled = true, false
-	d.mayPermit = d.mayPermit || h.Queued || !h.Brief
+	d.mayPermit = d.mayPermit || h.MayPermit()
 	d.status.Waiting = &herald.Waiting{Hold: *h, Since: now}
 	if !h.Brief {
 		d.held = true
@@ -487,9 +484,9 @@ const settleDelay = time.Millisecond
 // attempt when a signal may come during that task: the server refuses a completion while a
 // signal is unread, the task fails, and the attempt's local-activity result, kept only by a
 // task that completes, is lost, so the request is sent again. A delivery that waited for
-// its endpoint in a way that may bring a permit (a permit may come late, or twice:
-// mayPermit) first completes that task with a short timer. The fast path (no wait) gets such a signal only from a person (a replay, a cancel)
-// and stays one task. An ordered delivery that did not wait is left out too, though a
+// its endpoint on a hold that may bring a permit (late, or twice: mayPermit) first
+// completes that task with a short timer. The fast path (no wait) gets such a signal only
+// from a person (a replay, a cancel) and stays one task. An ordered delivery that did not wait is left out too, though a
 // successor's signal can come during its last task: the server fires the timer up to a
 // second late, and a head that lives a second longer makes its successors wait on it (the
 // ordered bench fell from 0.50× to 0.18× the unordered rate with them in).
@@ -497,16 +494,16 @@ func (d *delivery) settleAttempt(ctx workflow.Context) {
 	if !d.unsettled || !d.waited {
 		return
 	}
-	switch v := workflow.GetVersion(ctx, versionSettleAttempt, workflow.DefaultVersion, settleQueuedVersion); {
-	case v == workflow.DefaultVersion:
-		return
-	case v >= settleQueuedVersion && !d.mayPermit:
-		// No permit can come: nothing is signalled during this task but what may come on
-		// the fast path too (a person's replay, an ordering successor).
-		d.unsettled = false
+	v := workflow.GetVersion(ctx, versionSettleAttempt, workflow.DefaultVersion, settleQueuedVersion)
+	if v == workflow.DefaultVersion {
 		return
 	}
 	d.unsettled = false
+	if v >= settleQueuedVersion && !d.mayPermit {
+		// No permit can come: nothing is signalled during this task but what may come on
+		// the fast path too (a person's replay, an ordering successor).
+		return
+	}
 	// Its only error is a cancelled workflow, which completes anyway.
 	_ = workflow.NewTimerWithOptions(ctx, settleDelay, workflow.TimerOptions{
 		Summary: "the attempt's result is recorded before the delivery completes",
