@@ -155,7 +155,8 @@ type Config struct {
 	ScaleFor duration.Duration `json:"scale_for,omitempty"`
 
 	// RateEvents go at once to an endpoint limited to RateLimitN requests per second,
-	// shared by two workers, once quiet and once with RateHogs busy-loop processes.
+	// shared by two workers, once quiet and once with RateHogs busy-loop processes (0:
+	// one per CPU; NoHogs: none).
 	RateLimitN int `json:"rate_limit_n"`
 	RateEvents int `json:"rate_events"`
 	RateHogs   int `json:"rate_hogs"`
@@ -191,10 +192,20 @@ func DefaultConfig() Config {
 	}
 }
 
+// NoHogs as Config.RateHogs runs the ratelimit scenario's second run with no busy-loop
+// process (0 there means the default, one per CPU).
+const NoHogs = -1
+
 // setDefaults gives every number (count, rate, duration) that is zero or negative its
-// default, and fills in the scenarios and the logger.
+// default (but RateHogs NoHogs), and fills in the scenarios and the logger.
 func (c *Config) setDefaults() {
 	v, def := reflect.ValueOf(c).Elem(), reflect.ValueOf(DefaultConfig())
+	hogs := c.RateHogs
+	defer func() {
+		if hogs == NoHogs {
+			c.RateHogs = NoHogs
+		}
+	}()
 	for i := range v.NumField() {
 		if f := v.Field(i); f.CanInt() && f.Int() <= 0 || f.CanFloat() && f.Float() <= 0 {
 			f.Set(def.Field(i))

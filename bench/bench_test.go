@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -405,5 +406,22 @@ func TestRateLimitTiny(t *testing.T) {
 		if tr := p.Trail; tr.Sampled != trailSample || tr.Attempts < 1 || tr.MaxAttempts < 1 {
 			t.Errorf("%s trail: %+v, want %d histories of at least one attempt", name, tr, trailSample)
 		}
+	}
+}
+
+// TestSetDefaultsKeepsNoHogs: zero RateHogs is one per CPU, NoHogs stays none.
+func TestSetDefaultsKeepsNoHogs(t *testing.T) {
+	var c Config
+	c.setDefaults()
+	if c.RateHogs != runtime.NumCPU() {
+		t.Errorf("RateHogs 0 became %d; want one per CPU (%d)", c.RateHogs, runtime.NumCPU())
+	}
+	c = Config{RateHogs: NoHogs}
+	c.setDefaults()
+	if c.RateHogs != NoHogs {
+		t.Errorf("RateHogs NoHogs became %d; want it kept", c.RateHogs)
+	}
+	if c.RateEvents != DefaultConfig().RateEvents {
+		t.Errorf("the other numbers must still get their defaults: RateEvents %d", c.RateEvents)
 	}
 }

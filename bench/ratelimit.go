@@ -98,7 +98,7 @@ func (e *env) ratelimit(ctx context.Context) (*RateLimitResult, error) {
 // endpoint limited to RateLimitN, with hogs busy-loop processes running meanwhile.
 func (e *env) ratePhase(ctx context.Context, label string, hogs int) (RatePhase, error) {
 	cfg := e.cfg
-	p := RatePhase{Hogs: hogs}
+	p := RatePhase{Hogs: max(hogs, 0)}
 	if hogs > 0 {
 		stop, err := startHogs(hogs)
 		if err != nil {

@@ -120,6 +120,12 @@ on the same machine. -o json prints everything measured.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Scenarios = scenarios
+			switch {
+			case cfg.RateHogs < 0:
+				return fmt.Errorf("%w: --rate-hogs %d: give 0 (no busy-loop processes) or more", errUsage, cfg.RateHogs)
+			case cfg.RateHogs == 0:
+				cfg.RateHogs = bench.NoHogs // 0 in the bench's Config means the default
+			}
 			// Only an explicit --address leaves the embedded server: TEMPORAL_ADDRESS, set
 			// for the other commands, does not move a bench onto a real cluster.
 			if cmd.Flags().Changed("address") {
@@ -241,7 +247,7 @@ on the same machine. -o json prints everything measured.`,
 	f.DurationVar((*time.Duration)(&cfg.ScaleFor), "scale-for", 0, "scale: end the registration after this long, e.g. 1h (the call of 10,000 puts in flight finishes; default: register all of --scale-endpoints)")
 	f.IntVar(&cfg.RateLimitN, "rate-limit-n", cfg.RateLimitN, "ratelimit: the endpoint's rate limit, requests per second")
 	f.IntVar(&cfg.RateEvents, "rate-events", cfg.RateEvents, "ratelimit: events sent at once to the rate-limited endpoint")
-	f.IntVar(&cfg.RateHogs, "rate-hogs", cfg.RateHogs, "ratelimit: busy-loop processes in its second run")
+	f.IntVar(&cfg.RateHogs, "rate-hogs", cfg.RateHogs, "ratelimit: busy-loop processes in its second run (0: none, a second quiet run)")
 	f.IntVar(&cfg.HotEvents, "hot-events", cfg.HotEvents, "hot: events sent at once to one endpoint, then over ten")
 	f.IntVar(&cfg.HotCap, "hot-cap", cfg.HotCap, "hot: each endpoint's max in-flight requests (1-500)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (server, worker, receivers) to `FILE`; read it with go tool pprof")
