@@ -395,7 +395,7 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 	for k, v := range cfg.SQLitePragmas {
 		pragmas[strings.ToLower(k)] = v
 	}
-	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped, 1 partition per task queue, a 64 MB events cache, a history queue reader taken for stuck after 100 loads of one second (not 3)"
+	tuning := "tuned by Herald: visibility in its own database, unused visibility indexes dropped, 1 partition per task queue, a 64 MB events cache, a history queue reader taken for stuck after 100 loads of one second (not 3), transfer and visibility queues checkpointed every second (not 30)"
 	if cfg.StockEngine {
 		tuning = "stock (--stock-engine): one database, every visibility index, 4 partitions per task queue, a 512 KB events cache"
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
@@ -224,25 +225,7 @@ func newTemporalServer(o Options, db stores, frontendPort, httpPort int, interna
 		return nil, fmt.Errorf("temporal server: claim mapper: %w", err)
 	}
 
-	const visibilityRPS = 5000
-	dynamic := dynamicconfig.StaticClient{
-		// Visibility reads are on Herald's hot paths: a send to a tenant finds its endpoints
-		// with one, and a put reads its endpoint's record by id until it shows the put
-		// (indexed reads of about a millisecond each); the UI lists workflows often too. The
-		// default of 10/s would cap sends to tenants at 10/s.
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): visibilityRPS,
-	}
-	if !o.Stock {
-		// One matching host: a task queue's 4 default partitions only forward polls and
-		// tasks between themselves (about a tenth of a delivery's CPU, see tuning.go).
-		dynamic[dynamicconfig.MatchingNumTaskqueueReadPartitions.Key()] = 1
-		dynamic[dynamicconfig.MatchingNumTaskqueueWritePartitions.Key()] = 1
-		dynamic[dynamicconfig.EventsCacheMaxSizeBytes.Key()] = eventsCacheBytes
-		dynamic[dynamicconfig.QueueReaderStuckCriticalAttempts.Key()] = readerStuckAttempts
-	}
-	for k, v := range o.DynamicConfig {
-		dynamic[dynamicconfig.MakeKey(k)] = v
-	}
+	dynamic := dynamicSettings(o)
 
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(conf),
@@ -262,6 +245,33 @@ func newTemporalServer(o Options, db stores, frontendPort, httpPort int, interna
 		return nil, fmt.Errorf("temporal server: %w", err)
 	}
 	return srv, nil
+}
+
+// dynamicSettings is the server's dynamic configuration: Herald's settings (fewer with
+// Options.Stock), then Options.DynamicConfig over them.
+func dynamicSettings(o Options) dynamicconfig.StaticClient {
+	const visibilityRPS = 5000
+	dynamic := dynamicconfig.StaticClient{
+		// Visibility reads are on Herald's hot paths: a send to a tenant finds its endpoints
+		// with one, and a put reads its endpoint's record by id until it shows the put
+		// (indexed reads of about a millisecond each); the UI lists workflows often too. The
+		// default of 10/s would cap sends to tenants at 10/s.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): visibilityRPS,
+	}
+	if !o.Stock {
+		// One matching host: a task queue's 4 default partitions only forward polls and
+		// tasks between themselves (about a tenth of a delivery's CPU, see tuning.go).
+		dynamic[dynamicconfig.MatchingNumTaskqueueReadPartitions.Key()] = 1
+		dynamic[dynamicconfig.MatchingNumTaskqueueWritePartitions.Key()] = 1
+		dynamic[dynamicconfig.EventsCacheMaxSizeBytes.Key()] = eventsCacheBytes
+		dynamic[dynamicconfig.QueueReaderStuckCriticalAttempts.Key()] = readerStuckAttempts
+		dynamic[dynamicconfig.TransferProcessorUpdateAckInterval.Key()] = queueCheckpointEvery
+		dynamic[dynamicconfig.VisibilityProcessorUpdateAckInterval.Key()] = queueCheckpointEvery
+	}
+	for k, v := range o.DynamicConfig {
+		dynamic[dynamicconfig.MakeKey(k)] = v
+	}
+	return dynamic
 }
 
 // newUIServer assembles (but does not start) the Web UI server for the
@@ -309,3 +319,16 @@ const eventsCacheBytes = 64 << 20
 // with the default (2.4 s in the eighth), and at most 1.0 s late in 11 runs with 100.
 // At 100, a second must hold about 10,000 timer tasks to look stuck.
 const readerStuckAttempts = 100
+
+// queueCheckpointEvery is how often the transfer and visibility queues checkpoint
+// (history.transferProcessorUpdateAckInterval and visibilityProcessorUpdateAckInterval,
+// default 30 s). A queue's reader keeps every task it loaded, done or not, until its next
+// checkpoint, and each new range of tasks merges into its last slice by walking all of them:
+// under a sustained load the walk grows with the time since the checkpoint, and the work
+// with its square. In `herald bench --scenario ordered` (a phase of 30 to 45 s at 100 to 170
+// workflows/s) that walk (queues.executableTracker.split) took 20 % of the process's CPU in
+// a slow run; with 1 s it took under 1 %, and the ordered rate was 114 to 168/s in four runs
+// against 82 to 130/s with the default (docs/sizing.md). A checkpoint is one write of the
+// shard's queue state and a range delete of the tasks done: on one shard, two small writes a
+// second.
+const queueCheckpointEvery = time.Second
