@@ -328,7 +328,7 @@ const readerStuckAttempts = 100
 // with its square. In `herald bench --scenario ordered` (a phase of 30 to 45 s at 100 to 170
 // workflows/s) that walk (queues.executableTracker.split) took 20 % of the process's CPU in
 // a slow run; with 1 s it took under 1 %, and the ordered rate was 114 to 168/s in four runs
-// against 82 to 130/s with the default (docs/sizing.md). A checkpoint is one write of the
-// shard's queue state and a range delete of the tasks done: on one shard, two small writes a
-// second.
+// against 82 to 130/s with the default (docs/sizing.md). A checkpoint deletes the tasks done
+// since the last one (when there are any: an idle server writes nothing); the shard's state
+// is still written at most every 5 minutes or 1,000 tasks (history.shardUpdateMin*).
 const queueCheckpointEvery = time.Second
