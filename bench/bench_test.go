@@ -425,3 +425,50 @@ func TestSetDefaultsKeepsNoHogs(t *testing.T) {
 		t.Errorf("the other numbers must still get their defaults: RateEvents %d", c.RateEvents)
 	}
 }
+
+// TestOrderedTiny runs the ordered scenario small: both phases arrive in full, in order
+// within each key, with their CPU per delivery measured and the history sampled.
+func TestOrderedTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	cfg := tiny()
+	cfg.Scenarios, cfg.OrderedKeys, cfg.OrderedPerKey, cfg.OrderedEndpoints = []string{Ordered}, 6, 3, 2
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, msg := range rep.Errors {
+		t.Errorf("scenario %s failed: %s", name, msg)
+	}
+	o := rep.Ordered
+	if o == nil {
+		t.Fatal("no ordered result")
+	}
+	for name, p := range map[string]Phase{"unordered": o.Unordered, "ordered": o.Ordered} {
+		if p.Events != 18 || p.Arrived != 18 {
+			t.Errorf("%s: %d of %d arrived, want all 18", name, p.Arrived, p.Events)
+		}
+		if p.CPUms <= 0 {
+			t.Errorf("%s: CPU per delivery %v, want it measured", name, p.CPUms)
+		}
+	}
+	if o.OrderedOutOfOrder != 0 || o.OrderedArrivalsSet != 18 {
+		t.Errorf("ordered: %d out of order, %d arrivals; want 0 and 18", o.OrderedOutOfOrder, o.OrderedArrivalsSet)
+	}
+	if o.Ratio <= 0 || o.SequencerEvents <= 0 || o.DeliveryEvents <= 0 {
+		t.Errorf("ratio %v, sequencer events %v, delivery events %v: want all measured", o.Ratio, o.SequencerEvents, o.DeliveryEvents)
+	}
+	if o.BurstError != "" || o.BurstOutOfOrder != 0 {
+		t.Errorf("burst: %q, %d out of order", o.BurstError, o.BurstOutOfOrder)
+	}
+	var cpuRow bool
+	for _, r := range rep.Rows() {
+		if strings.HasPrefix(r.Figure, "CPU per delivery, ordered ÷ unordered") && strings.HasSuffix(r.Value, "ms)") {
+			cpuRow = true
+		}
+	}
+	if !cpuRow {
+		t.Error("no row with the CPU per delivery of the two phases")
+	}
+}

@@ -147,8 +147,10 @@ func (c *concurrency) handler(hold time.Duration) func(int, http.ResponseWriter)
 	}
 }
 
-// TestConcurrencyCap: the receiver never sees more concurrent requests than the cap,
-// with two workers (each with its own gate and Temporal connection).
+// TestConcurrencyCap: the receiver never sees more concurrent requests than the cap
+// allows, with two workers (each with its own gate and Temporal connection): the leased
+// permits are exact, and each worker may run policy.SparePermits unleased ones (README,
+// "never more than the cap in flight"): at cap 5, one each.
 func TestConcurrencyCap(t *testing.T) {
 	t.Parallel()
 	secondWorker(t, 200*time.Millisecond)
@@ -162,8 +164,8 @@ func TestConcurrencyCap(t *testing.T) {
 	for _, id := range ids {
 		waitState(t, id, herald.StateDelivered)
 	}
-	if p := conc.peak.Load(); p > 5 {
-		t.Errorf("receiver saw %d concurrent requests, cap is 5", p)
+	if p, bound := conc.peak.Load(), int64(5+2*policy.SparePermits(5)); p > bound {
+		t.Errorf("receiver saw %d concurrent requests; cap 5 and two workers' spare permits allow %d", p, bound)
 	} else if p < 2 {
 		t.Errorf("receiver saw at most %d concurrent request(s): the cap is not used", p)
 	}
@@ -171,6 +173,29 @@ func TestConcurrencyCap(t *testing.T) {
 		t.Errorf("receiver saw %d requests for 50 events (no retries expected)", n)
 	}
 	t.Logf("peak concurrency %d (cap 5), %d requests", conc.peak.Load(), len(rcv.requests()))
+}
+
+// TestConcurrencyCapExactUnderFour: a cap under 4 has no spare permits, so two workers
+// together never pass it, not even by one.
+func TestConcurrencyCapExactUnderFour(t *testing.T) {
+	t.Parallel()
+	secondWorker(t, 200*time.Millisecond)
+
+	var conc concurrency
+	rcv := newReceiver(t, conc.handler(100*time.Millisecond))
+	o := fast(3, time.Second)
+	o.MaxInFlight = 3
+	putEndpoint(t, "capped-exact", rcv.URL, o)
+	ids := sendN(t, "capped-exact", 30)
+	for _, id := range ids {
+		waitState(t, id, herald.StateDelivered)
+	}
+	if p := conc.peak.Load(); p > 3 {
+		t.Errorf("receiver saw %d concurrent requests, cap is 3 (exact under 4)", p)
+	} else if p < 2 {
+		t.Errorf("receiver saw at most %d concurrent request(s): the cap is not used", p)
+	}
+	t.Logf("peak concurrency %d (cap 3), %d requests", conc.peak.Load(), len(rcv.requests()))
 }
 
 // TestSlowEndpointCapHalves: when p99 latency passes the slow threshold the cap halves.

@@ -77,9 +77,10 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
   ordered     --ordered-keys keys × --ordered-per-key events over --ordered-endpoints
               endpoints, sent round by round (event r of every key, then r+1), first
               without their ordering keys and then with them, in the same run: the ordered
-              rate over the unordered one (target ≥ 0.7×), history events per ordered
-              delivery (its own, sampled, plus its share of its key's sequencer) against
-              the unordered, and arrivals out of send order within a key (0); then 200
+              rate over the unordered one (target ≥ 0.7×), the process's CPU per
+              delivery in each phase, history events per ordered delivery (its own,
+              sampled, plus its share of its key's sequencer) against the unordered, and
+              arrivals out of send order within a key (0); then 200
               sends of one key at once: how long until all were accepted and all
               delivered, and arrivals out of the key's order (0). Not in the default set.
   ratelimit   --rate-events events sent at once to an endpoint limited to --rate-limit-n
