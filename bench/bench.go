@@ -200,16 +200,14 @@ const NoHogs = -1
 // default (but RateHogs NoHogs), and fills in the scenarios and the logger.
 func (c *Config) setDefaults() {
 	v, def := reflect.ValueOf(c).Elem(), reflect.ValueOf(DefaultConfig())
-	hogs := c.RateHogs
-	defer func() {
-		if hogs == NoHogs {
-			c.RateHogs = NoHogs
-		}
-	}()
+	noHogs := c.RateHogs == NoHogs
 	for i := range v.NumField() {
 		if f := v.Field(i); f.CanInt() && f.Int() <= 0 || f.CanFloat() && f.Float() <= 0 {
 			f.Set(def.Field(i))
 		}
+	}
+	if noHogs {
+		c.RateHogs = NoHogs
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = DefaultScenarios

@@ -380,18 +380,9 @@ func TestScaleTiny(t *testing.T) {
 // TestRateLimitTiny runs the ratelimit scenario small: every event delivered once, never
 // more than the limit in a second, and the stragglers' histories read.
 func TestRateLimitTiny(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
 	cfg := tiny()
 	cfg.Scenarios, cfg.RateLimitN, cfg.RateEvents, cfg.RateHogs = []string{RateLimit}, 20, 60, 1
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, msg := range rep.Errors {
-		t.Errorf("scenario %s failed: %s", name, msg)
-	}
+	rep := runTiny(t, cfg)
 	rl := rep.RateLimit
 	if rl == nil {
 		t.Fatal("no ratelimit result")
@@ -429,18 +420,9 @@ func TestSetDefaultsKeepsNoHogs(t *testing.T) {
 // TestOrderedTiny runs the ordered scenario small: both phases arrive in full, in order
 // within each key, with their CPU per delivery measured and the history sampled.
 func TestOrderedTiny(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
 	cfg := tiny()
 	cfg.Scenarios, cfg.OrderedKeys, cfg.OrderedPerKey, cfg.OrderedEndpoints = []string{Ordered}, 6, 3, 2
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, msg := range rep.Errors {
-		t.Errorf("scenario %s failed: %s", name, msg)
-	}
+	rep := runTiny(t, cfg)
 	o := rep.Ordered
 	if o == nil {
 		t.Fatal("no ordered result")
@@ -471,4 +453,21 @@ func TestOrderedTiny(t *testing.T) {
 	if !cpuRow {
 		t.Error("no row with the CPU per delivery of the two phases")
 	}
+}
+
+// runTiny runs cfg (skipped with -short: it starts a Temporal server), stops the test if
+// the stack does not start, and reports each scenario that failed.
+func runTiny(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, msg := range rep.Errors {
+		t.Errorf("scenario %s failed: %s", name, msg)
+	}
+	return rep
 }

@@ -225,5 +225,5 @@ func cpuRatio(a, b float64) string {
 	if a <= 0 || b <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f×  (%.1f ms of %.1f ms)", a/b, a, b)
+	return fmt.Sprintf("%.2f×  (%.1f ms of %.1f ms)", ratio(a, b), a, b)
 }

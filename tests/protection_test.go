@@ -153,49 +153,45 @@ func (c *concurrency) handler(hold time.Duration) func(int, http.ResponseWriter)
 // "never more than the cap in flight"): at cap 5, one each.
 func TestConcurrencyCap(t *testing.T) {
 	t.Parallel()
-	secondWorker(t, 200*time.Millisecond)
-
-	var conc concurrency
-	rcv := newReceiver(t, conc.handler(100*time.Millisecond))
-	o := fast(3, time.Second)
-	o.MaxInFlight = 5
-	putEndpoint(t, "capped", rcv.URL, o)
-	ids := sendN(t, "capped", 50)
-	for _, id := range ids {
-		waitState(t, id, herald.StateDelivered)
-	}
-	if p, bound := conc.peak.Load(), int64(5+2*policy.SparePermits(5)); p > bound {
+	p, n := twoWorkersAtCap(t, "capped", 5, 50)
+	if bound := int64(5 + 2*policy.SparePermits(5)); p > bound {
 		t.Errorf("receiver saw %d concurrent requests; cap 5 and two workers' spare permits allow %d", p, bound)
 	} else if p < 2 {
 		t.Errorf("receiver saw at most %d concurrent request(s): the cap is not used", p)
 	}
-	if n := len(rcv.requests()); n != 50 {
+	if n != 50 {
 		t.Errorf("receiver saw %d requests for 50 events (no retries expected)", n)
 	}
-	t.Logf("peak concurrency %d (cap 5), %d requests", conc.peak.Load(), len(rcv.requests()))
 }
 
 // TestConcurrencyCapExactUnderFour: a cap under 4 has no spare permits, so two workers
 // together never pass it, not even by one.
 func TestConcurrencyCapExactUnderFour(t *testing.T) {
 	t.Parallel()
-	secondWorker(t, 200*time.Millisecond)
-
-	var conc concurrency
-	rcv := newReceiver(t, conc.handler(100*time.Millisecond))
-	o := fast(3, time.Second)
-	o.MaxInFlight = 3
-	putEndpoint(t, "capped-exact", rcv.URL, o)
-	ids := sendN(t, "capped-exact", 30)
-	for _, id := range ids {
-		waitState(t, id, herald.StateDelivered)
-	}
-	if p := conc.peak.Load(); p > 3 {
+	if p, _ := twoWorkersAtCap(t, "capped-exact", 3, 30); p > 3 {
 		t.Errorf("receiver saw %d concurrent requests, cap is 3 (exact under 4)", p)
 	} else if p < 2 {
 		t.Errorf("receiver saw at most %d concurrent request(s): the cap is not used", p)
 	}
-	t.Logf("peak concurrency %d (cap 3), %d requests", conc.peak.Load(), len(rcv.requests()))
+}
+
+// twoWorkersAtCap sends events to endpoint id, capped at capN, with a second worker
+// beside the shared one and a receiver that holds each request 100 ms, waits until all are
+// delivered, and returns the most concurrent requests the receiver saw and how many it saw.
+func twoWorkersAtCap(t *testing.T, id string, capN, events int) (peak int64, requests int) {
+	t.Helper()
+	secondWorker(t, 200*time.Millisecond)
+	var conc concurrency
+	rcv := newReceiver(t, conc.handler(100*time.Millisecond))
+	o := fast(3, time.Second)
+	o.MaxInFlight = capN
+	putEndpoint(t, id, rcv.URL, o)
+	for _, ev := range sendN(t, id, events) {
+		waitState(t, ev, herald.StateDelivered)
+	}
+	peak, requests = conc.peak.Load(), len(rcv.requests())
+	t.Logf("peak concurrency %d (cap %d), %d requests", peak, capN, requests)
+	return peak, requests
 }
 
 // TestSlowEndpointCapHalves: when p99 latency passes the slow threshold the cap halves.
