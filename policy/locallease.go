@@ -293,8 +293,10 @@ func (h *LocalLease) AfterTell(toldPassing int, renewed bool) (now, soon bool) {
 // worker's local-activity slots for its waits. Pass-holders are bounded by the pass window.
 func MaxHolding(capNow int) int { return max(capNow, 1) }
 
-// MaxHoldingAll bounds the attempts without a pass that one gate keeps waiting for room,
-// all endpoints together: half of the worker's local-activity slots (at least 1), so that
+// MaxHoldingAll bounds the attempts without a pass that one gate keeps waiting in their
+// activities, all endpoints together: for room (HoldLease), or for the coming second an
+// attempt to a rate-limited endpoint was admitted to in a second's send margin (a lead,
+// see LocalLease.Unlead). Half of the worker's local-activity slots (at least 1), so that
 // attempts that can run find a slot however many endpoints are hot at once.
 func MaxHoldingAll(slots int) int { return max(slots/2, 1) }
 

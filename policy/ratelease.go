@@ -543,6 +543,17 @@ func (h *LocalLease) AdmitRate(waiter string, now time.Time, leaseOpen, stopping
 	return h.Rate.use(i)
 }
 
+// Unlead takes back an admission AdmitRate made at now on the next window's share (a lead,
+// window after now) that may not wait for its window inside its activity, because as many
+// attempts wait in the gate's activities as its bound allows (MaxHoldingAll): the room and
+// the share's request go back, and the attempt is booked for a coming second (Book) on a
+// durable timer, as HoldRate books one that finds no share. It returns when to come back.
+func (h *LocalLease) Unlead(waiter string, window, now time.Time) time.Time {
+	h.Release()
+	h.Rate.Untake(window)
+	return h.Rate.Book(h.Snapshot.RateLimit, waiter, now)
+}
+
 // HoldRate says what an attempt that AdmitRate turned away does: what Hold says when the
 // breaker, the queue or the cap holds it back or a share is held now (the cap's lease is
 // what it waits for), or else HoldBooked, coming back at the returned time (Book). A

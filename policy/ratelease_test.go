@@ -443,3 +443,31 @@ func startAt(window, now time.Time) time.Time {
 	}
 	return now
 }
+
+// A lead the gate may not wait for (its bound of waits is reached) goes back: its room and
+// the next window's request, which the next attempt in the margin then takes, and the
+// attempt is booked for a coming second on a durable timer.
+func TestUnleadGivesTheLeadBackAndBooks(t *testing.T) {
+	h := LocalLease{Known: true, Snapshot: Snapshot{Circuit: CircuitClosed, Cap: 100, Free: 100, RateLimit: 10, RateLeased: true}, Spare: 4}
+	next := rateEpoch.Add(time.Second)
+	h.Rate.Heard([]RateShare{{next, 1}}, 1, rateEpoch)
+	at := rateEpoch.Add(ms(950))
+	w, ok := h.AdmitRate("d1", at, false, false)
+	if !ok || !w.Equal(next) || h.InUse != 1 {
+		t.Fatalf("attempt in the margin: %v %s, in use %d; want the next window's share", ok, w, h.InUse)
+	}
+	back := h.Unlead("d1", w, at)
+	if h.InUse != 0 {
+		t.Errorf("in use %d after Unlead, want 0", h.InUse)
+	}
+	if back.Before(at.Add(RateTimerFloor)) {
+		t.Errorf("booked to come back at %s, sooner than the timer floor after %s", back, at)
+	}
+	if b, ok := h.Rate.Due["d1"]; !ok || !b.At.Equal(back) {
+		t.Errorf("booking of d1 = %+v, %v; want one at %s", b, ok, back)
+	}
+	// The share's request is free again: the next attempt in the margin takes it.
+	if w, ok := h.AdmitRate("d2", rateEpoch.Add(ms(960)), false, false); !ok || !w.Equal(next) {
+		t.Errorf("next attempt in the margin: %v %s, want the next window's share", ok, w)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/policy"
+	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/worker"
 )
@@ -356,4 +357,75 @@ func TestHotEndpointMoreThanSlots(t *testing.T) {
 	}
 	t.Logf("%d events to one endpoint (cap %d) on %d slots delivered in %s, most concurrent %d; 20 to a healthy endpoint meanwhile in %s",
 		events, capN, slots, time.Since(began).Round(time.Millisecond), conc.peak.Load(), healthy.Round(time.Millisecond))
+}
+
+// TestRateLimitedMoreThanSlots: 4 endpoints limited to 25 requests per second take 150
+// events each, at once, on a worker with 8 slots. Attempts that come in a second's last
+// 100 ms are admitted on the next second's share and wait for it inside their activities;
+// those waits count against the gate's bound (half the slots, policy.MaxHoldingAll), the
+// rest are booked on durable timers. Every event is delivered once, no endpoint gets more
+// than its limit in any second (by webhook-timestamp), and a healthy endpoint's events go
+// out meanwhile.
+func TestRateLimitedMoreThanSlots(t *testing.T) {
+	t.Parallel()
+	const slots, endpoints, each, limit = 8, 4, 150, 25
+	ctx := context.Background()
+	s, err := testkit.Start(ctx, testkit.Options{Worker: worker.Options{DeliverySlots: slots}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	var rcvs []*receiver
+	var targets []string
+	for i := range endpoints {
+		id := fmt.Sprintf("rated-%d", i)
+		rcv := newReceiver(t, status(http.StatusOK))
+		rcvs = append(rcvs, rcv)
+		o := fast(3, time.Second)
+		rate := limit
+		o.RateLimit = &rate
+		if _, err := s.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: id, URL: rcv.URL, Overrides: o}); err != nil {
+			t.Fatal(err)
+		}
+		for range each {
+			targets = append(targets, id)
+		}
+	}
+	ok := newReceiver(t, status(http.StatusOK))
+	if _, err := s.Starter.PutEndpoint(ctx, herald.PutEndpointRequest{ID: "ok", URL: ok.URL, Overrides: fast(3, time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	done := make(chan []string)
+	go func() { done <- sendTo(t, s.Starter, targets, 32) }()
+	for _, id := range sendAll(t, s.Starter, "ok", 20, 4) {
+		waitFor(t, s.Starter, id, herald.StateDelivered)
+	}
+	healthy := time.Since(began)
+	for _, id := range <-done {
+		waitFor(t, s.Starter, id, herald.StateDelivered)
+	}
+	most := 0
+	for i, rcv := range rcvs {
+		reqs := rcv.requests()
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			id := r.Header.Get(signature.HeaderID)
+			if seen[id] {
+				t.Errorf("rated-%d: event %s received twice", i, id)
+			}
+			seen[id] = true
+		}
+		if len(seen) != each {
+			t.Errorf("rated-%d saw %d events, want %d", i, len(seen), each)
+		}
+		worst, _ := checkSignedPerSecond(t, reqs, limit)
+		most = max(most, worst)
+	}
+	bound := int64(policy.MaxHoldingAll(slots))
+	if p := s.Worker.HoldingPeak(); p > bound {
+		t.Errorf("%d attempts waited in their activities at once, bound %d", p, bound)
+	}
+	t.Logf("%d events to %d endpoints at %d/s each on %d slots delivered in %s, most in one second %d, most waiting in activities at once %d (bound %d); 20 to a healthy endpoint meanwhile in %s",
+		endpoints*each, endpoints, limit, slots, time.Since(began).Round(time.Millisecond), most, s.Worker.HoldingPeak(), bound, healthy.Round(time.Millisecond))
 }

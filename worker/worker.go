@@ -227,6 +227,11 @@ func registerEndpoints(r interface {
 	r.RegisterWorkflowWithOptions(workflows.SequencerWorkflow, workflow.RegisterOptions{Name: herald.SequencerWorkflow})
 }
 
+// HoldingPeak is the most delivery attempts that waited inside their local activities at
+// once at this worker's gate (for room under an endpoint's lease, or for the second a
+// rate-limited attempt was admitted to): at most policy.MaxHoldingAll of its slots.
+func (w *Worker) HoldingPeak() int64 { return w.gate.HoldingPeak() }
+
 // Start starts polling and the gate's lease renewals; it returns once the worker is running.
 func (w *Worker) Start() error {
 	if err := w.ew.Start(); err != nil {

@@ -41,11 +41,14 @@ type Gate struct {
 	// passReport is how long passes used gather before a renewal reports them
 	// (policy.PassReportDelay).
 	passReport time.Duration
-	// holding counts the attempts without a pass waiting here for room, all endpoints
-	// together; at most maxHolding (policy.MaxHoldingAll; 0: no bound but the endpoints').
+	// holding counts the attempts without a pass waiting here for room, or for the
+	// second they were admitted to (a rate lead), all endpoints together; at most
+	// maxHolding (policy.MaxHoldingAll; 0: no bound but the endpoints').
 	holding    atomic.Int64
 	maxHolding int64
-	log        *slog.Logger
+	// peak is the most attempts holding at once (HoldingPeak).
+	peak atomic.Int64
+	log  *slog.Logger
 	// stopping: the worker is shutting down; admit nothing more.
 	stopping atomic.Bool
 

@@ -17,15 +17,30 @@ import (
 func (g *Gate) acquireRate(ctx context.Context, e *gateEntry, waiter string) (*Admission, *herald.Hold, error) {
 	now := time.Now()
 	if w, ok := e.h.AdmitRate(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
+		lead := w.After(now)
+		if lead && !g.startWaiting() {
+			// Admitted on the next window's share, but as many attempts wait in their
+			// activities as the gate allows: this one comes back on a durable timer.
+			at := e.h.Unlead(waiter, w, now)
+			limit := e.h.Snapshot.RateLimit
+			e.mu.Unlock()
+			return nil, bookedHold(limit, at, now), nil
+		}
 		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 		grow := e.h.Growing()
 		e.mu.Unlock()
 		if grow {
 			g.kick(e)
 		}
+		if !lead {
+			return a, nil, nil
+		}
 		// Admitted in a window's send margin on the next window's share: its request
-		// starts as that window begins, at most policy.RateSendMargin from now.
-		if err := untilWindow(ctx, w); err != nil {
+		// starts as that window begins, at most policy.RateSendMargin from now. The wait
+		// holds a local-activity slot, so it counts against the gate's bound (BoundHolding).
+		err := untilWindow(ctx, w)
+		g.holding.Add(-1)
+		if err != nil {
 			e.mu.Lock()
 			e.h.Release()
 			e.h.Rate.Untake(w)
@@ -44,11 +59,17 @@ func (g *Gate) acquireRate(ctx context.Context, e *gateEntry, waiter string) (*A
 	if first {
 		g.kick(e) // no share heard yet: ask for one now, not at the next pass
 	}
-	return nil, &herald.Hold{
-		Reason: fmt.Sprintf("endpoint rate limit of %d requests per second: its turn is the second from %s", snap.RateLimit,
+	return nil, bookedHold(snap.RateLimit, at, now), nil
+}
+
+// bookedHold is the hold of an attempt booked at now to come back at at, for a coming
+// second of an endpoint limited to limit requests per second.
+func bookedHold(limit int, at, now time.Time) *herald.Hold {
+	return &herald.Hold{
+		Reason: fmt.Sprintf("endpoint rate limit of %d requests per second: its turn is the second from %s", limit,
 			policy.WindowOf(at).UTC().Format("15:04:05")),
 		Brief: true, RetryAt: at, Recheck: herald.Duration(max(at.Sub(now), time.Millisecond)),
-	}, nil
+	}
 }
 
 // lateShare answers an attempt admitted on a rate share whose request could not start

@@ -95,8 +95,7 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 // over all endpoints (Gate.BoundHolding) or e's own (policy.LocalLease.StartHolding) is
 // reached; stopHolding takes a counted one off.
 func (g *Gate) startHolding(e *gateEntry) bool {
-	if n := g.holding.Add(1); g.maxHolding > 0 && n > g.maxHolding {
-		g.holding.Add(-1)
+	if !g.startWaiting() {
 		return false
 	}
 	e.mu.Lock()
@@ -107,6 +106,25 @@ func (g *Gate) startHolding(e *gateEntry) bool {
 	}
 	return ok
 }
+
+// startWaiting counts one more attempt waiting in its activity at this gate, all endpoints
+// together, and reports true, unless the gate's bound (Gate.BoundHolding) is reached. The
+// caller takes it off g.holding when the wait ends.
+func (g *Gate) startWaiting() bool {
+	n := g.holding.Add(1)
+	if g.maxHolding > 0 && n > g.maxHolding {
+		g.holding.Add(-1)
+		return false
+	}
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+	return true
+}
+
+// HoldingPeak is the most attempts that waited in their activities at this gate at once
+// (for room under a lease, or for the rate window they were admitted to), all endpoints
+// together: at most policy.MaxHoldingAll of the worker's slots.
+func (g *Gate) HoldingPeak() int64 { return g.peak.Load() }
 
 func (g *Gate) stopHolding(e *gateEntry) {
 	e.mu.Lock()

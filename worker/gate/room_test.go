@@ -337,6 +337,63 @@ func TestRateAttemptInTheMarginStartsAsTheNextSecondBegins(t *testing.T) {
 	}
 }
 
+// Waits for the coming second count against the gate's bound too (Gate.BoundHolding): in
+// a second's margin, with a share of the next second for 3 but room to wait for 1, one
+// attempt is admitted and waits for the second to begin; the other two are booked on a
+// durable timer at once, and hold no slot.
+func TestRateLeadsBoundedBySlots(t *testing.T) {
+	v := closedView(100, 100, 5)
+	v.Snapshot.RateLimit, v.Snapshot.RateLeased = 5, true
+	time.Sleep(time.Until(policy.WindowOf(time.Now()).Add(policy.RateWindow + 10*time.Millisecond)))
+	now := policy.WindowOf(time.Now())
+	next := now.Add(policy.RateWindow)
+	g := gateWithShares(t, v, []policy.RateShare{{Window: next, N: 3}})
+	g.BoundHolding(2)
+	allowed := policy.MaxHoldingAll(2)
+	margin := now.Add(policy.RateWindow - policy.RateSendMargin/2)
+	if time.Now().After(margin) {
+		t.Skip("the shares came too late in the second to test its margin")
+	}
+	time.Sleep(time.Until(margin))
+	type answer struct {
+		a *Admission
+		h *herald.Hold
+	}
+	answers := make(chan answer, 3)
+	for i := range 3 {
+		go func() {
+			a, h, err := g.Acquire(context.Background(), "ep", fmt.Sprintf("d%d", i+2), nil)
+			if err != nil {
+				t.Errorf("attempt %d: %v", i, err)
+			}
+			answers <- answer{a, h}
+		}()
+	}
+	admitted := 0
+	for range 3 {
+		r := <-answers
+		switch {
+		case r.a != nil:
+			admitted++
+			if !r.a.Window.Equal(next) || time.Now().Before(next) {
+				t.Errorf("admitted for %s and back at %s: want the next second, as it begins", r.a.Window, time.Now())
+			}
+			g.Finish(context.Background(), r.a, delivered(time.Now()))
+		case r.h == nil || !r.h.Brief || !r.h.RetryAt.After(margin):
+			t.Errorf("attempt beyond the bound: %+v; want booked on a brief durable hold", r.h)
+		}
+	}
+	if admitted != allowed {
+		t.Errorf("%d attempts admitted to wait for the next second, want %d (the bound)", admitted, allowed)
+	}
+	if p := g.HoldingPeak(); p != int64(allowed) {
+		t.Errorf("at most %d attempts waited at once, want %d", p, allowed)
+	}
+	if n := g.holding.Load(); n != 0 {
+		t.Errorf("%d attempts still counted as waiting, want 0", n)
+	}
+}
+
 // gateWithShares returns a gate over endpoint view v whose renewals lend shares, once a
 // first attempt (d1), which finds no share yet, has been booked and its renewal has
 // brought them.
