@@ -19,6 +19,13 @@ type AdmissionView struct {
 // queue comes.
 type WaitRequest struct {
 	Waiters []string `json:"waiters"`
+	// Renew lists those of Waiters that hand back a permit or pass they were given and
+	// could not use (the second it was for is over, it expired, or no room came for the
+	// pass): they are granted again. Marked is set by the gates that fill Renew; from them,
+	// a waiter not in Renew that holds a permit or pass gets no second one
+	// (policy.Limiter.WaitOnce). Gates before it send neither.
+	Renew  []string `json:"renew,omitempty"`
+	Marked bool     `json:"marked,omitempty"`
 }
 
 // OutcomeReport carries the outcomes of attempts a gate admitted without a lease (their

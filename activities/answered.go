@@ -21,8 +21,9 @@ import (
 // memory and sends nothing. It covers a retry that reaches the same worker: the only one,
 // or by chance, since the server clears a workflow's sticky worker when a task of it
 // fails. One picked up by another worker sends again, and the receiver dedupes by
-// webhook-id, as Standard Webhooks asks. A delivery that waited for its endpoint does not
-// depend on it: it records its last attempt before it completes (the settle-attempt step).
+// webhook-id, as Standard Webhooks asks. A delivery that waited for its endpoint and may
+// still get a permit does not depend on it: it records its last attempt before it
+// completes (the settle-attempt step).
 
 // Bounds of the memory of answered attempts.
 const (

@@ -531,6 +531,47 @@ func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 	return g.wait(now, waiter, true)
 }
 
+// WaitOnce is Wait for a waiter that asks without handing back a permit or pass it was
+// given (its gate's plain wait, herald.WaitRequest): one that already holds a granted
+// permit, or a pass, keeps it (a granted permit's lease is renewed) and gets no second one,
+// since the signal that carries it reaches its delivery in any case (signals are durable;
+// a delivery that runs its workflow task again sees it again in its history). So each
+// time a delivery is told it waits brings it at most one permit signal, which lets it
+// complete in its last attempt's workflow task once it has taken that permit
+// (workflows.settleOwedVersion). A waiter whose permit was for a rate second already over
+// asks anew, as in Wait. Repeat reports that the waiter held a permit or pass, and got
+// nothing new.
+func (g *Limiter) WaitOnce(now time.Time, waiter string) (w Grant, ok, repeat bool) {
+	if g.holdsPass(now, waiter) {
+		return Grant{}, false, true
+	}
+	held := g.Holds(now, waiter)
+	w, ok = g.wait(now, waiter, true)
+	if held && ok && !w.Disabled {
+		return Grant{}, false, true
+	}
+	return w, ok, false
+}
+
+// Holds reports whether waiter holds, at now, a pass or a granted permit it may still use
+// (not one for a rate second already over): a plain wait from it brings nothing new
+// (WaitOnce).
+func (g *Limiter) Holds(now time.Time, waiter string) bool {
+	if g.holdsPass(now, waiter) {
+		return true
+	}
+	i := g.single(waiter)
+	if i < 0 {
+		return false
+	}
+	win := g.Grants[i].Window
+	return win.IsZero() || now.Before(win) || InWindow(win, now)
+}
+
+func (g *Limiter) holdsPass(now time.Time, waiter string) bool {
+	return slices.ContainsFunc(g.Passes, func(p Grant) bool { return p.Waiter == waiter && p.Until.After(now) })
+}
+
 // WaitRefusingWhenFull is Wait as Herald 0.1.0 did it: a waiter that comes to a full queue
 // is dropped, and its delivery waits for a permit nobody will send. Only endpoint runs
 // started before the change (workflows.versionQueueOverflow) use it.

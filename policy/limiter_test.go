@@ -1212,3 +1212,31 @@ func BenchmarkLimiterWaitOutage(b *testing.B) {
 		})
 	}
 }
+
+// A plain wait from a waiter that holds a permit or a pass brings nothing new (WaitOnce):
+// the signal that carries it is on its way. Wait, used when a gate hands a permit back,
+// repeats the grant; a waiter with nothing is granted or queued as by Wait.
+func TestWaitOnceGrantsAtMostOnce(t *testing.T) {
+	c := limiterTestConfig()
+	g := NewLimiter(c)
+	now := limiterEpoch
+	if w, ok, repeat := g.WaitOnce(now, "a"); !ok || repeat || w.Waiter != "a" {
+		t.Fatalf("first wait of a: %+v %v %v; want a permit at once", w, ok, repeat)
+	}
+	if _, ok, repeat := g.WaitOnce(now.Add(time.Second), "a"); ok || !repeat {
+		t.Errorf("plain wait of a granted waiter: ok %v repeat %v; want nothing new", ok, repeat)
+	}
+	if i := g.single("a"); i < 0 || !g.Grants[i].Until.After(now.Add(time.Second)) {
+		t.Errorf("a's permit after its plain wait: %v", g.Grants)
+	}
+	if w, ok := g.Wait(now.Add(2*time.Second), "a"); !ok || w.Waiter != "a" {
+		t.Errorf("a hands its permit back and waits: %+v %v; want it granted again", w, ok)
+	}
+	g.Passes = append(g.Passes, Grant{Waiter: "p", Until: now.Add(time.Minute), Pass: true})
+	if _, ok, repeat := g.WaitOnce(now.Add(2*time.Second), "p"); ok || !repeat || len(g.Passes) != 1 {
+		t.Errorf("plain wait of a pass-holder: ok %v repeat %v, passes %v; want its pass kept, nothing new", ok, repeat, g.Passes)
+	}
+	if _, ok, repeat := g.WaitOnce(now.Add(2*time.Minute), "p"); repeat {
+		t.Errorf("plain wait after the pass expired: ok %v, repeat; want it asked anew", ok)
+	}
+}

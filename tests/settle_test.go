@@ -15,11 +15,12 @@ import (
 )
 
 // TestStrayPermitDuringLastAttempt: a permit that reaches a delivery while its last attempt
-// runs (a late grant, or a second one for a request the gate made twice) does not make the
-// attempt run again. The server refuses to complete a workflow in a task that a signal came
-// during, and a local activity's result is kept only by a task that completes: without the
-// settle step (versionSettleAttempt) the delivered attempt's result is lost and the request
-// is sent a second time.
+// runs, one that answers none of its waits, does not make the attempt run again. The
+// server refuses to complete a workflow in a task that a signal came during, and a local
+// activity's result is kept only by a task that completes, so the task runs again. The
+// delivery took the permit of its one wait, so it owes none and does not settle
+// (settleOwedVersion): the worker's memory of answered attempts (activities/answered.go)
+// answers the second run without a request. Before both, the request was sent twice.
 func TestStrayPermitDuringLastAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -145,5 +146,47 @@ func TestStraySignalDuringFirstAttempt(t *testing.T) {
 	}
 	if len(st.Attempts) != 1 {
 		t.Errorf("%d attempts recorded, want 1", len(st.Attempts))
+	}
+}
+
+// TestRecordWaitOnceHistory records an endpoint workflow that grants a waiter a permit and
+// then takes a plain wait from it again (its waiting attempt ran twice) without a second
+// permit signal (endpoint_wait_once.json, versionWaitOnce), for TestReplayHistories. The
+// waiter is a scheduled delivery, running and waiting on its timer. It runs only with
+// -record:
+//
+//	go test ./tests -run TestRecordWaitOnceHistory -record
+func TestRecordWaitOnceHistory(t *testing.T) {
+	if !*record {
+		t.Skip("run with -record to re-record the histories")
+	}
+	ctx := context.Background()
+	rcv := newReceiver(t, status(http.StatusOK))
+	putEndpoint(t, "rec-wait-once", rcv.URL, fast(3, time.Second))
+	res, err := shared.starter.SendWith(ctx, starter.Event{ID: "evt_rec_wait_once", EndpointID: "rec-wait-once", Type: "test.settle", Data: json.RawMessage(`{}`)},
+		starter.SendOptions{DeliverAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := herald.EndpointWorkflowID("rec-wait-once")
+	wait := herald.WaitRequest{Waiters: []string{res.WorkflowID}, Marked: true}
+	for range 2 {
+		if err := shared.client.SignalWorkflow(ctx, ep, "", herald.SignalWait, wait); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	var permits int
+	for _, ev := range workflowHistory(t, ep) {
+		if a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetSignalName() == herald.SignalPermit {
+			permits++
+		}
+	}
+	if permits != 1 {
+		t.Fatalf("%d permit signals for two plain waits of one waiter, want 1", permits)
+	}
+	save(t, "endpoint_wait_once.json", ep)
+	if _, err := shared.starter.Cancel(ctx, starter.Ref{EventID: "evt_rec_wait_once"}, herald.CancelRequest{}); err != nil {
+		t.Fatal(err)
 	}
 }

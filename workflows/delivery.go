@@ -80,6 +80,9 @@ type delivery struct {
 	// waited is set once the delivery has waited for its endpoint; mayPermit once it waited
 	// on a hold that may bring a permit signal, even late (herald.Hold.MayPermit).
 	waited, mayPermit bool
+	// owed counts the permit signals that may still come: one per wait on a hold that may
+	// bring one, less one per permit taken (settleOwedVersion).
+	owed int
 	// unsettled is set while the result of an attempt that made a request is known only to
 	// the workflow task that ran it (no timer or wait since): see settleAttempt.
 	unsettled bool
@@ -308,6 +311,9 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	now := workflow.Now(ctx)
 	d.waited, d.unsettled = true, false
 	d.mayPermit = d.mayPermit || h.MayPermit()
+	if h.MayPermit() {
+		d.owed++
+	}
 	d.status.Waiting = &herald.Waiting{Hold: *h, Since: now}
 	if !h.Brief {
 		d.held = true
@@ -328,6 +334,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 		var p policy.Grant
 		c.Receive(ctx, &p)
 		d.permit = &p
+		d.owed = max(d.owed-1, 0)
 		done = true
 	})
 	sel.AddFuture(timer, func(workflow.Future) { done = true })
@@ -485,8 +492,11 @@ const settleDelay = time.Millisecond
 // signal is unread, the task fails, and the attempt's local-activity result, kept only by a
 // task that completes, is lost, so the request is sent again. A delivery that waited for
 // its endpoint on a hold that may bring a permit (late, or twice: mayPermit) first
-// completes that task with a short timer. The fast path (no wait) gets such a signal only
-// from a person (a replay, a cancel) and stays one task. An ordered delivery that did not
+// completes that task with a short timer; since settleOwedVersion, only while a permit may
+// still come (owed: each permit answers one such wait, so a delivery woken from its
+// endpoint's queue that took its permit completes in the task of its attempt). The fast
+// path (no wait) gets such a signal only from a person (a replay, a cancel) and stays one
+// task. An ordered delivery that did not
 // wait is left out too, though a successor's signal can come during its last task: the
 // server fires the timer up to a second late, and a head that lives a second longer makes
 // its successors wait on it (the ordered bench fell from 0.50× to 0.18× the unordered
@@ -495,11 +505,15 @@ func (d *delivery) settleAttempt(ctx workflow.Context) {
 	if !d.unsettled || !d.waited {
 		return
 	}
-	v := workflow.GetVersion(ctx, versionSettleAttempt, workflow.DefaultVersion, settleQueuedVersion)
+	v := workflow.GetVersion(ctx, versionSettleAttempt, workflow.DefaultVersion, settleOwedVersion)
 	if v == workflow.DefaultVersion {
 		return
 	}
 	d.unsettled = false
+	if v >= settleOwedVersion && d.owed == 0 {
+		// Every wait that could bring a permit has had its permit: none can come now.
+		return
+	}
 	if v >= settleQueuedVersion && !d.mayPermit {
 		// No permit can come: nothing is signalled during this task but what may come on
 		// the fast path too (a person's replay, an ordering successor).

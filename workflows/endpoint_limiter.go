@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -124,6 +125,12 @@ func (l *limiterLoop) lateDones(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, versionLateDones, workflow.DefaultVersion, 1) == 1
 }
 
+// waitOnce reports whether a plain wait from a waiter that holds a permit or pass brings it
+// nothing new (versionWaitOnce; asked the first time one comes in a run).
+func (l *limiterLoop) waitOnce(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionWaitOnce, workflow.DefaultVersion, 1) == 1
+}
+
 // queueOverflow reports whether a waiter that comes to a full queue is queued all the same
 // (versionQueueOverflow; asked the first time a wait finds the queue full).
 func (l *limiterLoop) queueOverflow(ctx workflow.Context) bool {
@@ -158,6 +165,12 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	var w herald.WaitRequest
 	for l.waits.ReceiveAsync(&w) {
 		for _, waiter := range w.Waiters {
+			now := workflow.Now(ctx)
+			if w.Marked && !slices.Contains(w.Renew, waiter) && lim.Holds(now, waiter) && l.waitOnce(ctx) {
+				// It holds a permit or pass whose signal is on its way: no second one.
+				lim.WaitOnce(now, waiter)
+				continue
+			}
 			wait := lim.Wait
 			if lim.QueueFull() && !l.queueOverflow(ctx) {
 				wait = lim.WaitRefusingWhenFull

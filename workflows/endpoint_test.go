@@ -482,3 +482,45 @@ func TestEndpointPublishesSubscription(t *testing.T) {
 		t.Fatalf("subscription upserts %q, want %q", upserts, want)
 	}
 }
+
+// TestEndpointWaitOnce: a waiter granted a permit that waits again plainly (its waiting
+// attempt ran twice) gets no second permit signal (versionWaitOnce); one that hands its
+// permit back (Renew) gets it again. A run before the change signals it again either way.
+func TestEndpointWaitOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version workflow.Version
+		renew   bool
+		signals int
+	}{
+		{"plain wait, permit held", 1, false, 1},
+		{"permit handed back", 1, true, 2},
+		{"plain wait, a run before wait-once", workflow.DefaultVersion, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, rec := newGuardEnv(t)
+			env.OnGetVersion(versionWaitOnce, workflow.DefaultVersion, 1).Return(tc.version)
+			env.RegisterDelayedCallback(func() {
+				put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
+			}, time.Second)
+			wait := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Marked: true}
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalWait, wait) }, time.Minute)
+			again := wait
+			if tc.renew {
+				again.Renew = []string{"delivery:d1"}
+			}
+			// 10 s later, as a workflow task retried after its timeout: the permit is live.
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalWait, again) }, time.Minute+10*time.Second)
+			runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, time.Hour)
+			got := rec.signals()
+			if len(got) != tc.signals {
+				t.Fatalf("permit signals %+v, want %d", got, tc.signals)
+			}
+			for _, g := range got {
+				if g.Waiter != "delivery:d1" {
+					t.Errorf("permit for %q, want delivery:d1", g.Waiter)
+				}
+			}
+		})
+	}
+}

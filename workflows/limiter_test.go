@@ -663,9 +663,10 @@ func TestDeliveryHeldByGate(t *testing.T) {
 			t.Errorf("final: state %q, %d attempts, waiting %+v; want delivered on attempt 1, no longer waiting", st.State, len(st.Attempts), st.Waiting)
 		}
 		// The wait timer: until the probe (plus a second), shorter than the queued maximum;
-		// then the settle timer, as a delivery that waited completes after its attempt.
-		if tm := rec.timerDurations(); len(tm) != 2 || tm[0] != 5*time.Minute+time.Second || tm[1] != settleDelay {
-			t.Errorf("timers %v, want one wait of 5m1s and the settle (%s)", tm, settleDelay)
+		// no settle timer: its one wait has had its permit, so none can come during the
+		// last attempt's task (settleOwedVersion).
+		if tm := rec.timerDurations(); len(tm) != 1 || tm[0] != 5*time.Minute+time.Second {
+			t.Errorf("timers %v, want one wait of 5m1s", tm)
 		}
 		if up := rec.statuses(); len(up) == 0 || up[0] != herald.StateWaitingEndpoint {
 			t.Errorf("HeraldStatus upserts %v, want waiting_endpoint first", up)
@@ -792,13 +793,62 @@ func TestDeliveryBookedCompletesWithoutSettle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, rec := newDeliveryEnv(t, booked(defaultPolicy()))
-			env.OnGetVersion(versionSettleAttempt, workflow.DefaultVersion, settleQueuedVersion).Return(tc.version)
+			env.OnGetVersion(versionSettleAttempt, workflow.DefaultVersion, settleOwedVersion).Return(tc.version)
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: herald.DeliveryID(herald.DefaultTenant, testEventID)})
 			st := runDelivery(t, env)
 			if st.State != herald.StateDelivered || len(st.Attempts) != 1 {
 				t.Fatalf("final: state %q, %d attempts; want delivered on attempt 1", st.State, len(st.Attempts))
 			}
 			rec.wantCalls(t, 2, "the booked one and the one at its second")
+			if tm := rec.timerDurations(); fmt.Sprint(tm) != fmt.Sprint(tc.timers) {
+				t.Errorf("timers %v, want %v", tm, tc.timers)
+			}
+		})
+	}
+}
+
+// TestDeliverySettlesWhileAPermitIsOwed: a delivery that waited queued at its endpoint
+// settles its last attempt with the 1 ms timer only while a permit may still come
+// (settleOwedVersion): woken by its permit, it completes in its attempt's task; admitted
+// after its recheck with the permit still to come, it settles. A run on
+// settleQueuedVersion settles after any queued wait.
+func TestDeliverySettlesWhileAPermitIsOwed(t *testing.T) {
+	const recheck = 2 * time.Minute
+	held := func(p herald.Settings) func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+		first := true
+		return func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+			if first {
+				first = false
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &herald.Hold{
+					Queued: true, Reason: "endpoint at its concurrency cap of 1", Recheck: herald.Duration(recheck)}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		version workflow.Version
+		permit  bool
+		timers  []time.Duration
+	}{
+		{"woken by its permit", settleOwedVersion, true, []time.Duration{recheck}},
+		{"admitted on its recheck, the permit owed", settleOwedVersion, false, []time.Duration{recheck, settleDelay}},
+		{"woken by its permit, a run before settleOwedVersion", settleQueuedVersion, true, []time.Duration{recheck, settleDelay}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, rec := newDeliveryEnv(t, held(defaultPolicy()))
+			env.OnGetVersion(versionSettleAttempt, workflow.DefaultVersion, settleOwedVersion).Return(tc.version)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: herald.DeliveryID(herald.DefaultTenant, testEventID)})
+			if tc.permit {
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(herald.SignalPermit, policy.Grant{Until: at(time.Hour)})
+				}, time.Minute)
+			}
+			st := runDelivery(t, env)
+			if st.State != herald.StateDelivered || len(st.Attempts) != 1 {
+				t.Fatalf("final: state %q, %d attempts; want delivered on attempt 1", st.State, len(st.Attempts))
+			}
+			rec.wantCalls(t, 2, "the held one and the one after its wait")
 			if tm := rec.timerDurations(); fmt.Sprint(tm) != fmt.Sprint(tc.timers) {
 				t.Errorf("timers %v, want %v", tm, tc.timers)
 			}

@@ -26,6 +26,7 @@ type fakeEndpoints struct {
 	shares   []policy.RateShare
 	leases   []herald.LeaseRequest
 	waits    [][]string
+	renews   []string
 	dones    [][]herald.Done
 	reports  []herald.OutcomeReport
 	counts   map[string][]herald.EndpointCounts
@@ -92,10 +93,11 @@ func (f *fakeEndpoints) Lease(ctx context.Context, id string, req herald.LeaseRe
 	return herald.LeaseReply{LeaseReply: policy.LeaseReply{Permits: permits, Rate: f.shares}, Endpoint: ep, Snapshot: snap}, nil
 }
 
-func (f *fakeEndpoints) Wait(ctx context.Context, id string, waiters []string) error {
+func (f *fakeEndpoints) Wait(ctx context.Context, id string, waiters, renew []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.waits = append(f.waits, append([]string(nil), waiters...))
+	f.renews = append(f.renews, renew...)
 	return nil
 }
 

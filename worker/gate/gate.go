@@ -80,7 +80,7 @@ type gateEntry struct {
 	ask      *call // the snapshot query in flight, if any
 	// waits and dones batch the deliveries queued at, and the own permits returned to,
 	// the endpoint workflow: one signal carries all that came while the last was sent.
-	waits batcher[string]
+	waits batcher[waitItem]
 	dones batcher[herald.Done]
 	// changed is closed at the entry's next change, for the attempts waiting for room
 	// (room.go); passed are the pass-holders admitted since the last renewal.
@@ -173,14 +173,14 @@ func (g *Gate) acquire(ctx context.Context, e *gateEntry, waiter string, permit 
 			if !policy.InWindow(w, time.Now()) {
 				// A rate-limited permit is good for its one second only: ask again (the
 				// endpoint workflow grants the waiter anew once that second is over).
-				return nil, g.wait(ctx, e, waiter, snap, windowReason(w, time.Now())), nil
+				return nil, g.waitAgain(ctx, e, waiter, snap, windowReason(w, time.Now())), nil
 			}
 		}
 		if time.Until(permit.Until) > g.timeout(ep) {
 			return &Admission{Endpoint: ep, Ticket: permit.Ticket, Waiter: waiter, Window: permit.Window, entry: e}, nil, nil
 		}
 		// Too late to use it safely: ask again (the endpoint workflow renews it).
-		return nil, g.wait(ctx, e, waiter, snap, "the permit expired before the attempt could start"), nil
+		return nil, g.waitAgain(ctx, e, waiter, snap, "the permit expired before the attempt could start"), nil
 	}
 	if e.h.RateLeased() {
 		return g.acquireRate(ctx, e, waiter) // unlocks e.mu
@@ -237,11 +237,28 @@ func (g *Gate) giveBack(ctx context.Context, e *gateEntry, waiter string) {
 	}
 }
 
+// waitItem is one waiter in a wait signal; renew is set when it hands back a permit or pass
+// it was given (herald.WaitRequest.Renew).
+type waitItem struct {
+	waiter string
+	renew  bool
+}
+
 // wait puts waiter in the endpoint's queue (a signal, shared with the waiters that come
 // meanwhile: it returns once the server has it, without waiting for the endpoint
 // workflow) and says how long to wait for the permit.
 func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *herald.Hold {
-	if err := e.waits.add(ctx, waiter); err != nil {
+	return g.waitFor(ctx, e, waitItem{waiter: waiter}, snap, reason)
+}
+
+// waitAgain is wait for a waiter that hands back the permit or pass it came with: the
+// endpoint workflow grants it again (a plain wait from one that holds a permit gets none).
+func (g *Gate) waitAgain(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *herald.Hold {
+	return g.waitFor(ctx, e, waitItem{waiter: waiter, renew: true}, snap, reason)
+}
+
+func (g *Gate) waitFor(ctx context.Context, e *gateEntry, item waitItem, snap policy.Snapshot, reason string) *herald.Hold {
+	if err := e.waits.add(ctx, item); err != nil {
 		return &herald.Hold{Reason: "endpoint workflow unreachable: " + err.Error(), Recheck: herald.Duration(policy.UnreachableRecheck)}
 	}
 	if reason == "" {
@@ -267,7 +284,7 @@ func (g *Gate) Late(ctx context.Context, a *Admission, start time.Time) *herald.
 	snap := a.entry.h.Snapshot
 	a.entry.mu.Unlock()
 	// The grant stays with the endpoint workflow, which takes it back when asked again.
-	return g.wait(ctx, a.entry, a.Waiter, snap, windowReason(a.Window, start))
+	return g.waitAgain(ctx, a.entry, a.Waiter, snap, windowReason(a.Window, start))
 }
 
 // untilWindow waits for the rate window a permit is for to begin, when it begins within a
@@ -395,7 +412,16 @@ func (g *Gate) entry(id string) *gateEntry {
 	e := g.entries[id]
 	if e == nil {
 		e = &gateEntry{id: id, stopping: &g.stopping}
-		e.waits.send = func(ctx context.Context, ws []string) error { return g.calls.Wait(ctx, id, ws) }
+		e.waits.send = func(ctx context.Context, items []waitItem) error {
+			var ws, renew []string
+			for _, it := range items {
+				ws = append(ws, it.waiter)
+				if it.renew {
+					renew = append(renew, it.waiter)
+				}
+			}
+			return g.calls.Wait(ctx, id, ws, renew)
+		}
 		e.dones.send = func(ctx context.Context, ds []herald.Done) error { return g.calls.Dones(ctx, id, ds) }
 		g.entries[id] = e
 	}

@@ -150,6 +150,9 @@ func TestAdmissionUnderTheCapFromManyGoroutines(t *testing.T) {
 	if !slices.Equal(queued, signalled) || len(f.waits) > len(queued) {
 		t.Fatalf("waiters signalled %v in %d signals, want %v", signalled, len(f.waits), queued)
 	}
+	if len(f.renews) != 0 {
+		t.Fatalf("plain waits sent as handing a permit back: %v", f.renews)
+	}
 	for _, a := range admitted {
 		wg.Go(func() { g.Finish(context.Background(), a, delivered(time.Now())) })
 	}
@@ -292,6 +295,9 @@ func TestOwnPermits(t *testing.T) {
 	}
 	if len(f.waits) != 1 || !slices.Equal(f.waits[0], []string{"delivery-3"}) {
 		t.Fatalf("waits %v, want delivery-3 queued again", f.waits)
+	}
+	if !slices.Equal(f.renews, []string{"delivery-3"}) {
+		t.Fatalf("waits handing a permit back %v, want delivery-3's (it came with one)", f.renews)
 	}
 	if l := lease(g, "ep"); l.InUse != 0 || l.Seq != 0 {
 		t.Fatalf("own permits touched the local lease: %+v", l)

@@ -202,6 +202,6 @@ func (g *Gate) acquirePass(ctx context.Context, e *gateEntry, waiter string) (*A
 			return nil, nil, err
 		}
 		// Waiting again takes the pass back (policy.Limiter.Wait).
-		return nil, g.wait(ctx, e, waiter, snap, reason), nil
+		return nil, g.waitAgain(ctx, e, waiter, snap, reason), nil
 	}
 }

@@ -133,6 +133,9 @@ func TestPassHolderWithoutRoomQueuesAgain(t *testing.T) {
 	if len(f.waits) != 1 || !slices.Equal(f.waits[0], []string{"d1"}) {
 		t.Fatalf("waits %v, want d1 queued again", f.waits)
 	}
+	if !slices.Equal(f.renews, []string{"d1"}) {
+		t.Fatalf("waits handing a pass back %v, want d1's", f.renews)
+	}
 }
 
 // At a rate-limited endpoint that drains its queue through the gates' rate shares, a
