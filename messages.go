@@ -19,13 +19,24 @@ type AdmissionView struct {
 // queue comes.
 type WaitRequest struct {
 	Waiters []string `json:"waiters"`
+	// Keys, when Marked, names for each of Waiters the attempt it waits for (its round
+	// and number, policy.WaitKey): a waiter that holds a permit or pass granted for the
+	// same key gets no second one (policy.Limiter.Answered).
+	Keys []uint32 `json:"keys,omitempty"`
 	// Renew lists those of Waiters that hand back a permit or pass they were given and
 	// could not use (the second it was for is over, it expired, or no room came for the
-	// pass): they are granted again. Marked is set by the gates that fill Renew; from them,
-	// a waiter not in Renew that holds a permit or pass gets no second one
-	// (policy.Limiter.WaitOnce). Gates before it send neither.
+	// pass): they are granted again, whatever their key. Marked is set by the gates that
+	// fill Keys and Renew; gates before them send none of the three.
 	Renew  []string `json:"renew,omitempty"`
 	Marked bool     `json:"marked,omitempty"`
+}
+
+// Key returns the key Keys names for Waiters[i], 0 if none.
+func (w WaitRequest) Key(i int) uint32 {
+	if i < len(w.Keys) {
+		return w.Keys[i]
+	}
+	return 0
 }
 
 // OutcomeReport carries the outcomes of attempts a gate admitted without a lease (their

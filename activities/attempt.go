@@ -67,7 +67,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 		return res, nil
 	}
 	res := herald.Result{Number: in.Number, StartedAt: a.now(), Policy: a.Defaults.Apply(herald.Overrides{})}
-	adm, hold, err := a.Gate.Acquire(ctx, in.Event.EndpointID, in.Waiter, in.Permit)
+	adm, hold, err := a.Gate.Acquire(gate.WithWaitKey(ctx, policy.WaitKey(in.Round, in.Number)), in.Event.EndpointID, in.Waiter, in.Permit)
 	switch {
 	case ctx.Err() != nil:
 		return res, ctx.Err()

@@ -125,8 +125,8 @@ func (g *Limiter) TickPasses(now time.Time) []Grant {
 	var wakes []Grant
 	for win := g.passWindow(now); len(g.Ledger.Waiting) > 0 && len(g.Passes) < win; {
 		w := g.Ledger.Waiting[0]
+		p := Grant{Waiter: w, Until: now.Add(PassTTL), Pass: true, Key: g.Ledger.FirstKey()}
 		g.Ledger.Remove(w)
-		p := Grant{Waiter: w, Until: now.Add(PassTTL), Pass: true}
 		g.Passes = append(slices.Clip(g.Passes), p)
 		wakes = append(wakes, p)
 	}

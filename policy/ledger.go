@@ -41,6 +41,9 @@ type Ledger struct {
 	Held []Lease `json:"held,omitempty"`
 	// Waiting holds the waiter ids, first in line first, each once.
 	Waiting []string `json:"waiting,omitempty"`
+	// Keys holds, in the order of Waiting, the key of the attempt each queued waiter waits
+	// for (WaitKey; 0: not named by its gate), or nothing while none is named (SetKey).
+	Keys []uint32 `json:"keys,omitempty"`
 
 	// own is the ledger that may change Waiting's backing array in place (itself, once it
 	// has cloned it): a copy, or a ledger decoded from JSON, clones before its first change.
@@ -183,8 +186,40 @@ func (p *Ledger) Enqueue(waiter string) bool {
 	}
 	// Appending past every copy's length changes nothing any copy can see.
 	p.Waiting = append(p.Waiting, waiter)
+	if p.Keys != nil {
+		p.Keys = append(p.Keys, 0)
+	}
 	p.queued[waiter] = struct{}{}
 	return true
+}
+
+// SetKey notes key, the attempt a queued waiter waits for (0: none named), until it leaves
+// the queue. The waiter just enqueued (the last) costs constant time; another, a scan.
+func (p *Ledger) SetKey(waiter string, key uint32) {
+	p.mine()
+	if _, ok := p.queued[waiter]; !ok || (key == 0 && p.Keys == nil) {
+		return
+	}
+	i := len(p.Waiting) - 1
+	if p.Waiting[i] != waiter {
+		i = slices.Index(p.Waiting, waiter)
+	}
+	switch {
+	case p.Keys == nil:
+		p.Keys = make([]uint32, len(p.Waiting))
+	case i != len(p.Waiting)-1:
+		// Copies may share the array up to their length: change a new one.
+		p.Keys = slices.Clone(p.Keys)
+	}
+	p.Keys[i] = key
+}
+
+// FirstKey is the key noted for the first in line (SetKey), 0 if none.
+func (p *Ledger) FirstKey() uint32 {
+	if len(p.Keys) == 0 {
+		return 0
+	}
+	return p.Keys[0]
 }
 
 // Queued reports whether waiter is in the queue.
@@ -204,11 +239,17 @@ func (p *Ledger) Remove(waiter string) bool {
 	delete(p.queued, waiter)
 	if p.Waiting[0] == waiter {
 		p.Waiting = p.Waiting[1:]
+		if p.Keys != nil {
+			p.Keys = p.Keys[1:]
+		}
 		return true
 	}
 	// Copies may share the array: take the waiter out of a new one.
 	i := slices.Index(p.Waiting, waiter)
 	p.Waiting = slices.Delete(slices.Clone(p.Waiting), i, i+1)
+	if p.Keys != nil {
+		p.Keys = slices.Delete(slices.Clone(p.Keys), i, i+1)
+	}
 	return true
 }
 
@@ -222,6 +263,10 @@ func (p *Ledger) ToFront(waiter string) {
 	w := make([]string, 0, len(p.Waiting))
 	w = append(append(append(w, waiter), p.Waiting[:i]...), p.Waiting[i+1:]...)
 	p.Waiting = w
+	if p.Keys != nil {
+		k := make([]uint32, 0, len(p.Keys))
+		p.Keys = append(append(append(k, p.Keys[i]), p.Keys[:i]...), p.Keys[i+1:]...)
+	}
 }
 
 // UnmarshalJSON reads a ledger, dropping what p knew of the queue it replaces: the index
@@ -233,6 +278,9 @@ func (p *Ledger) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*p = Ledger(v)
+	if len(p.Keys) != len(p.Waiting) {
+		p.Keys = nil // not aligned with the queue: written by no Herald; forget them
+	}
 	return nil
 }
 
@@ -243,6 +291,9 @@ func (p *Ledger) mine() {
 		return
 	}
 	p.Waiting = slices.Clone(p.Waiting)
+	if p.Keys != nil {
+		p.Keys = slices.Clone(p.Keys)
+	}
 	p.queued = make(map[string]struct{}, len(p.Waiting))
 	for _, w := range p.Waiting {
 		p.queued[w] = struct{}{}

@@ -326,3 +326,41 @@ func TestLedgerDecodedOverOwnedQueue(t *testing.T) {
 		t.Fatalf("queue %v, want [c a]", p.Waiting)
 	}
 }
+
+// Keys stay aligned with the queue through every change, a copy keeps the keys it saw, and
+// a ledger decoded from JSON keeps them.
+func TestLedgerKeysFollowTheQueue(t *testing.T) {
+	var p Ledger
+	for _, w := range []string{"a", "b", "c", "d"} {
+		p.Enqueue(w)
+	}
+	if p.Keys != nil {
+		t.Fatalf("keys %v before any was named, want none", p.Keys)
+	}
+	p.SetKey("d", 4)
+	p.SetKey("b", 2)
+	p.Enqueue("e")
+	p.SetKey("e", 5)
+	copied := p
+	p.Remove("c")
+	p.ToFront("d")
+	p.Remove("d")
+	if want := []uint32{0, 2, 5}; !slices.Equal(p.Keys, want) || !slices.Equal(p.Waiting, []string{"a", "b", "e"}) {
+		t.Fatalf("queue %v keys %v, want [a b e] %v", p.Waiting, p.Keys, want)
+	}
+	if want := []uint32{0, 2, 0, 4, 5}; !slices.Equal(copied.Keys, want) {
+		t.Errorf("the copy's keys %v, want %v", copied.Keys, want)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Ledger
+	if err := json.Unmarshal(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	q.Remove("a")
+	if q.FirstKey() != 2 {
+		t.Errorf("after decoding and taking a: first key %d, want 2", q.FirstKey())
+	}
+}

@@ -121,6 +121,9 @@ type Grant struct {
 	// Pass says the waiter holds no permit of its own: its worker's gate admits it ahead of
 	// the queue, under the gate's lease (TickPasses). Until is when the pass stops counting.
 	Pass bool `json:"pass,omitempty"`
+	// Key names the attempt whose wait this permit or pass answers (Limiter.NoteKey; 0:
+	// not named by its gate).
+	Key uint32 `json:"key,omitempty"`
 }
 
 // Outcome is the result of one admitted attempt, as reported to the limiter.
@@ -388,6 +391,10 @@ func (g *Limiter) Tick(now time.Time) []Grant {
 		if !ok {
 			break
 		}
+		if k := g.Ledger.FirstKey(); k != 0 {
+			s.Key = k
+			g.Grants[g.single(w)].Key = k
+		}
 		g.Ledger.Remove(w)
 		wakes = append(wakes, s)
 		if s.Ticket.Kind != TicketNormal {
@@ -531,45 +538,52 @@ func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 	return g.wait(now, waiter, true)
 }
 
-// WaitOnce is Wait for a waiter that asks without handing back a permit or pass it was
-// given (its gate's plain wait, herald.WaitRequest): one that already holds a granted
-// permit, or a pass, keeps it (a granted permit's lease is renewed) and gets no second one,
-// since the signal that carries it reaches its delivery in any case (signals are durable;
-// a delivery that runs its workflow task again sees it again in its history). So each
-// time a delivery is told it waits brings it at most one permit signal, which lets it
-// complete in its last attempt's workflow task once it has taken that permit
-// (workflows.settleOwedVersion). A waiter whose permit was for a rate second already over
-// asks anew, as in Wait. Repeat reports that the waiter held a permit or pass, and got
-// nothing new.
-func (g *Limiter) WaitOnce(now time.Time, waiter string) (w Grant, ok, repeat bool) {
-	if g.holdsPass(now, waiter) {
-		return Grant{}, false, true
-	}
-	held := g.Holds(now, waiter)
-	w, ok = g.wait(now, waiter, true)
-	if held && ok && !w.Disabled {
-		return Grant{}, false, true
-	}
-	return w, ok, false
-}
+// WaitKey names attempt number of round of a delivery, for the waits its gate sends
+// (herald.WaitRequest.Keys); never 0.
+// The round takes the high 12 bits and the number the low 20 (keys repeat only after
+// 4,096 rounds, and a key taken for another then makes the delivery wait for its recheck).
+func WaitKey(round, number int) uint32 { return uint32(round)<<20 | uint32(number)&(1<<20-1) | 1<<31 }
 
-// Holds reports whether waiter holds, at now, a pass or a granted permit it may still use
-// (not one for a rate second already over): a plain wait from it brings nothing new
-// (WaitOnce).
-func (g *Limiter) Holds(now time.Time, waiter string) bool {
-	if g.holdsPass(now, waiter) {
+// Answered reports whether waiter holds, at now, a permit or a pass granted for the attempt
+// named key (not 0): a wait from it with that key is the same wait again (its attempt ran
+// once more, its workflow task retried after a worker died), and the signal that carries
+// the permit is on its way, or already in its delivery's history. A wait with another key
+// is a new one: the delivery took that permit already, and its report of it may not have
+// come yet.
+func (g *Limiter) Answered(now time.Time, waiter string, key uint32) bool {
+	if key == 0 {
+		return false
+	}
+	if slices.ContainsFunc(g.Passes, func(p Grant) bool { return p.Waiter == waiter && p.Key == key && p.Until.After(now) }) {
 		return true
 	}
 	i := g.single(waiter)
-	if i < 0 {
+	if i < 0 || g.Grants[i].Key != key {
 		return false
 	}
 	win := g.Grants[i].Window
 	return win.IsZero() || now.Before(win) || InWindow(win, now)
 }
 
-func (g *Limiter) holdsPass(now time.Time, waiter string) bool {
-	return slices.ContainsFunc(g.Passes, func(p Grant) bool { return p.Waiter == waiter && p.Until.After(now) })
+// Renew extends the lease of the permit waiter holds, as a wait from it does, and hands
+// nothing over (Answered said the permit is on its way).
+func (g *Limiter) Renew(now time.Time, waiter string) {
+	if i := g.single(waiter); i >= 0 {
+		if l := g.Ledger.Lend(waiter, 1, g.Cap(), g.Config.LeaseTTL.Std(), now); l.Permits > 0 {
+			g.Grants[i].Until = l.Expires
+		}
+	}
+}
+
+// NoteKey records key, the attempt waiter's last wait was for, where the wait left it: on
+// the permit it was granted, or on its place in the queue; a grant made later from the
+// queue carries it (Tick, TickPasses).
+func (g *Limiter) NoteKey(waiter string, key uint32) {
+	if i := g.single(waiter); i >= 0 {
+		g.Grants[i].Key = key
+		return
+	}
+	g.Ledger.SetKey(waiter, key)
 }
 
 // WaitRefusingWhenFull is Wait as Herald 0.1.0 did it: a waiter that comes to a full queue

@@ -1213,30 +1213,54 @@ func BenchmarkLimiterWaitOutage(b *testing.B) {
 	}
 }
 
-// A plain wait from a waiter that holds a permit or a pass brings nothing new (WaitOnce):
-// the signal that carries it is on its way. Wait, used when a gate hands a permit back,
-// repeats the grant; a waiter with nothing is granted or queued as by Wait.
-func TestWaitOnceGrantsAtMostOnce(t *testing.T) {
+// A wait for the attempt a waiter's permit or pass was granted for is the same wait again
+// (Answered): nothing new goes. A wait with another key is a new one. A key noted for a
+// queued waiter goes with the permit or pass it is granted from the queue, and leaves the
+// queue with it.
+func TestWaitKeysAnswered(t *testing.T) {
 	c := limiterTestConfig()
 	g := NewLimiter(c)
 	now := limiterEpoch
-	if w, ok, repeat := g.WaitOnce(now, "a"); !ok || repeat || w.Waiter != "a" {
-		t.Fatalf("first wait of a: %+v %v %v; want a permit at once", w, ok, repeat)
+	k1, k2 := WaitKey(0, 1), WaitKey(0, 2)
+	if _, ok := g.Wait(now, "a"); !ok {
+		t.Fatal("first wait of a: want a permit at once")
 	}
-	if _, ok, repeat := g.WaitOnce(now.Add(time.Second), "a"); ok || !repeat {
-		t.Errorf("plain wait of a granted waiter: ok %v repeat %v; want nothing new", ok, repeat)
+	g.NoteKey("a", k1)
+	if !g.Answered(now.Add(time.Second), "a", k1) {
+		t.Error("the same wait again: not answered, want answered by a's permit")
 	}
-	if i := g.single("a"); i < 0 || !g.Grants[i].Until.After(now.Add(time.Second)) {
-		t.Errorf("a's permit after its plain wait: %v", g.Grants)
+	if g.Answered(now.Add(time.Second), "a", k2) || g.Answered(now.Add(time.Second), "a", 0) {
+		t.Error("a wait for another attempt, or with no key, taken for the same one")
 	}
-	if w, ok := g.Wait(now.Add(2*time.Second), "a"); !ok || w.Waiter != "a" {
-		t.Errorf("a hands its permit back and waits: %+v %v; want it granted again", w, ok)
+	g.Renew(now.Add(10*time.Second), "a")
+	if i := g.single("a"); i < 0 || !g.Grants[i].Until.After(now.Add(10*time.Second)) {
+		t.Errorf("a's permit after Renew: %+v", g.Grants)
 	}
-	g.Passes = append(g.Passes, Grant{Waiter: "p", Until: now.Add(time.Minute), Pass: true})
-	if _, ok, repeat := g.WaitOnce(now.Add(2*time.Second), "p"); ok || !repeat || len(g.Passes) != 1 {
-		t.Errorf("plain wait of a pass-holder: ok %v repeat %v, passes %v; want its pass kept, nothing new", ok, repeat, g.Passes)
+	// Fill the cap, so that the next waiter queues, with its key.
+	for i := range c.Capacity.MaxInFlight - 1 {
+		g.Wait(now, fmt.Sprintf("f%d", i))
 	}
-	if _, ok, repeat := g.WaitOnce(now.Add(2*time.Minute), "p"); repeat {
-		t.Errorf("plain wait after the pass expired: ok %v, repeat; want it asked anew", ok)
+	if _, ok := g.Wait(now, "q"); ok {
+		t.Fatal("q granted with the cap full")
+	}
+	g.NoteKey("q", k2)
+	if g.Ledger.FirstKey() != k2 {
+		t.Fatalf("q's queued key %d, want %d", g.Ledger.FirstKey(), k2)
+	}
+	copied := g
+	g.Done(now.Add(time.Second), "a", nil)
+	wakes := g.Tick(now.Add(time.Second))
+	if len(wakes) != 1 || wakes[0].Waiter != "q" || wakes[0].Key != k2 || !g.Answered(now.Add(time.Second), "q", k2) {
+		t.Fatalf("wakes %+v: want q granted with its key", wakes)
+	}
+	if len(g.Ledger.Keys) != 0 {
+		t.Errorf("keys left after q left the queue: %v", g.Ledger.Keys)
+	}
+	if copied.Ledger.FirstKey() != k2 {
+		t.Errorf("a copy taken before lost q's key")
+	}
+	g.Passes = append(g.Passes, Grant{Waiter: "p", Until: now.Add(time.Minute), Pass: true, Key: k1})
+	if !g.Answered(now.Add(2*time.Second), "p", k1) || g.Answered(now.Add(2*time.Minute), "p", k1) {
+		t.Error("a pass answers its key's wait until it expires")
 	}
 }

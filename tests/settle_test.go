@@ -150,8 +150,8 @@ func TestStraySignalDuringFirstAttempt(t *testing.T) {
 }
 
 // TestRecordWaitOnceHistory records an endpoint workflow that grants a waiter a permit and
-// then takes a plain wait from it again (its waiting attempt ran twice) without a second
-// permit signal (endpoint_wait_once.json, versionWaitOnce), for TestReplayHistories. The
+// then takes the same wait from it again (the same key: its waiting attempt ran twice)
+// without a second permit signal (endpoint_wait_once.json, versionWaitOnce), for TestReplayHistories. The
 // waiter is a scheduled delivery, running and waiting on its timer. It runs only with
 // -record:
 //
@@ -169,7 +169,7 @@ func TestRecordWaitOnceHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := herald.EndpointWorkflowID("rec-wait-once")
-	wait := herald.WaitRequest{Waiters: []string{res.WorkflowID}, Marked: true}
+	wait := herald.WaitRequest{Waiters: []string{res.WorkflowID}, Keys: []uint32{policy.WaitKey(0, 1)}, Marked: true}
 	for range 2 {
 		if err := shared.client.SignalWorkflow(ctx, ep, "", herald.SignalWait, wait); err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestRecordWaitOnceHistory(t *testing.T) {
 		}
 	}
 	if permits != 1 {
-		t.Fatalf("%d permit signals for two plain waits of one waiter, want 1", permits)
+		t.Fatalf("%d permit signals for the same wait sent twice, want 1", permits)
 	}
 	save(t, "endpoint_wait_once.json", ep)
 	if _, err := shared.starter.Cancel(ctx, starter.Ref{EventID: "evt_rec_wait_once"}, herald.CancelRequest{}); err != nil {

@@ -164,18 +164,20 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	}
 	var w herald.WaitRequest
 	for l.waits.ReceiveAsync(&w) {
-		for _, waiter := range w.Waiters {
-			now := workflow.Now(ctx)
-			if w.Marked && !slices.Contains(w.Renew, waiter) && lim.Holds(now, waiter) && l.waitOnce(ctx) {
-				// It holds a permit or pass whose signal is on its way: no second one.
-				lim.WaitOnce(now, waiter)
+		for i, waiter := range w.Waiters {
+			now, key := workflow.Now(ctx), w.Key(i)
+			if w.Marked && !slices.Contains(w.Renew, waiter) && lim.Answered(now, waiter, key) && l.waitOnce(ctx) {
+				// The same wait again: the permit or pass that answers it is on its way.
+				lim.Renew(now, waiter)
 				continue
 			}
 			wait := lim.Wait
 			if lim.QueueFull() && !l.queueOverflow(ctx) {
 				wait = lim.WaitRefusingWhenFull
 			}
-			if wk, ok := wait(workflow.Now(ctx), waiter); ok {
+			wk, ok := wait(workflow.Now(ctx), waiter)
+			lim.NoteKey(waiter, key)
+			if ok {
 				l.e.wake(ctx, wk)
 			}
 		}

@@ -483,19 +483,23 @@ func TestEndpointPublishesSubscription(t *testing.T) {
 	}
 }
 
-// TestEndpointWaitOnce: a waiter granted a permit that waits again plainly (its waiting
-// attempt ran twice) gets no second permit signal (versionWaitOnce); one that hands its
-// permit back (Renew) gets it again. A run before the change signals it again either way.
+// TestEndpointWaitOnce: a waiter granted a permit that sends the same wait again (the
+// same key: its waiting attempt ran twice) gets no second permit signal (versionWaitOnce);
+// one that waits for another attempt (it took the permit already) or hands its permit
+// back (Renew) gets one. A run before the change signals it again either way.
 func TestEndpointWaitOnce(t *testing.T) {
+	k1, k2 := policy.WaitKey(0, 1), policy.WaitKey(0, 2)
 	for _, tc := range []struct {
 		name    string
 		version workflow.Version
+		key     uint32
 		renew   bool
 		signals int
 	}{
-		{"plain wait, permit held", 1, false, 1},
-		{"permit handed back", 1, true, 2},
-		{"plain wait, a run before wait-once", workflow.DefaultVersion, false, 2},
+		{"the same wait again", 1, k1, false, 1},
+		{"a wait for the next attempt", 1, k2, false, 2},
+		{"permit handed back", 1, k1, true, 2},
+		{"the same wait again, a run before wait-once", workflow.DefaultVersion, k1, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, rec := newGuardEnv(t)
@@ -503,9 +507,9 @@ func TestEndpointWaitOnce(t *testing.T) {
 			env.RegisterDelayedCallback(func() {
 				put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
 			}, time.Second)
-			wait := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Marked: true}
+			wait := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Keys: []uint32{k1}, Marked: true}
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalWait, wait) }, time.Minute)
-			again := wait
+			again := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Keys: []uint32{tc.key}, Marked: true}
 			if tc.renew {
 				again.Renew = []string{"delivery:d1"}
 			}

@@ -199,22 +199,24 @@ const (
 	// delivery_rate_leased_before_settle_queued.json (booked, then settled) takes it;
 	// delivery_rate_leased.json takes version 2 (TestRecordRateLeaseHistories).
 	settleQueuedVersion = 2
-	// versionWaitOnce (2026-12-04, issue 24): a gate's plain wait (herald.WaitRequest
-	// Marked, the waiter not in Renew) from a waiter that holds a granted permit or a pass
-	// renews it but sends no second permit signal (policy.Limiter.WaitOnce): the first is on
-	// its way, or already in the delivery's history. Before, the endpoint signalled the
-	// permit again, so a delivery whose waiting attempt ran twice (its workflow task was
-	// retried after a worker died) could get two permits for one wait, the second during
-	// its last attempt's task. A gate that hands a permit or pass back lists the waiter in
-	// Renew and gets it again, as before. Asked the first time such a plain wait comes in a
+	// versionWaitOnce (2026-12-04, issue 24): a gate's wait names the attempt it is for
+	// (herald.WaitRequest.Keys, policy.WaitKey); a waiter that holds a permit or pass
+	// granted for that same attempt gets no second permit signal, only its permit renewed
+	// (policy.Limiter.Answered): its waiting attempt ran twice (a workflow task retried
+	// after a worker died) and the first signal is on its way, or already in the delivery's
+	// history. Before, the endpoint signalled the permit again, and the second could come
+	// during the delivery's last attempt's task. A wait for another attempt (the delivery
+	// took the permit, and the report of it has not come), or one that hands a permit or pass
+	// back (Renew), is granted as before. Asked the first time the same wait comes again in a
 	// run: every history recorded before has none and takes the old branch;
 	// endpoint_wait_once.json takes the new one (TestRecordWaitOnceHistory).
 	versionWaitOnce = "wait-once"
 	// settleOwedVersion (2026-12-04, issue 24) is versionSettleAttempt's version 3: a
 	// delivery settles its last attempt only while a permit signal may still come, that is
 	// while it has waited on more holds that may bring one (herald.Hold.MayPermit) than it
-	// has taken permits. Each permit answers one wait: the endpoint workflow grants a waiter
-	// once per time it was queued, and a pass that expires is forgotten, not granted again.
+	// has taken permits. Each permit answers one wait: the endpoint workflow grants a wait
+	// once, the same wait sent again (versionWaitOnce) included, and a pass that expires is
+	// forgotten, not granted again.
 	// A delivery woken from its endpoint's queue that took its permit or pass therefore
 	// completes in its attempt's workflow task: a workflow task and a timer (5 history
 	// events) fewer per drained delivery. Version 2 settles after any such wait:

@@ -21,10 +21,8 @@ type Endpoints interface {
 	// Lease sends a lease request to endpoint id's workflow (herald.UpdateLease) and
 	// returns its reply.
 	Lease(ctx context.Context, id string, req herald.LeaseRequest) (herald.LeaseReply, error)
-	// Wait queues waiters, deliveries' workflow ids, at endpoint id (herald.SignalWait);
-	// those also in renew hand back a permit or pass they were given
-	// (herald.WaitRequest.Renew).
-	Wait(ctx context.Context, id string, waiters, renew []string) error
+	// Wait queues r's waiters, deliveries' workflow ids, at endpoint id (herald.SignalWait).
+	Wait(ctx context.Context, id string, r herald.WaitRequest) error
 	// Dones returns deliveries' own permits to endpoint id (herald.SignalDones).
 	Dones(ctx context.Context, id string, dones []herald.Done) error
 	// Outcomes reports outcomes of attempts admitted without a lease (herald.SignalOutcomes).
@@ -131,8 +129,8 @@ func (t temporalEndpoints) signal(ctx context.Context, id, name string, arg any)
 	})
 }
 
-func (t temporalEndpoints) Wait(ctx context.Context, id string, waiters, renew []string) error {
-	return t.signal(ctx, id, herald.SignalWait, herald.WaitRequest{Waiters: waiters, Renew: renew, Marked: true})
+func (t temporalEndpoints) Wait(ctx context.Context, id string, r herald.WaitRequest) error {
+	return t.signal(ctx, id, herald.SignalWait, r)
 }
 
 func (t temporalEndpoints) Dones(ctx context.Context, id string, dones []herald.Done) error {

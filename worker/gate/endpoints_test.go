@@ -38,11 +38,11 @@ func TestTemporalEndpoints(t *testing.T) {
 		t.Fatalf("Lease = %+v, %v; want 3 permits", reply, err)
 	}
 
-	c.On("SignalWorkflow", mock.Anything, wid, "", herald.SignalWait, herald.WaitRequest{Waiters: []string{"d1"}, Marked: true}).Return(nil)
+	c.On("SignalWorkflow", mock.Anything, wid, "", herald.SignalWait, herald.WaitRequest{Waiters: []string{"d1"}}).Return(nil)
 	c.On("SignalWorkflow", mock.Anything, wid, "", herald.SignalDones, []herald.Done{{Waiter: "d1"}}).Return(nil)
 	c.On("SignalWorkflow", mock.Anything, wid, "", herald.SignalOutcomes, mock.Anything).
 		Return(serviceerror.NewNotFound("workflow not found"))
-	if err := eps.Wait(ctx, "ep", []string{"d1"}, nil); err != nil {
+	if err := eps.Wait(ctx, "ep", herald.WaitRequest{Waiters: []string{"d1"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := eps.Dones(ctx, "ep", []herald.Done{{Waiter: "d1"}}); err != nil {
@@ -86,7 +86,7 @@ func TestTemporalEndpointsNameTheRun(t *testing.T) {
 		t.Fatalf("run remembered %q, want r1", got)
 	}
 	c.On("SignalWorkflow", mock.Anything, wid, "r1", herald.SignalWait, mock.Anything).Return(nil).Once()
-	if err := eps.Wait(ctx, "ep", []string{"d1"}, nil); err != nil {
+	if err := eps.Wait(ctx, "ep", herald.WaitRequest{Waiters: []string{"d1"}}); err != nil {
 		t.Fatal(err)
 	}
 	// r1 continued as new into r2: the call to r1 is made again to the current run.

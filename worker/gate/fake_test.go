@@ -27,6 +27,7 @@ type fakeEndpoints struct {
 	leases   []herald.LeaseRequest
 	waits    [][]string
 	renews   []string
+	keys     []uint32
 	dones    [][]herald.Done
 	reports  []herald.OutcomeReport
 	counts   map[string][]herald.EndpointCounts
@@ -93,11 +94,12 @@ func (f *fakeEndpoints) Lease(ctx context.Context, id string, req herald.LeaseRe
 	return herald.LeaseReply{LeaseReply: policy.LeaseReply{Permits: permits, Rate: f.shares}, Endpoint: ep, Snapshot: snap}, nil
 }
 
-func (f *fakeEndpoints) Wait(ctx context.Context, id string, waiters, renew []string) error {
+func (f *fakeEndpoints) Wait(ctx context.Context, id string, r herald.WaitRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.waits = append(f.waits, append([]string(nil), waiters...))
-	f.renews = append(f.renews, renew...)
+	f.waits = append(f.waits, append([]string(nil), r.Waiters...))
+	f.renews = append(f.renews, r.Renew...)
+	f.keys = append(f.keys, r.Keys...)
 	return nil
 }
 

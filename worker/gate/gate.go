@@ -237,24 +237,39 @@ func (g *Gate) giveBack(ctx context.Context, e *gateEntry, waiter string) {
 	}
 }
 
-// waitItem is one waiter in a wait signal; renew is set when it hands back a permit or pass
-// it was given (herald.WaitRequest.Renew).
+// waitItem is one waiter in a wait signal: the attempt it waits for (key, WithWaitKey), and
+// renew set when it hands back a permit or pass it was given (herald.WaitRequest).
 type waitItem struct {
 	waiter string
+	key    uint32
 	renew  bool
+}
+
+type waitKeyCtx struct{}
+
+// WithWaitKey returns ctx naming the attempt an Acquire under it is for (policy.WaitKey):
+// a wait it sends carries the key, so that the endpoint workflow knows the same wait sent
+// again (the attempt ran twice) from a new one.
+func WithWaitKey(ctx context.Context, key uint32) context.Context {
+	return context.WithValue(ctx, waitKeyCtx{}, key)
+}
+
+func waitKey(ctx context.Context) uint32 {
+	k, _ := ctx.Value(waitKeyCtx{}).(uint32)
+	return k
 }
 
 // wait puts waiter in the endpoint's queue (a signal, shared with the waiters that come
 // meanwhile: it returns once the server has it, without waiting for the endpoint
 // workflow) and says how long to wait for the permit.
 func (g *Gate) wait(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *herald.Hold {
-	return g.waitFor(ctx, e, waitItem{waiter: waiter}, snap, reason)
+	return g.waitFor(ctx, e, waitItem{waiter: waiter, key: waitKey(ctx)}, snap, reason)
 }
 
 // waitAgain is wait for a waiter that hands back the permit or pass it came with: the
 // endpoint workflow grants it again (a plain wait from one that holds a permit gets none).
 func (g *Gate) waitAgain(ctx context.Context, e *gateEntry, waiter string, snap policy.Snapshot, reason string) *herald.Hold {
-	return g.waitFor(ctx, e, waitItem{waiter: waiter, renew: true}, snap, reason)
+	return g.waitFor(ctx, e, waitItem{waiter: waiter, key: waitKey(ctx), renew: true}, snap, reason)
 }
 
 func (g *Gate) waitFor(ctx context.Context, e *gateEntry, item waitItem, snap policy.Snapshot, reason string) *herald.Hold {
@@ -413,14 +428,14 @@ func (g *Gate) entry(id string) *gateEntry {
 	if e == nil {
 		e = &gateEntry{id: id, stopping: &g.stopping}
 		e.waits.send = func(ctx context.Context, items []waitItem) error {
-			var ws, renew []string
+			r := herald.WaitRequest{Marked: true}
 			for _, it := range items {
-				ws = append(ws, it.waiter)
+				r.Waiters, r.Keys = append(r.Waiters, it.waiter), append(r.Keys, it.key)
 				if it.renew {
-					renew = append(renew, it.waiter)
+					r.Renew = append(r.Renew, it.waiter)
 				}
 			}
-			return g.calls.Wait(ctx, id, ws, renew)
+			return g.calls.Wait(ctx, id, r)
 		}
 		e.dones.send = func(ctx context.Context, ds []herald.Done) error { return g.calls.Dones(ctx, id, ds) }
 		g.entries[id] = e

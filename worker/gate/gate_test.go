@@ -279,7 +279,8 @@ func TestOwnPermits(t *testing.T) {
 	a, _, _ = g.Acquire(ctx, "ep", "delivery-2", permit)
 	g.Release(ctx, a)
 	short := &policy.Grant{Waiter: "delivery-3", Until: time.Now().Add(attemptTimeout / 2)}
-	if a, h, _ := g.Acquire(ctx, "ep", "delivery-3", short); a != nil || h == nil || !h.Queued {
+	key := policy.WaitKey(0, 3)
+	if a, h, _ := g.Acquire(WithWaitKey(ctx, key), "ep", "delivery-3", short); a != nil || h == nil || !h.Queued {
 		t.Fatalf("a permit that ends before the attempt could: %+v, %+v; want queued again", a, h)
 	}
 	if a, h, _ := g.Acquire(ctx, "ep", "delivery-4", &policy.Grant{Disabled: true}); a != nil || h == nil || !h.Disabled {
@@ -296,8 +297,8 @@ func TestOwnPermits(t *testing.T) {
 	if len(f.waits) != 1 || !slices.Equal(f.waits[0], []string{"delivery-3"}) {
 		t.Fatalf("waits %v, want delivery-3 queued again", f.waits)
 	}
-	if !slices.Equal(f.renews, []string{"delivery-3"}) {
-		t.Fatalf("waits handing a permit back %v, want delivery-3's (it came with one)", f.renews)
+	if !slices.Equal(f.renews, []string{"delivery-3"}) || !slices.Equal(f.keys, []uint32{key}) {
+		t.Fatalf("waits handing a permit back %v with keys %v, want delivery-3's (it came with one), with its attempt's key", f.renews, f.keys)
 	}
 	if l := lease(g, "ep"); l.InUse != 0 || l.Seq != 0 {
 		t.Fatalf("own permits touched the local lease: %+v", l)
