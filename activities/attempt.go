@@ -33,6 +33,8 @@ type AttemptInput struct {
 	Waiter string `json:"waiter,omitempty"`
 	// Permit is a permit of its own the endpoint workflow handed the delivery.
 	Permit *policy.Grant `json:"permit,omitempty"`
+	// WaitKey names the wait this attempt sends if it must wait (policy.WaitKey); 0: none.
+	WaitKey uint32 `json:"wait_key,omitempty"`
 }
 
 // Activities are Herald's activities. One value is shared by all attempts of a worker.
@@ -67,7 +69,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (herald.Resul
 		return res, nil
 	}
 	res := herald.Result{Number: in.Number, StartedAt: a.now(), Policy: a.Defaults.Apply(herald.Overrides{})}
-	adm, hold, err := a.Gate.Acquire(gate.WithWaitKey(ctx, policy.WaitKey(in.Round, in.Number)), in.Event.EndpointID, in.Waiter, in.Permit)
+	adm, hold, err := a.Gate.Acquire(gate.WithWaitKey(ctx, in.WaitKey), in.Event.EndpointID, in.Waiter, in.Permit)
 	switch {
 	case ctx.Err() != nil:
 		return res, ctx.Err()

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -538,11 +539,17 @@ func (g *Limiter) Wait(now time.Time, waiter string) (w Grant, ok bool) {
 	return g.wait(now, waiter, true)
 }
 
-// WaitKey names attempt number of round of a delivery, for the waits its gate sends
-// (herald.WaitRequest.Keys); never 0.
-// The round takes the high 12 bits and the number the low 20 (keys repeat only after
-// 4,096 rounds, and a key taken for another then makes the delivery wait for its recheck).
-func WaitKey(round, number int) uint32 { return uint32(round)<<20 | uint32(number)&(1<<20-1) | 1<<31 }
+// WaitKey names a delivery's wait for its endpoint, for the waits its gate sends
+// (herald.WaitRequest.Keys): attempt number of round, after taken permits or passes. Sent
+// again by a retried workflow task, a wait has the same key; a delivery that took the
+// permit granted for it and waits again (the permit could not be used, its hand-back may
+// not have arrived) has a new one. A hash, never 0: two waits of one delivery share a key
+// about once in two billion, and then it waits for its recheck.
+func WaitKey(round, number, taken int) uint32 {
+	h := fnv.New32a()
+	_, _ = fmt.Fprintf(h, "%d/%d/%d", round, number, taken)
+	return h.Sum32() | 1<<31
+}
 
 // Answered reports whether waiter holds, at now, a permit or a pass granted for the attempt
 // named key (not 0): a wait from it with that key is the same wait again (its attempt ran

@@ -1221,7 +1221,7 @@ func TestWaitKeysAnswered(t *testing.T) {
 	c := limiterTestConfig()
 	g := NewLimiter(c)
 	now := limiterEpoch
-	k1, k2 := WaitKey(0, 1), WaitKey(0, 2)
+	k1, k2 := WaitKey(0, 1, 0), WaitKey(0, 2, 0)
 	if _, ok := g.Wait(now, "a"); !ok {
 		t.Fatal("first wait of a: want a permit at once")
 	}

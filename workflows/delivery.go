@@ -81,8 +81,9 @@ type delivery struct {
 	// on a hold that may bring a permit signal, even late (herald.Hold.MayPermit).
 	waited, mayPermit bool
 	// owed counts the permit signals that may still come: one per wait on a hold that may
-	// bring one, less one per permit taken (settleOwedVersion).
-	owed int
+	// bring one, less one per permit taken (settleOwedVersion); taken counts the permits
+	// taken, for the key of the delivery's waits (policy.WaitKey).
+	owed, taken int
 	// unsettled is set while the result of an attempt that made a request is known only to
 	// the workflow task that ran it (no timer or wait since): see settleAttempt.
 	unsettled bool
@@ -148,6 +149,7 @@ func (d *delivery) ladder(ctx workflow.Context) (herald.Settings, bool, error) {
 		in := activities.AttemptInput{
 			Event: ev, Round: round, Number: n,
 			Waiter: workflow.GetInfo(ctx).WorkflowExecution.ID, Permit: d.permit,
+			WaitKey: policy.WaitKey(round, n, d.taken),
 		}
 		d.permit = nil
 		var res herald.Result
@@ -335,6 +337,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 		c.Receive(ctx, &p)
 		d.permit = &p
 		d.owed = max(d.owed-1, 0)
+		d.taken++
 		done = true
 	})
 	sel.AddFuture(timer, func(workflow.Future) { done = true })

@@ -485,10 +485,10 @@ func TestEndpointPublishesSubscription(t *testing.T) {
 
 // TestEndpointWaitOnce: a waiter granted a permit that sends the same wait again (the
 // same key: its waiting attempt ran twice) gets no second permit signal (versionWaitOnce);
-// one that waits for another attempt (it took the permit already) or hands its permit
-// back (Renew) gets one. A run before the change signals it again either way.
+// one that waits again after it took the permit (a new key) or hands its permit back
+// (Renew) gets one. A run before the change signals it again either way.
 func TestEndpointWaitOnce(t *testing.T) {
-	k1, k2 := policy.WaitKey(0, 1), policy.WaitKey(0, 2)
+	k1, k2 := policy.WaitKey(0, 1, 0), policy.WaitKey(0, 1, 1)
 	for _, tc := range []struct {
 		name    string
 		version workflow.Version
@@ -497,7 +497,7 @@ func TestEndpointWaitOnce(t *testing.T) {
 		signals int
 	}{
 		{"the same wait again", 1, k1, false, 1},
-		{"a wait for the next attempt", 1, k2, false, 2},
+		{"a wait after taking the permit", 1, k2, false, 2},
 		{"permit handed back", 1, k1, true, 2},
 		{"the same wait again, a run before wait-once", workflow.DefaultVersion, k1, false, 2},
 	} {

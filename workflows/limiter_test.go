@@ -848,7 +848,12 @@ func TestDeliverySettlesWhileAPermitIsOwed(t *testing.T) {
 			if st.State != herald.StateDelivered || len(st.Attempts) != 1 {
 				t.Fatalf("final: state %q, %d attempts; want delivered on attempt 1", st.State, len(st.Attempts))
 			}
-			rec.wantCalls(t, 2, "the held one and the one after its wait")
+			calls := rec.wantCalls(t, 2, "the held one and the one after its wait")
+			// A wait sent after the permit was taken is a new one (a new key); without it,
+			// the same.
+			if again := calls[1].In.WaitKey == calls[0].In.WaitKey; again == tc.permit || calls[0].In.WaitKey == 0 {
+				t.Errorf("wait keys %d then %d: want a new key only after a permit was taken", calls[0].In.WaitKey, calls[1].In.WaitKey)
+			}
 			if tm := rec.timerDurations(); fmt.Sprint(tm) != fmt.Sprint(tc.timers) {
 				t.Errorf("timers %v, want %v", tm, tc.timers)
 			}

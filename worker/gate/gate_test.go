@@ -279,7 +279,7 @@ func TestOwnPermits(t *testing.T) {
 	a, _, _ = g.Acquire(ctx, "ep", "delivery-2", permit)
 	g.Release(ctx, a)
 	short := &policy.Grant{Waiter: "delivery-3", Until: time.Now().Add(attemptTimeout / 2)}
-	key := policy.WaitKey(0, 3)
+	key := policy.WaitKey(0, 3, 1)
 	if a, h, _ := g.Acquire(WithWaitKey(ctx, key), "ep", "delivery-3", short); a != nil || h == nil || !h.Queued {
 		t.Fatalf("a permit that ends before the attempt could: %+v, %+v; want queued again", a, h)
 	}
