@@ -19,9 +19,9 @@ type AdmissionView struct {
 // queue comes.
 type WaitRequest struct {
 	Waiters []string `json:"waiters"`
-	// Keys, when Marked, names for each of Waiters the attempt it waits for (its round
-	// and number, policy.WaitKey): a waiter that holds a permit or pass granted for the
-	// same key gets no second one (policy.Limiter.Answered).
+	// Keys, when Marked, names each of Waiters' waits (policy.WaitKey: its attempt and the
+	// permits it took): a waiter that holds a permit or pass granted for the same key gets
+	// no second one (policy.Limiter.Answered).
 	Keys []uint32 `json:"keys,omitempty"`
 	// Renew lists those of Waiters that hand back a permit or pass they were given and
 	// could not use (the second it was for is over, it expired, or no room came for the

@@ -199,15 +199,17 @@ const (
 	// delivery_rate_leased_before_settle_queued.json (booked, then settled) takes it;
 	// delivery_rate_leased.json takes version 2 (TestRecordRateLeaseHistories).
 	settleQueuedVersion = 2
-	// versionWaitOnce (2026-12-04, issue 24): a gate's wait names the attempt it is for
-	// (herald.WaitRequest.Keys, policy.WaitKey); a waiter that holds a permit or pass
-	// granted for that same attempt gets no second permit signal, only its permit renewed
+	// versionWaitOnce (2026-12-04, issue 24): a gate's wait carries a key, its attempt and
+	// the permits the delivery took (herald.WaitRequest.Keys, policy.WaitKey); a waiter
+	// that holds a permit or pass granted for that key gets no second permit signal, only
+	// its permit renewed
 	// (policy.Limiter.Answered): its waiting attempt ran twice (a workflow task retried
 	// after a worker died) and the first signal is on its way, or already in the delivery's
 	// history. Before, the endpoint signalled the permit again, and the second could come
-	// during the delivery's last attempt's task. A wait for another attempt (the delivery
-	// took the permit, and the report of it has not come), or one that hands a permit or pass
-	// back (Renew), is granted as before. Asked the first time the same wait comes again in a
+	// during the delivery's last attempt's task. A wait with another key (the delivery took
+	// the permit and waits again, for its next attempt or because it could not use it, and
+	// the endpoint has not heard yet), or one that hands a permit or pass back (Renew), is
+	// granted as before. Asked the first time the same wait comes again in a
 	// run: every history recorded before has none and takes the old branch;
 	// endpoint_wait_once.json takes the new one (TestRecordWaitOnceHistory).
 	versionWaitOnce = "wait-once"
