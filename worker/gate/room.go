@@ -67,8 +67,16 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 	defer g.stopHolding(e)
 	// The channel of e's next change is taken before the renewal is asked for, and again in
 	// the same lock as each look: a renewal that answers at once still wakes this attempt.
+	// A renewal that answered after the caller looked, before this lock, changed e already:
+	// look once now, or the attempt would wait for a change that may not come.
 	e.mu.Lock()
 	ch := e.changedLocked()
+	now := time.Now()
+	if w, ok := e.h.AdmitWaiting(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
+		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
+		e.mu.Unlock()
+		return a
+	}
 	e.mu.Unlock()
 	g.kick(e)
 	for {
