@@ -157,10 +157,11 @@ func TestAllScenariosTiny(t *testing.T) {
 	if bl.DrainCPUms <= 0 || bl.DrainCPUVsEngine <= 0 {
 		t.Errorf("backlog: drain CPU %v ms per delivery, %v× the engine's", bl.DrainCPUms, bl.DrainCPUVsEngine)
 	}
-	// Every drained delivery was held once, then attempted on its pass; its settle timer
-	// fired before it completed.
-	if tr := bl.Trail; tr.Sampled != 30 || tr.Attempts < 2 || tr.MaxAttempts < 2 || tr.Timers < 30 {
-		t.Errorf("backlog trail: %+v, want 30 histories of at least 2 attempts and a settle timer each", tr)
+	// Every drained delivery was held once, then attempted on its pass. One that took its
+	// pass completes in its attempt's workflow task, with no settle timer (settle-attempt
+	// version 3): before, each one's settle timer fired (30 or more).
+	if tr := bl.Trail; tr.Sampled != 30 || tr.Attempts < 2 || tr.MaxAttempts < 2 || tr.Timers >= 30 {
+		t.Errorf("backlog trail: %+v, want 30 histories of at least 2 attempts, most without a settle timer", tr)
 	}
 
 	var text bytes.Buffer
