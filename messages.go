@@ -19,16 +19,14 @@ type AdmissionView struct {
 // queue comes.
 type WaitRequest struct {
 	Waiters []string `json:"waiters"`
-	// Keys, when Marked, names each of Waiters' waits (policy.WaitKey: its attempt and the
-	// permits it took): a waiter that holds a permit or pass granted for the same key gets
-	// no second one (policy.Limiter.Answered).
+	// Keys names each of Waiters' waits (policy.WaitKey: its attempt and the permits it
+	// took): a waiter that holds a permit or pass granted for the same key gets no second
+	// one (policy.Limiter.Answered). Gates before it send none: 0 for each.
 	Keys []uint32 `json:"keys,omitempty"`
 	// Renew lists those of Waiters that hand back a permit or pass they were given and
 	// could not use (the second it was for is over, it expired, or no room came for the
-	// pass): they are granted again, whatever their key. Marked is set by the gates that
-	// fill Keys and Renew; gates before them send none of the three.
-	Renew  []string `json:"renew,omitempty"`
-	Marked bool     `json:"marked,omitempty"`
+	// pass): they are granted again, whatever their key.
+	Renew []string `json:"renew,omitempty"`
 }
 
 // Key returns the key Keys names for Waiters[i], 0 if none.

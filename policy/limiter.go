@@ -305,7 +305,7 @@ func (g *Limiter) Lease(now time.Time, r LeaseRequest) LeaseReply {
 // waiter grants w a permit of its own now, or queues it. A full queue refuses it, unless
 // overflow is set: then it is queued past MaxQueue.
 func (g *Limiter) waiter(now time.Time, w string, ttl time.Duration, overflow bool) WaiterReply {
-	if i := g.single(w); i >= 0 && !g.Grants[i].Window.IsZero() && !now.Before(g.Grants[i].Window) && !InWindow(g.Grants[i].Window, now) {
+	if i := g.single(w); i >= 0 && !g.Grants[i].usable(now) {
 		// Granted for a rate window it can no longer start in, unused: that window's count
 		// stays spent, and the waiter asks as if anew.
 		g.drop(now, i)
@@ -392,10 +392,8 @@ func (g *Limiter) Tick(now time.Time) []Grant {
 		if !ok {
 			break
 		}
-		if k := g.Ledger.FirstKey(); k != 0 {
-			s.Key = k
-			g.Grants[g.single(w)].Key = k
-		}
+		s.Key = g.Ledger.FirstKey()
+		g.NoteKey(w, s.Key)
 		g.Ledger.Remove(w)
 		wakes = append(wakes, s)
 		if s.Ticket.Kind != TicketNormal {
@@ -565,11 +563,13 @@ func (g *Limiter) Answered(now time.Time, waiter string, key uint32) bool {
 		return true
 	}
 	i := g.single(waiter)
-	if i < 0 || g.Grants[i].Key != key {
-		return false
-	}
-	win := g.Grants[i].Window
-	return win.IsZero() || now.Before(win) || InWindow(win, now)
+	return i >= 0 && g.Grants[i].Key == key && g.Grants[i].usable(now)
+}
+
+// usable reports whether a request may still start under s at now: it is for no rate
+// window, or for one not over yet.
+func (s Grant) usable(now time.Time) bool {
+	return s.Window.IsZero() || now.Before(s.Window) || InWindow(s.Window, now)
 }
 
 // Renew extends the lease of the permit waiter holds, as a wait from it does, and hands

@@ -169,7 +169,7 @@ func TestRecordWaitOnceHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := herald.EndpointWorkflowID("rec-wait-once")
-	wait := herald.WaitRequest{Waiters: []string{res.WorkflowID}, Keys: []uint32{policy.WaitKey(0, 1, 0)}, Marked: true}
+	wait := herald.WaitRequest{Waiters: []string{res.WorkflowID}, Keys: []uint32{policy.WaitKey(0, 1, 0)}}
 	for range 2 {
 		if err := shared.client.SignalWorkflow(ctx, ep, "", herald.SignalWait, wait); err != nil {
 			t.Fatal(err)

@@ -499,11 +499,10 @@ const settleDelay = time.Millisecond
 // still come (owed: each permit answers one such wait, so a delivery woken from its
 // endpoint's queue that took its permit completes in the task of its attempt). The fast
 // path (no wait) gets such a signal only from a person (a replay, a cancel) and stays one
-// task. An ordered delivery that did not
-// wait is left out too, though a successor's signal can come during its last task: the
-// server fires the timer up to a second late, and a head that lives a second longer makes
-// its successors wait on it (the ordered bench fell from 0.50× to 0.18× the unordered
-// rate with them in).
+// task. An ordered delivery that did not wait is left out too, though a successor's signal
+// can come during its last task: the server fires the timer up to a second late, and a
+// head that lives a second longer makes its successors wait on it (the ordered bench fell
+// from 0.50× to 0.18× the unordered rate with them in).
 func (d *delivery) settleAttempt(ctx workflow.Context) {
 	if !d.unsettled || !d.waited {
 		return

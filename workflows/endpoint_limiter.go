@@ -125,8 +125,9 @@ func (l *limiterLoop) lateDones(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, versionLateDones, workflow.DefaultVersion, 1) == 1
 }
 
-// waitOnce reports whether a plain wait from a waiter that holds a permit or pass brings it
-// nothing new (versionWaitOnce; asked the first time one comes in a run).
+// waitOnce reports whether the same wait sent again (its key answered by the permit or pass
+// its waiter holds) brings it nothing new (versionWaitOnce; asked the first time one comes
+// in a run).
 func (l *limiterLoop) waitOnce(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, versionWaitOnce, workflow.DefaultVersion, 1) == 1
 }
@@ -166,7 +167,7 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	for l.waits.ReceiveAsync(&w) {
 		for i, waiter := range w.Waiters {
 			now, key := workflow.Now(ctx), w.Key(i)
-			if w.Marked && !slices.Contains(w.Renew, waiter) && lim.Answered(now, waiter, key) && l.waitOnce(ctx) {
+			if !slices.Contains(w.Renew, waiter) && lim.Answered(now, waiter, key) && l.waitOnce(ctx) {
 				// The same wait again: the permit or pass that answers it is on its way.
 				lim.Renew(now, waiter)
 				continue

@@ -507,9 +507,9 @@ func TestEndpointWaitOnce(t *testing.T) {
 			env.RegisterDelayedCallback(func() {
 				put(env, herald.PutEndpointRequest{ID: testEndpointID, URL: testURL, Secret: newSecret(t)})
 			}, time.Second)
-			wait := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Keys: []uint32{k1}, Marked: true}
+			wait := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Keys: []uint32{k1}}
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(herald.SignalWait, wait) }, time.Minute)
-			again := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Keys: []uint32{tc.key}, Marked: true}
+			again := herald.WaitRequest{Waiters: []string{"delivery:d1"}, Keys: []uint32{tc.key}}
 			if tc.renew {
 				again.Renew = []string{"delivery:d1"}
 			}

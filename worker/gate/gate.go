@@ -428,7 +428,7 @@ func (g *Gate) entry(id string) *gateEntry {
 	if e == nil {
 		e = &gateEntry{id: id, stopping: &g.stopping}
 		e.waits.send = func(ctx context.Context, items []waitItem) error {
-			r := herald.WaitRequest{Marked: true}
+			var r herald.WaitRequest
 			for _, it := range items {
 				r.Waiters, r.Keys = append(r.Waiters, it.waiter), append(r.Keys, it.key)
 				if it.renew {
