@@ -53,6 +53,11 @@ const (
 	SignalReplay = "replay"
 	// SignalPermit, sent by an endpoint workflow to a waiting delivery, hands it a permit (Permit).
 	SignalPermit = "permit"
+	// UpdateNudge, sent by an endpoint workflow whose queue has room again (through
+	// activities.Operator.NudgeWaiting), asks a delivery that its gate turned away from the
+	// full queue (Hold.Full) to ask again now rather than at its recheck (no argument, no
+	// result). A delivery that is not in such a wait refuses it, leaving no event.
+	UpdateNudge = "nudge"
 	// QueryStatus returns a delivery's Status.
 	QueryStatus = "status"
 	// QueryEvent returns a delivery's Event, payload included.
@@ -90,6 +95,9 @@ const (
 	// QueryAdmission returns what a gate needs to admit attempts on its own (AdmissionView),
 	// for an endpoint workflow that does not publish it in its memo yet.
 	QueryAdmission = "admission"
+	// QueryHolding returns which of the given waiters ([]string, deliveries' workflow ids)
+	// the endpoint workflow holds, queued or granted ([]string).
+	QueryHolding = "holding"
 	// MemoAdmission is the memo field where an endpoint workflow publishes its
 	// AdmissionView (with a coarse snapshot, policy.Snapshot.Coarse) whenever it changes;
 	// a gate reads it with a describe, which involves no worker and adds no event.

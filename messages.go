@@ -88,14 +88,36 @@ type Hold struct {
 	// Disabled: the endpoint is disabled. The attempt neither goes nor waits; the delivery
 	// ends as skipped or parks as a dead letter (policy.OnDisabled).
 	Disabled bool `json:"disabled,omitempty"`
+	// Full: the endpoint's queue was full, so the delivery was not queued. It asks again at
+	// its recheck, or sooner when the endpoint workflow, its queue half empty again, nudges
+	// it (UpdateNudge).
+	Full bool `json:"queue_full,omitempty"`
+}
+
+// NudgeRequest asks activities.Operator.NudgeWaiting to nudge (UpdateNudge) at most Limit
+// of the deliveries turned away from Endpoint's full queue, oldest first among the newest
+// Window of its waiting deliveries.
+type NudgeRequest struct {
+	Endpoint string `json:"endpoint"`
+	Limit    int    `json:"limit"`
+	Window   int    `json:"window"`
+}
+
+// NudgeCount is what NudgeWaiting did: Found deliveries waiting on the endpoint that it
+// does not hold (at most Limit are asked), of which Nudged accepted the nudge.
+type NudgeCount struct {
+	Found  int `json:"found"`
+	Nudged int `json:"nudged"`
 }
 
 // MayPermit reports whether a delivery that waited on h may later get a permit signal,
 // even a late or duplicated one: it was queued at the endpoint workflow, or the hold is not
 // brief (an endpoint workflow that could not be reached may have taken the request all the
 // same). A brief hold that is not queued (a rate-limited attempt booked for a later second,
-// a wait for the gate's lease to grow) asked the endpoint workflow for nothing.
-func (h Hold) MayPermit() bool { return h.Queued || !h.Brief }
+// a wait for the gate's lease to grow) asked the endpoint workflow for nothing, and so did
+// a full queue's (Full: the gate turned it away on the endpoint's snapshot). A nudge
+// (UpdateNudge) is an update, which cannot make the server refuse a delivery's last task.
+func (h Hold) MayPermit() bool { return h.Queued || !h.Brief && !h.Full }
 
 // DisableRequest disables an endpoint by hand (UpdateDisable).
 type DisableRequest struct {

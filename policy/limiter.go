@@ -105,6 +105,8 @@ type Limiter struct {
 	Disabled *Disablement `json:"disabled,omitempty"`
 	// FailingSince is when the current spell of failures began (zero after a success).
 	FailingSince time.Time `json:"failing_since,omitzero"`
+	// Overflow remembers the deliveries turned away by a full queue, for NudgeDue.
+	Overflow Overflow `json:"overflow,omitzero"`
 }
 
 // Grant is a permit of its own handed to one waiter (a delivery): for a probe, a half-open
@@ -501,6 +503,7 @@ func (g *Limiter) NextDeadline(now time.Time) time.Time {
 		take(r.NextAt) // the next probe of an endpoint disabled for failing
 	}
 	take(g.passDeadline()) // a pass that expires makes room in the window
+	take(g.nudgeDeadline(now))
 	if !next.IsZero() && next.Before(now) {
 		next = now
 	}

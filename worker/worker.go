@@ -166,6 +166,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 		Tracer:      o.Tracing.Tracer(),
 	})
 	w.RegisterActivity(&activities.Operator{Client: c})
+	ew.RegisterActivity(&activities.Operator{Client: c}) // the endpoints' nudges (NudgeWaiting)
 	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}
 	w.RegisterActivity(ops)
 	ew.RegisterActivity(ops)

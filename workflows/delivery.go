@@ -48,6 +48,9 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 	if err := d.setCancelHandler(ctx); err != nil {
 		return d.status, err
 	}
+	if err := d.setNudgeHandler(ctx); err != nil {
+		return d.status, err
+	}
 	d.startOrdering(ctx)
 	st, err := d.run(ctx)
 	if err == nil {
@@ -87,6 +90,10 @@ type delivery struct {
 	// unsettled is set while the result of an attempt that made a request is known only to
 	// the workflow task that ran it (no timer or wait since): see settleAttempt.
 	unsettled bool
+	// forRoom is set while the delivery waits for room in its endpoint's full queue
+	// (herald.Hold.Full): only then does it take a nudge, which nudges wakes it with.
+	forRoom bool
+	nudges  workflow.Channel
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
@@ -345,10 +352,42 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	sel.AddReceive(d.replays, func(c workflow.ReceiveChannel, _ bool) {
 		d.ignoreReplay(ctx, c, fmt.Sprintf("attempt %d waits for its endpoint (%s): a replay does not override the endpoint's protection; the attempt goes when the endpoint admits it", n, h.Reason))
 	})
+	if h.Full {
+		// Turned away by a full queue: the endpoint workflow nudges it when it has room.
+		for d.nudges.ReceiveAsync(nil) { // a nudge left from an earlier wait is spent
+		}
+		d.forRoom = true
+		defer func() { d.forRoom = false }()
+		sel.AddReceive(d.nudges, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			done = true
+		})
+	}
 	for !done {
 		sel.Select(ctx)
 	}
 }
+
+// setNudgeHandler registers the nudge update (herald.UpdateNudge). Its validator refuses,
+// without a trace in history, a delivery that is not waiting for room in its endpoint's
+// full queue; an accepted nudge ends that wait, and the attempt asks its endpoint again.
+func (d *delivery) setNudgeHandler(ctx workflow.Context) error {
+	d.nudges = workflow.NewBufferedChannel(ctx, 1)
+	return workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdateNudge,
+		func(ctx workflow.Context) error {
+			d.nudges.SendAsync(struct{}{})
+			return nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context) error {
+			if !d.forRoom {
+				return errNotWaitingForRoom
+			}
+			return nil
+		}})
+}
+
+// errNotWaitingForRoom is a nudge's refusal by a delivery that is not waiting for room.
+var errNotWaitingForRoom = temporal.NewNonRetryableApplicationError("the delivery is not waiting for room in its endpoint's queue", "NotWaitingForRoom", nil)
 
 // deadLetter parks the delivery until a replay signal (true) or the retention window ends (false).
 func (d *delivery) deadLetter(ctx workflow.Context, p herald.Settings) bool {

@@ -7,9 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -30,6 +32,9 @@ func (e *endpointRun) runLimiter(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetUpdateHandler(ctx, herald.UpdateReset, e.reset); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, herald.QueryHolding, e.holding); err != nil {
 		return err
 	}
 	if e.in.Endpoint == nil {
@@ -59,6 +64,9 @@ type limiterLoop struct {
 	outcomes, dones, waits workflow.ReceiveChannel
 	gauges                 *endpointGauges
 	timer                  deadlineTimer
+	// nudgeAsked is set once versionNudgeOverflow was asked, nudges when it answered 1;
+	// nudging is set while a nudge runs (nudgeOverflow).
+	nudgeAsked, nudges, nudging bool
 }
 
 func (l *limiterLoop) run(ctx workflow.Context) error {
@@ -98,6 +106,68 @@ func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
 	e.emitTransitions(ctx, circuit, disabled)
 	e.publishAdmission(ctx, now)
 	l.gauges.set(e.in.Limiter.View(now))
+	l.nudgeOverflow(ctx, now)
+}
+
+// nudgeOverflow notes a full queue and, when the limiter says the deliveries turned away
+// from it are due a nudge, starts one (activities.Operator.NudgeWaiting) in a goroutine
+// of its own, so that neither the loop nor a continue-as-new waits for it; its end wakes
+// the loop.
+func (l *limiterLoop) nudgeOverflow(ctx workflow.Context, now time.Time) {
+	lim := l.e.in.Limiter
+	if !lim.QueueFull() && lim.Overflow.FullAt.IsZero() {
+		return
+	}
+	if !l.nudgeAsked {
+		l.nudgeAsked = true
+		l.nudges = workflow.GetVersion(ctx, versionNudgeOverflow, workflow.DefaultVersion, 1) == 1
+	}
+	if !l.nudges {
+		return
+	}
+	lim.NoteFull(now)
+	n := lim.NudgeDue(now)
+	if n == 0 || l.nudging {
+		return
+	}
+	l.nudging = true
+	// A run that continues as new meanwhile leaves the nudge behind (its waits must not
+	// stop the permits); the next run nudges again once NudgeEvery has passed.
+	lim.NudgeStarted(now)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		defer func() { l.nudging = false; l.e.dirty = true }()
+		var op *activities.Operator
+		var c herald.NudgeCount
+		actx := workflow.WithActivityOptions(gctx, nudgeOptions)
+		err := workflow.ExecuteActivity(actx, op.NudgeWaiting,
+			herald.NudgeRequest{Endpoint: l.e.in.ID, Limit: n, Window: policy.NudgeWindow}).Get(gctx, &c)
+		if err != nil {
+			workflow.GetLogger(gctx).Warn("nudge of the deliveries turned away by the full queue failed", "endpoint", l.e.in.ID, "error", err)
+		}
+		lim.Nudged(workflow.Now(gctx), now, n, c.Found, err == nil)
+	})
+}
+
+// nudgeOptions are the options of the nudge activity: a few tries, each bounded; the
+// next nudge is NudgeEvery after a failed one.
+var nudgeOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 2 * time.Minute,
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	Summary:             "nudge the deliveries turned away by the full queue",
+}
+
+// holding answers QueryHolding: which of waiters the limiter holds.
+func (e *endpointRun) holding(waiters []string) ([]string, error) {
+	var held []string
+	if lim := e.in.Limiter; lim != nil {
+		for _, w := range waiters {
+			if lim.Holds(w) {
+				held = append(held, w)
+			}
+		}
+	}
+	return held, nil
 }
 
 // nextDeadline is when the loop must run again without a message: the limiter's next

@@ -213,6 +213,16 @@ const (
 	// run: every history recorded before has none and takes the old branch;
 	// endpoint_wait_once.json takes the new one (TestRecordWaitOnceHistory).
 	versionWaitOnce = "wait-once"
+	// versionNudgeOverflow (2026-12-05, issue 24): an endpoint workflow remembers that its
+	// queue was full (policy.Limiter.NoteFull) and, once the queue is half empty again,
+	// runs activities.Operator.NudgeWaiting, which finds the deliveries its gates turned
+	// away meanwhile (they wait on their own recheck, up to 10 minutes) through visibility
+	// and asks them to come back now (herald.UpdateNudge). Before, a backlog larger than
+	// the queue delivered its first 10,000 and then waited for those rechecks. Asked the
+	// first time a run finds its queue full or carries a full queue's overflow: the
+	// histories recorded before take the old branch (endpoint_queue_full.json among them);
+	// endpoint_nudge_overflow.json takes the new one (TestRecordNudgeOverflowHistory).
+	versionNudgeOverflow = "nudge-overflow"
 	// settleOwedVersion (2026-12-04, issue 24) is versionSettleAttempt's version 3: a
 	// delivery settles its last attempt only while a permit signal may still come, that is
 	// while it has waited on more holds that may bring one (herald.Hold.MayPermit) than it

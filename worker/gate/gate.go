@@ -214,7 +214,7 @@ func (g *Gate) hold(ctx context.Context, e *gateEntry, waiter string, kind polic
 		}
 		return nil, &herald.Hold{Reason: "this worker's share of the endpoint's cap is growing", Brief: true, Recheck: herald.Duration(g.every)}, nil
 	case policy.HoldLater:
-		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt, Circuit: snap.Circuit,
+		return nil, &herald.Hold{Reason: reason + "; the queue is full", RetryAt: snap.RetryAt, Circuit: snap.Circuit, Full: true,
 			Recheck: herald.Duration(policy.QueueFullRecheck(snap.RetryAt, time.Now()))}, nil
 	default:
 		return nil, g.wait(ctx, e, waiter, snap, reason), nil

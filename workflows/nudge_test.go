@@ -1,0 +1,58 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/activities"
+)
+
+// TestDeliveryNudgedBackFromAFullQueue: a delivery its gate turned away from the endpoint's
+// full queue (herald.Hold.Full) waits on its own recheck (10 minutes here), takes the
+// endpoint's nudge (herald.UpdateNudge) and asks again at once; one that is queued, or
+// not waiting at all, refuses the nudge without an event.
+func TestDeliveryNudgedBackFromAFullQueue(t *testing.T) {
+	const reason = "circuit open after 5 consecutive failures; the queue is full"
+	t.Run("turned away: a nudge brings it back", func(t *testing.T) {
+		p := defaultPolicy()
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+			if now.Before(at(2 * time.Minute)) {
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p,
+					Held: &herald.Hold{Full: true, Reason: reason, Recheck: herald.Duration(10 * time.Minute)}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		})
+		var nudge *updateOutcome[struct{}]
+		env.RegisterDelayedCallback(func() { nudge = sendUpdate[struct{}](env, herald.UpdateNudge) }, 2*time.Minute)
+		st := runDelivery(t, env)
+		nudge.check(t, "the nudge")
+		calls := rec.wantCalls(t, 2, "the turned-away attempt and the one after the nudge")
+		if !calls[1].At.Equal(at(2 * time.Minute)) {
+			t.Errorf("second attempt at %s, want when the nudge came (start+2m), not at the 10m recheck", calls[1].At)
+		}
+		if st.State != herald.StateDelivered {
+			t.Errorf("final state %q, want delivered", st.State)
+		}
+	})
+	t.Run("queued: refuses the nudge", func(t *testing.T) {
+		p := defaultPolicy()
+		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+			if now.Before(at(5 * time.Minute)) {
+				return herald.Result{Number: in.Number, StartedAt: now, Policy: p,
+					Held: &herald.Hold{Queued: true, Reason: reason, Recheck: herald.Duration(5 * time.Minute)}}, nil
+			}
+			return deliveredAttempt(now, p), nil
+		})
+		var nudge *updateOutcome[struct{}]
+		env.RegisterDelayedCallback(func() { nudge = sendUpdate[struct{}](env, herald.UpdateNudge) }, 2*time.Minute)
+		runDelivery(t, env)
+		if nudge == nil || nudge.accepted || nudge.rejected == nil {
+			t.Fatalf("nudge of a queued delivery: %+v, want refused", nudge)
+		}
+		calls := rec.wantCalls(t, 2, "the queued attempt and the one at its recheck")
+		if !calls[1].At.Equal(at(5 * time.Minute)) {
+			t.Errorf("second attempt at %s, want at its recheck (start+5m)", calls[1].At)
+		}
+	})
+}
