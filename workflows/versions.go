@@ -221,7 +221,7 @@ const (
 	// the queue delivered its first 10,000 and then waited for those rechecks. Asked the
 	// first time a run finds its queue full or carries a full queue's overflow: the
 	// histories recorded before take the old branch (endpoint_queue_full.json among them);
-	// endpoint_nudge_overflow.json takes the new one (TestRecordNudgeOverflowHistory).
+	// endpoint_nudge_overflow.json takes the new one (TestBacklogBeyondTheQueue -record).
 	versionNudgeOverflow = "nudge-overflow"
 	// settleOwedVersion (2026-12-04, issue 24) is versionSettleAttempt's version 3: a
 	// delivery settles its last attempt only while a permit signal may still come, that is
