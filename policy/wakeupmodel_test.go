@@ -26,6 +26,10 @@ import (
 //   - no waiter is forgotten: a delivery that believes it waits for a permit is in the
 //     endpoint's queue, or a permit or its own request is on the way, at every moment;
 //     and none ever waits for its long recheck (MaxQueuedWait);
+//   - a delivery its gate turned away from a full queue (it waits on its own recheck) is
+//     nudged back once the queue is half empty (Limiter.NoteFull, NudgeDue, Nudged, with
+//     the nudge's listing behind by a visibility lag, and nudges left behind by a
+//     continue-as-new): none waits for room longer than wmRoomBound while the queue has it;
 //   - every event is delivered, and no permit is left out once all is quiet;
 //   - never more requests start in an aligned second than the rate limit, never more run
 //     at once than the cap.
@@ -44,6 +48,14 @@ type wmEvent struct {
 	d    *wmDelivery
 	sig  wmSignal
 	g    Grant
+	// gen is the delivery's wait a "retry" ends (a nudged delivery's recheck is void);
+	// asked, began and run are a "nudge"'s and "nudged"'s: how many, when it began, and in
+	// which run of the endpoint workflow.
+	gen, asked, run int
+	began           time.Time
+	// found and failed are a "nudged"'s: what the nudge found, or that it failed.
+	found  int
+	failed bool
 }
 
 // wmSignal is a gate's signal to the endpoint workflow.
@@ -79,7 +91,18 @@ const (
 	wmWaiting          // waits for a permit signal (or its recheck)
 	wmDelivered        // done
 	wmGone             // vanished (terminated) while waiting
+	wmForRoom          // turned away by a full queue: waits for its recheck or a nudge
 )
+
+// wmVisible is how long after its gate turned it away a delivery may wait unseen by the
+// endpoint's nudges: the gate's view of the queue is a second old at most, and the
+// delivery's status reaches visibility within two.
+const wmVisible = 3 * time.Second
+
+// wmRoomBound is how long, without nudges, a delivery may wait for room while the queue
+// has had it before the model calls it stalled: shorter than its own recheck
+// (QueueFullRecheck, 61 s here), longer than a nudge takes (NudgeEvery and seconds).
+const wmRoomBound = 40 * time.Second
 
 type wmDelivery struct {
 	id      string
@@ -93,6 +116,7 @@ type wmDelivery struct {
 	// permit reaches it: signals between two workflows arrive in order.
 	lastSignal, lastPermit time.Time
 	attempts               int
+	gen                    int
 }
 
 type wakeModel struct {
@@ -120,9 +144,21 @@ type wakeModel struct {
 	trace      []string
 	// ops are the limiter's methods that take a done and a wait (Limiter.Done, Wait).
 	ops wmOps
-	// full is the queue as the gates last saw it (Snapshot.QueueFull): a gate that sees it
-	// full sends no wait, and its delivery asks again later (QueueFullRecheck).
-	full bool
+	// full is the queue as the gates last saw it (Snapshot.QueueFull), at fullSeen: a gate
+	// that sees it full sends no wait, and its delivery asks again later
+	// (QueueFullRecheck). A gate's view is at most a second old (it reads the snapshot
+	// again then).
+	full     bool
+	fullSeen time.Time
+	// nudging is set while a nudge of this run is on its way; halfSince is when the queue
+	// last became at most half full (zero: more than half full now); nudged counts the
+	// deliveries nudged back.
+	nudging   bool
+	halfSince time.Time
+	nudged    int
+	// lastNudge is when the last nudge of the endpoint ended (or the run that started it
+	// continued as new).
+	lastNudge time.Time
 }
 
 func (m *wakeModel) logf(format string, args ...any) {
@@ -219,7 +255,15 @@ func (m *wakeModel) task() {
 		m.at(next.Add(time.Duration(m.rng.Intn(100))*time.Millisecond), &wmEvent{kind: "timer", g: Grant{Until: next}})
 	}
 	if m.rng.Float64() < 0.3 {
-		m.full = m.lim.QueueFull() // the gates learn of the queue now and then
+		m.full, m.fullSeen = m.lim.QueueFull(), now // the gates learn of the queue now and then
+	}
+	if 2*len(m.lim.Ledger.Waiting) > m.lim.Config.MaxQueue {
+		m.halfSince = time.Time{}
+	} else if m.halfSince.IsZero() {
+		m.halfSince = now
+	}
+	if !m.ops.noNudge {
+		m.nudge(now)
 	}
 	if m.rng.Float64() < m.pCAN {
 		m.continueAsNew()
@@ -241,6 +285,9 @@ func (m *wakeModel) continueAsNew() {
 	}
 	m.lim = next
 	m.continued++
+	if m.nudging {
+		m.nudging, m.lastNudge = false, m.now // the run's nudge goes on, but its end reaches no run
+	}
 	m.timerAt = time.Time{}
 	m.schedule(m.now.Add(time.Duration(1+m.rng.Intn(50)) * time.Millisecond))
 }
@@ -289,10 +336,16 @@ func (m *wakeModel) gate(d *wmDelivery, g Grant) {
 		m.waitFor(d)
 	}
 	if g.Waiter == "" {
-		if m.full {
-			// HoldLater: not queued; the delivery asks again later.
-			d.state = wmIdle
-			m.at(m.now.Add(QueueFullRecheck(time.Time{}, m.now)), &wmEvent{kind: "retry", d: d})
+		full := m.full
+		if m.now.Sub(m.fullSeen) >= time.Second {
+			full = m.lim.QueueFull() // the gate reads the snapshot again
+		}
+		if full {
+			// HoldLater: not queued; the delivery asks again later, or when nudged.
+			d.state, d.since = wmForRoom, m.now
+			d.gen++
+			m.logf("%s: turned away by the full queue", d.id)
+			m.at(m.now.Add(QueueFullRecheck(time.Time{}, m.now)), &wmEvent{kind: "retry", d: d, gen: d.gen})
 			return
 		}
 		ask("")
@@ -362,7 +415,10 @@ func (m *wakeModel) step() bool {
 			m.inbox = append(m.inbox, wmSignal{kind: "done", waiter: d.id})
 			d.toLim++
 			m.schedule(m.now.Add(time.Duration(m.rng.Intn(30)) * time.Millisecond))
-		case wmWaiting:
+		case wmWaiting, wmForRoom:
+			// A delivery waiting for room takes a permit too (delivery.wait's selector):
+			// one granted before its gate turned it away.
+			d.gen++
 			m.attempt(d, &e.g)
 		default:
 			d.permits = append(d.permits, e.g)
@@ -379,10 +435,20 @@ func (m *wakeModel) step() bool {
 			d.state = wmDelivered
 		} else {
 			d.state = wmIdle
-			m.at(m.now.Add(wmRetry), &wmEvent{kind: "retry", d: d})
+			m.at(m.now.Add(wmRetry), &wmEvent{kind: "retry", d: d, gen: d.gen})
 		}
 	case "retry":
-		m.attempt(d, nil)
+		if e.gen == d.gen {
+			m.attempt(d, nil)
+		}
+	case "nudge":
+		m.nudgeNow(e)
+	case "nudged":
+		if e.run == m.continued {
+			m.lim.Nudged(m.now, e.began, e.asked, e.found, !e.failed)
+			m.nudging, m.lastNudge = false, m.now
+			m.schedule(m.now.Add(time.Duration(m.rng.Intn(30)) * time.Millisecond))
+		}
 	case "vanish":
 		if d.state == wmWaiting {
 			m.logf("%s: vanishes", d.id)
@@ -400,7 +466,20 @@ func (m *wakeModel) step() bool {
 // check looks for a forgotten waiter: one that believes it waits while the endpoint's
 // queue does not hold it and nothing is on the way to or from it.
 func (m *wakeModel) check() {
+	if !m.lim.Overflow.FullAt.IsZero() && !m.halfSince.IsZero() && !m.nudging &&
+		m.now.Sub(later(m.halfSince, m.lastNudge)) > NudgeEvery+time.Second {
+		m.fail("no nudge since %s, with the queue at most half full since %s and deliveries perhaps waiting for room",
+			m.lastNudge.Sub(limiterEpoch), m.halfSince.Sub(limiterEpoch))
+	}
 	for _, d := range m.deliveries {
+		if d.state == wmForRoom && m.lim.Overflow.FullAt.IsZero() && !m.ops.noNudge && m.now.Sub(d.since) > wmVisible {
+			m.fail("%s waits for room (since %s) and the endpoint no longer looks for it (queue %d)",
+				d.id, d.since.Sub(limiterEpoch), len(m.lim.Ledger.Waiting))
+		}
+		if d.state == wmForRoom && m.ops.noNudge && !m.halfSince.IsZero() && m.now.Sub(later(d.since, m.halfSince)) > wmRoomBound {
+			m.fail("%s waits for room (since %s) while the queue has had room since %s",
+				d.id, d.since.Sub(limiterEpoch), m.halfSince.Sub(limiterEpoch))
+		}
 		if d.state != wmWaiting {
 			continue
 		}
@@ -423,10 +502,59 @@ func (m *wakeModel) fail(format string, args ...any) {
 	panic(wmFailure(fmt.Sprintf("at %s: ", m.now.Sub(limiterEpoch)) + fmt.Sprintf(format, args...) + "; last events:\n" + strings.Join(m.trace, "\n")))
 }
 
-// wmOps are the limiter's methods the model drives for a done and a wait.
+// wmOps are the limiter's methods the model drives for a done and a wait, and whether the
+// endpoint nudges the deliveries turned away by a full queue (noNudge: as before
+// versionNudgeOverflow).
 type wmOps struct {
-	done func(g *Limiter, now time.Time, waiter string, o *Outcome)
-	wait func(g *Limiter, now time.Time, waiter string) (Grant, bool)
+	done    func(g *Limiter, now time.Time, waiter string, o *Outcome)
+	wait    func(g *Limiter, now time.Time, waiter string) (Grant, bool)
+	noNudge bool
+}
+
+// nudge notes a full queue and starts a nudge when one is due, as the endpoint workflow's
+// nudgeOverflow does: its activity lists, asks and nudges some time later.
+func (m *wakeModel) nudge(now time.Time) {
+	m.lim.NoteFull(now)
+	n := m.lim.NudgeDue(now)
+	if n == 0 || m.nudging {
+		return
+	}
+	m.nudging = true
+	m.lim.NudgeStarted(now)
+	m.logf("endpoint: nudge %d (queue %d)", n, len(m.lim.Ledger.Waiting))
+	m.at(now.Add(time.Duration(50+m.rng.Intn(3000))*time.Millisecond), &wmEvent{kind: "nudge", asked: n, began: now, run: m.continued})
+}
+
+// nudgeNow is the nudge activity's work: the deliveries waiting for room that visibility
+// shows (those turned away more than a random lag ago), less those the endpoint holds,
+// oldest first, at most e.asked of them, each asks again; then its end reaches the run
+// that started it (one that has continued as new does not hear of it). One in twenty
+// fails before it nudges anyone.
+func (m *wakeModel) nudgeNow(e *wmEvent) {
+	end := &wmEvent{kind: "nudged", asked: e.asked, began: e.began, run: e.run}
+	if m.rng.Intn(20) == 0 {
+		m.logf("endpoint: the nudge fails")
+		end.failed = true
+		m.at(m.now.Add(time.Duration(10+m.rng.Intn(100))*time.Millisecond), end)
+		return
+	}
+	lag := time.Duration(m.rng.Intn(2000)) * time.Millisecond
+	var found []*wmDelivery
+	for _, d := range m.deliveries {
+		if d.state == wmForRoom && !d.since.After(m.now.Add(-lag)) && !m.lim.Holds(d.id) {
+			found = append(found, d)
+		}
+	}
+	slices.SortStableFunc(found, func(a, b *wmDelivery) int { return a.since.Compare(b.since) })
+	for _, d := range found[:min(len(found), e.asked)] {
+		d.gen++
+		m.nudged++
+		m.logf("%s: nudged", d.id)
+		m.attempt(d, nil)
+	}
+	end.found = len(found)
+	m.logf("endpoint: the nudge found %d", len(found))
+	m.at(m.now.Add(time.Duration(10+m.rng.Intn(500))*time.Millisecond), end)
 }
 
 // wmToday are the limiter's methods as the endpoint workflow calls them today.
@@ -492,7 +620,7 @@ func TestWakeUpsNeverForgotten(t *testing.T) {
 	if testing.Short() {
 		seeds = 60
 	}
-	var handedBack, continued int
+	var handedBack, continued, nudged int
 	var failures []string
 	for seed := range int64(seeds) {
 		m, err := runWakeModel(seed, 30, wmToday)
@@ -502,15 +630,31 @@ func TestWakeUpsNeverForgotten(t *testing.T) {
 		}
 		handedBack += m.handedBack
 		continued += m.continued
+		nudged += m.nudged
 	}
 	if len(failures) > 0 {
 		slices.SortFunc(failures, func(a, b string) int { return len(a) - len(b) })
 		t.Fatalf("%d of %d seeds fail; the shortest:\n%s", len(failures), seeds, failures[0])
 	}
-	if handedBack == 0 || continued == 0 {
-		t.Fatalf("the model handed back %d grants and continued as new %d times: it tests neither", handedBack, continued)
+	if handedBack == 0 || continued == 0 || nudged == 0 {
+		t.Fatalf("the model handed back %d grants, continued as new %d times and nudged %d deliveries: it tests none of them", handedBack, continued, nudged)
 	}
-	t.Logf("%d seeds: %d grants handed back, %d continues-as-new", seeds, handedBack, continued)
+	t.Logf("%d seeds: %d grants handed back, %d continues-as-new, %d deliveries nudged back from a full queue", seeds, handedBack, continued, nudged)
+}
+
+// TestWakeUpModelFindsTheStall: without nudges (an endpoint run started before
+// versionNudgeOverflow), the model finds deliveries turned away by a full queue that wait
+// for their own recheck while the queue has room.
+func TestWakeUpModelFindsTheStall(t *testing.T) {
+	for seed := range int64(300) {
+		if _, err := runWakeModel(seed, 30, wmOps{done: (*Limiter).Done, wait: (*Limiter).Wait, noNudge: true}); err != nil {
+			if !strings.Contains(err.Error(), "waits for room") {
+				t.Fatalf("the model fails, but not on a delivery waiting for room: %v", err)
+			}
+			return
+		}
+	}
+	t.Fatal("300 seeds and the model finds no delivery waiting for room without nudges")
 }
 
 // TestWakeUpModelFindsOldLosses: the model finds the lost wake-ups of Herald 0.1.0's
