@@ -97,6 +97,9 @@ type BacklogResult struct {
 	WithAttempts int            `json:"with_attempts"`
 	States       map[string]int `json:"states"`
 	Requests     int            `json:"requests_while_open"`
+	// TurnedAway is how many of those read were turned away by the endpoint's full queue
+	// (herald.Hold.Full): they wait for room, to be nudged back once the queue has it.
+	TurnedAway int `json:"turned_away"`
 
 	// Drained of Events were delivered (204) within DrainSeconds of the reset, at
 	// DrainPerSecond; DrainTimedOut is set when not all were. MaxConcurrent is the most
@@ -489,6 +492,9 @@ func (e *env) backlogAttempts(ctx context.Context, ids []string, res *BacklogRes
 			res.WithAttempts++
 		}
 		res.States[string(st.State)]++
+		if st.Waiting != nil && st.Waiting.Full {
+			res.TurnedAway++
+		}
 		return nil
 	})
 }

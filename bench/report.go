@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/heraldhq/herald/policy"
 )
 
 // Row is one figure of the table: what was measured, its value, and the target if any.
@@ -255,6 +257,9 @@ func backlogRows(b *BacklogResult) []Row {
 	}
 	used := fmt.Sprintf("%d attempts on %d deliveries; %d requests reached the receiver; status read for %d/%d (%s)",
 		b.Attempts, b.WithAttempts, b.Requests, b.StatusRead, b.Events, states(b.States))
+	if b.TurnedAway > 0 {
+		used += fmt.Sprintf("; %d turned away by the full queue (%d at most queued), to be nudged back", b.TurnedAway, maxQueue)
+	}
 	if b.StatusRead < b.StatusAsked {
 		used += fmt.Sprintf("; %d of %d status queries failed, first: %s", b.StatusAsked-b.StatusRead, b.StatusAsked, b.StatusError)
 	}
@@ -304,6 +309,9 @@ func drainCPU(b *BacklogResult) string {
 	}
 	return fmt.Sprintf("%.2f×  (%.1f ms of %.1f ms; the healthy endpoints' deliveries meanwhile counted in)", b.DrainCPUVsEngine, b.DrainCPUms, b.Engine.CPUms)
 }
+
+// maxQueue is the endpoint queue's bound, for the backlog's report.
+var maxQueue = policy.DefaultLimiterConfig().MaxQueue
 
 func states(m map[string]int) string {
 	return dash(joinSorted(m, ", ", func(k string, v int) string { return fmt.Sprintf("%s %d", k, v) }))
