@@ -3,13 +3,10 @@ package tests
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/signature"
 	"github.com/heraldhq/herald/starter"
@@ -25,25 +22,13 @@ import (
 // workflow's history (endpoint_nudge_overflow.json) for TestReplayHistories.
 func TestBacklogBeyondTheQueue(t *testing.T) {
 	ctx := context.Background()
-	var healthy atomic.Bool
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
-		if healthy.Load() {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	o := fast(3, time.Second)
-	o.MaxInFlight = 20
-	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 1, ProbeDelay: duration.Duration(time.Hour), MaxProbeDelay: duration.Duration(time.Hour)}
 	id := "overflow"
 	if *record {
 		id = "rec-nudge-overflow"
 	}
-	putEndpoint(t, id, rcv.URL, o)
-	first := sendAll(t, shared.starter, id, 1, 1)
-	waitState(t, first[0], herald.StateWaitingRetry)
-	eventually(t, "the circuit to open", func() bool { return endpointState(t, id).Circuit.State == policy.CircuitOpen })
+	o := fast(3, time.Second)
+	o.MaxInFlight = 20
+	first, healthy, rcv := behindOpenCircuit(t, id, o)
 
 	full := policy.DefaultLimiterConfig().MaxQueue
 	fakes := make([]string, full)

@@ -27,6 +27,20 @@ const rateQueueHistory = "endpoint_rate_queue.json"
 // answer 204 (it answers 503 until then). Close the circuit by hand to drain the queue.
 func queueBehindOpenCircuit(t *testing.T, id string, limit, n int) ([]string, *atomic.Bool, *receiver) {
 	t.Helper()
+	o := fast(3, time.Second)
+	o.RateLimit = &limit
+	first, healthy, rcv := behindOpenCircuit(t, id, o)
+	ids := append(first, sendAll(t, shared.starter, id, n, 8)...)
+	eventually(t, "the deliveries to queue", func() bool { return endpointState(t, id).Queue >= n })
+	return ids, healthy, rcv
+}
+
+// behindOpenCircuit registers endpoint id with overrides o and a breaker tripped by one
+// failure and probed only after an hour, sends it one event, and returns once that event's
+// failure has opened the circuit: the event's id, and the switch that makes the receiver
+// answer 204 (it answers 503 until then).
+func behindOpenCircuit(t *testing.T, id string, o *herald.Overrides) ([]string, *atomic.Bool, *receiver) {
+	t.Helper()
 	var healthy atomic.Bool
 	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
 		if healthy.Load() {
@@ -35,8 +49,6 @@ func queueBehindOpenCircuit(t *testing.T, id string, limit, n int) ([]string, *a
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	o := fast(3, time.Second)
-	o.RateLimit = &limit
 	o.Breaker = &policy.BreakerOverride{ConsecutiveFailures: 1, ProbeDelay: duration.Duration(time.Hour), MaxProbeDelay: duration.Duration(time.Hour)}
 	putEndpoint(t, id, rcv.URL, o)
 	first := sendAll(t, shared.starter, id, 1, 1)
@@ -44,9 +56,7 @@ func queueBehindOpenCircuit(t *testing.T, id string, limit, n int) ([]string, *a
 	eventually(t, "the circuit to open", func() bool {
 		return endpointState(t, id).Circuit.State == policy.CircuitOpen
 	})
-	ids := append(first, sendAll(t, shared.starter, id, n, 8)...)
-	eventually(t, "the deliveries to queue", func() bool { return endpointState(t, id).Queue >= n })
-	return ids, &healthy, rcv
+	return first, &healthy, rcv
 }
 
 // wakesOf counts the wakes an endpoint workflow signalled: passes (policy.Grant.Pass) and
