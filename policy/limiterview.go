@@ -23,6 +23,9 @@ type LimiterView struct {
 	Leases []Lease `json:"leases,omitempty"`
 	// Queue is how many deliveries wait for a permit or for the circuit to close.
 	Queue int `json:"queue"`
+	// QueueFullAt is when the queue was last full, while deliveries it turned away may
+	// still wait for room (Overflow); zero otherwise.
+	QueueFullAt time.Time `json:"queue_full_at,omitzero"`
 	// P50 and P99 are attempt latencies over the recent window.
 	P50 duration.Duration `json:"p50"`
 	P99 duration.Duration `json:"p99"`
@@ -74,6 +77,7 @@ func (g *Limiter) View(now time.Time) LimiterView {
 		RateLimit:   g.Config.RateLimit,
 		Leases:      live,
 		Queue:       len(g.Ledger.Waiting),
+		QueueFullAt: g.Overflow.FullAt,
 		P50:         duration.Duration(g.Capacity.Percentile(now, 0.5)),
 		P99:         duration.Duration(g.Capacity.Percentile(now, 0.99)),
 		Lifecycle:   Lifecycle{Disabled: g.Disabled, FailingSince: g.FailingSince},

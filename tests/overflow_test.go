@@ -55,6 +55,9 @@ func TestBacklogBeyondTheQueue(t *testing.T) {
 		t.Fatal("no delivery was turned away by the full queue: the test tests nothing")
 	}
 	t.Logf("%d of %d deliveries turned away by the full queue", turnedAway, n)
+	if endpointState(t, id).QueueFullAt.IsZero() {
+		t.Error("endpoint get does not say the queue was full")
+	}
 
 	dones := make([]herald.Done, len(fakes))
 	for i, f := range fakes {

@@ -42,6 +42,9 @@ func (g *globals) printStatus(w io.Writer, st herald.Status, tenant string) erro
 		if st.Waiting.Queued {
 			fmt.Fprintf(w, " (position %d in the endpoint's queue)", st.Waiting.Position)
 		}
+		if st.Waiting.Full {
+			fmt.Fprint(w, " (not queued: the endpoint nudges it back once its queue is half empty)")
+		}
 		fmt.Fprintln(w)
 	case !st.NextAttemptAt.IsZero():
 		fmt.Fprintf(w, "Next       attempt at %s\n", fmtTime(st.NextAttemptAt))
@@ -182,6 +185,9 @@ func (g *globals) printEndpoint(w io.Writer, st herald.EndpointState) error {
 		st.InFlight, st.Cap, st.MaxInFlight, st.Queue, st.P50.Std().Round(time.Millisecond), st.P99.Std().Round(time.Millisecond))
 	if st.RateLimit > 0 {
 		fmt.Fprintf(w, "Rate limit %d requests per second, across all workers\n", st.RateLimit)
+	}
+	if !st.QueueFullAt.IsZero() {
+		fmt.Fprintf(w, "Overflow   the queue was last full at %s: deliveries turned away wait for room, and are nudged back once it is half empty\n", fmtTime(st.QueueFullAt))
 	}
 	for _, l := range st.Leases {
 		fmt.Fprintf(w, "  lease    %s: %d permits until %s\n", l.Holder, l.Permits, clock(l.Expires))
