@@ -219,8 +219,10 @@ const (
 	// away meanwhile (they wait on their own recheck, up to 10 minutes) through visibility
 	// and asks them to come back now (herald.UpdateNudge). Before, a backlog larger than
 	// the queue delivered its first 10,000 and then waited for those rechecks. Asked the
-	// first time a run finds its queue full or carries a full queue's overflow: the
-	// histories recorded before take the old branch (endpoint_queue_full.json among them);
+	// first time a run finds its queue full or carries a full queue's overflow, so a run
+	// started before the upgrade nudges once its queue fills after it, and not if it filled
+	// before: the histories recorded before take the old branch (endpoint_queue_full.json
+	// among them);
 	// endpoint_nudge_overflow.json takes the new one (TestBacklogBeyondTheQueue -record).
 	versionNudgeOverflow = "nudge-overflow"
 	// settleOwedVersion (2026-12-04, issue 24) is versionSettleAttempt's version 3: a
