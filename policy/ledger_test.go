@@ -364,3 +364,51 @@ func TestLedgerKeysFollowTheQueue(t *testing.T) {
 		t.Errorf("after decoding and taking a: first key %d, want 2", q.FirstKey())
 	}
 }
+
+// TestLedgerKeysAtTheQueueBound crosses the queue's bound (MaxQueue, 10,000) with every
+// waiter keyed, as gates key their waits (WaitKey), plus waiters queued past it (waits in
+// flight when it filled): the keys stay aligned with the queue through removals at the
+// front and in the middle and a continue-as-new's JSON round trip, and take at most 11
+// bytes each in the encoded ledger (about 110 KB at the bound, as the README states).
+func TestLedgerKeysAtTheQueueBound(t *testing.T) {
+	n := DefaultLimiterConfig().MaxQueue + 50
+	var p Ledger
+	want := map[string]uint32{}
+	for i := range n {
+		w := fmt.Sprintf("default/evt_%06d", i)
+		p.Enqueue(w)
+		k := WaitKey(i%7, i%5+1, i%3)
+		p.SetKey(w, k)
+		want[w] = k
+	}
+	for i := 0; i < n; i += 97 { // the middle
+		p.Remove(fmt.Sprintf("default/evt_%06d", i))
+	}
+	for _, w := range slices.Clone(p.Waiting[:100]) { // the front, as grants take them
+		p.Remove(w)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Ledger
+	if err := json.Unmarshal(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Keys) != len(q.Waiting) {
+		t.Fatalf("%d keys for %d waiters after the round trip", len(q.Keys), len(q.Waiting))
+	}
+	for i, w := range q.Waiting {
+		if q.Keys[i] != want[w] {
+			t.Fatalf("waiter %d (%s) has key %d, want %d", i, w, q.Keys[i], want[w])
+		}
+	}
+	keys, err := json.Marshal(q.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys)-2 > 11*len(q.Keys) { // ten digits and a comma each, and the brackets
+		t.Errorf("%d keys take %d bytes encoded, want at most 11 each", len(q.Keys), len(keys))
+	}
+	t.Logf("%d waiters: keys %d bytes of the ledger's %d encoded", len(q.Waiting), len(keys), len(b))
+}
