@@ -30,6 +30,12 @@ const (
 	NudgeWindow = 10000
 )
 
+// Overflowing reports whether deliveries may wait for room: the queue is full now, or was,
+// and the deliveries it turned away may not all have been nudged back yet.
+func (g *Limiter) Overflowing() bool {
+	return g.QueueFull() || !g.Overflow.FullAt.IsZero()
+}
+
 // NoteFull records that the queue is full now, if it is: its workers' gates turn
 // deliveries away from here on, until a snapshot says otherwise.
 func (g *Limiter) NoteFull(now time.Time) {

@@ -165,8 +165,9 @@ func New(c client.Client, o Options) (*Worker, error) {
 		Metrics:     o.Metrics,
 		Tracer:      o.Tracing.Tracer(),
 	})
-	w.RegisterActivity(&activities.Operator{Client: c})
-	ew.RegisterActivity(&activities.Operator{Client: c}) // the endpoints' nudges (NudgeWaiting)
+	op := &activities.Operator{Client: c}
+	w.RegisterActivity(op)
+	ew.RegisterActivity(op) // the endpoints' nudges (NudgeWaiting)
 	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}
 	w.RegisterActivity(ops)
 	ew.RegisterActivity(ops)

@@ -115,7 +115,7 @@ func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
 // the loop.
 func (l *limiterLoop) nudgeOverflow(ctx workflow.Context, now time.Time) {
 	lim := l.e.in.Limiter
-	if !lim.QueueFull() && lim.Overflow.FullAt.IsZero() {
+	if !lim.Overflowing() {
 		return
 	}
 	if !l.nudgeAsked {

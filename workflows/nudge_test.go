@@ -15,17 +15,7 @@ import (
 func TestDeliveryNudgedBackFromAFullQueue(t *testing.T) {
 	const reason = "circuit open after 5 consecutive failures; the queue is full"
 	t.Run("turned away: a nudge brings it back", func(t *testing.T) {
-		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
-			if now.Before(at(2 * time.Minute)) {
-				return herald.Result{Number: in.Number, StartedAt: now, Policy: p,
-					Held: &herald.Hold{Full: true, Reason: reason, Recheck: herald.Duration(10 * time.Minute)}}, nil
-			}
-			return deliveredAttempt(now, p), nil
-		})
-		var nudge *updateOutcome[struct{}]
-		env.RegisterDelayedCallback(func() { nudge = sendUpdate[struct{}](env, herald.UpdateNudge) }, 2*time.Minute)
-		st := runDelivery(t, env)
+		st, rec, nudge := nudgedWhileHeld(t, herald.Hold{Full: true, Reason: reason, Recheck: herald.Duration(10 * time.Minute)}, 2*time.Minute)
 		nudge.check(t, "the nudge")
 		calls := rec.wantCalls(t, 2, "the turned-away attempt and the one after the nudge")
 		if !calls[1].At.Equal(at(2 * time.Minute)) {
@@ -36,17 +26,7 @@ func TestDeliveryNudgedBackFromAFullQueue(t *testing.T) {
 		}
 	})
 	t.Run("queued: refuses the nudge", func(t *testing.T) {
-		p := defaultPolicy()
-		env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
-			if now.Before(at(5 * time.Minute)) {
-				return herald.Result{Number: in.Number, StartedAt: now, Policy: p,
-					Held: &herald.Hold{Queued: true, Reason: reason, Recheck: herald.Duration(5 * time.Minute)}}, nil
-			}
-			return deliveredAttempt(now, p), nil
-		})
-		var nudge *updateOutcome[struct{}]
-		env.RegisterDelayedCallback(func() { nudge = sendUpdate[struct{}](env, herald.UpdateNudge) }, 2*time.Minute)
-		runDelivery(t, env)
+		_, rec, nudge := nudgedWhileHeld(t, herald.Hold{Queued: true, Reason: reason, Recheck: herald.Duration(5 * time.Minute)}, 5*time.Minute)
 		if nudge == nil || nudge.accepted || nudge.rejected == nil {
 			t.Fatalf("nudge of a queued delivery: %+v, want refused", nudge)
 		}
@@ -55,4 +35,23 @@ func TestDeliveryNudgedBackFromAFullQueue(t *testing.T) {
 			t.Errorf("second attempt at %s, want at its recheck (start+5m)", calls[1].At)
 		}
 	})
+}
+
+// nudgedWhileHeld runs a delivery whose attempts the gate holds with h until start+until
+// and that are delivered after, and nudges it 2 minutes in: its final status, its
+// attempts, and what became of the nudge.
+func nudgedWhileHeld(t *testing.T, h herald.Hold, until time.Duration) (herald.Status, *recorder, *updateOutcome[struct{}]) {
+	t.Helper()
+	p := defaultPolicy()
+	env, rec := newDeliveryEnv(t, func(in activities.AttemptInput, now time.Time) (herald.Result, error) {
+		if now.Before(at(until)) {
+			held := h
+			return herald.Result{Number: in.Number, StartedAt: now, Policy: p, Held: &held}, nil
+		}
+		return deliveredAttempt(now, p), nil
+	})
+	var nudge *updateOutcome[struct{}]
+	env.RegisterDelayedCallback(func() { nudge = sendUpdate[struct{}](env, herald.UpdateNudge) }, 2*time.Minute)
+	st := runDelivery(t, env)
+	return st, rec, nudge
 }

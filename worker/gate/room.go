@@ -71,13 +71,11 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 	// look once now, or the attempt would wait for a change that may not come.
 	e.mu.Lock()
 	ch := e.changedLocked()
-	now := time.Now()
-	if w, ok := e.h.AdmitWaiting(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
-		a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
-		e.mu.Unlock()
+	a := e.admitWaitingLocked(waiter, time.Now())
+	e.mu.Unlock()
+	if a != nil {
 		return a
 	}
-	e.mu.Unlock()
 	g.kick(e)
 	for {
 		if !awaitRoom(ctx, ch, deadline) {
@@ -85,8 +83,7 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 		}
 		e.mu.Lock()
 		now := time.Now()
-		if w, ok := e.h.AdmitWaiting(waiter, now, now.Before(e.until), e.stopping.Load()); ok {
-			a := &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
+		if a := e.admitWaitingLocked(waiter, now); a != nil {
 			e.mu.Unlock()
 			return a
 		}
@@ -97,6 +94,16 @@ func (g *Gate) admitWaiting(ctx context.Context, e *gateEntry, waiter string) *A
 			return nil // the endpoint holds attempts back now: the hold stands
 		}
 	}
+}
+
+// admitWaitingLocked admits waiter's waiting attempt at now if e's lease has room for it
+// (policy.LocalLease.AdmitWaiting), nil if not. e.mu is held.
+func (e *gateEntry) admitWaitingLocked(waiter string, now time.Time) *Admission {
+	w, ok := e.h.AdmitWaiting(waiter, now, now.Before(e.until), e.stopping.Load())
+	if !ok {
+		return nil
+	}
+	return &Admission{Endpoint: e.ep, Ticket: e.h.Snapshot.Ticket, Window: w, entry: e}
 }
 
 // startHolding counts one more attempt waiting here for room at e, unless the gate's bound
