@@ -58,6 +58,14 @@ const (
 	// full queue (Hold.Full) to ask again now rather than at its recheck (no argument, no
 	// result). A delivery that is not in such a wait refuses it, leaving no event.
 	UpdateNudge = "nudge"
+	// UpdatePass, sent by a worker for an endpoint workflow that drains its queue
+	// (activities.Operator.WakeWaiters), hands a waiting delivery its pass (policy.Grant with
+	// Pass set), as SignalPermit does, in one workflow task and with no event unless taken.
+	// A delivery that is not waiting for its endpoint refuses it (NotWaitingForPermit),
+	// leaving no event; the worker then tells the endpoint it has no use for the pass.
+	UpdatePass = "pass"
+	// NotWaitingForPermit is the error type of a pass a delivery refuses (UpdatePass).
+	NotWaitingForPermit = "NotWaitingForPermit"
 	// QueryStatus returns a delivery's Status.
 	QueryStatus = "status"
 	// QueryEvent returns a delivery's Event, payload included.

@@ -64,6 +64,10 @@ type LeaseReply struct {
 type Done struct {
 	Waiter  string          `json:"waiter"`
 	Outcome *policy.Outcome `json:"outcome,omitempty"`
+	// Refused, when set, says only that Waiter had no use for the pass good until Refused
+	// (UpdatePass refused, or its delivery gone): the endpoint forgets that pass, and
+	// nothing else (policy.Limiter.Refused).
+	Refused time.Time `json:"refused,omitzero"`
 }
 
 // Hold says why an attempt did not go: the endpoint's gate or breaker held it back. A held
@@ -101,6 +105,20 @@ type NudgeRequest struct {
 	Endpoint string `json:"endpoint"`
 	Limit    int    `json:"limit"`
 	Window   int    `json:"window"`
+}
+
+// PassWake asks activities.Operator.WakeWaiters to hand Grants, passes of Endpoint's
+// queue, to their deliveries (UpdatePass).
+type PassWake struct {
+	Endpoint string         `json:"endpoint"`
+	Grants   []policy.Grant `json:"grants"`
+}
+
+// PassWoken is what WakeWaiters did: Sent passes are on their way; the Declined waiters'
+// passes it had no room for (the endpoint workflow signals those itself).
+type PassWoken struct {
+	Sent     int      `json:"sent,omitempty"`
+	Declined []string `json:"declined,omitempty"`
 }
 
 // NudgeCount is what NudgeWaiting did: Found deliveries waiting on the endpoint that it

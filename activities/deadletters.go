@@ -16,6 +16,7 @@ import (
 // Operator holds the activities that act on other workflows (bulk replay).
 type Operator struct {
 	Client client.Client
+	wakeState
 }
 
 // ReplayCount is what ReplayDeadLetters did: how many dead letters it signalled to replay,

@@ -111,18 +111,18 @@ func (g *Limiter) Drainable() bool {
 // otherwise (the probe, half-open attempts, a rate limit granted per waiter, a disabled
 // endpoint) it is Tick.
 func (g *Limiter) TickPasses(now time.Time) []Grant {
-	g.expirePasses(now)
+	again := g.expirePasses(now)
 	if !g.Drainable() {
-		return g.Tick(now)
+		return append(again, g.Tick(now)...)
 	}
 	g.expire(now)
 	if len(g.Passes) == 0 && g.Ledger.Free(g.Cap(), now) == 0 && g.PassUse.rate(now) == 0 {
 		// Every permit is leased and no gate is draining (no pass out, none used lately): a
 		// pass-holder would find no room. The drain starts once a permit is free (a lease
 		// given back, or expired).
-		return nil
+		return again
 	}
-	var wakes []Grant
+	wakes := again
 	for win := g.passWindow(now); len(g.Ledger.Waiting) > 0 && len(g.Passes) < win; {
 		w := g.Ledger.Waiting[0]
 		p := Grant{Waiter: w, Until: now.Add(PassTTL), Pass: true, Key: g.Ledger.FirstKey()}
@@ -146,6 +146,15 @@ func (g *Limiter) Passed(now time.Time, waiters []string) {
 	g.Passes = slices.DeleteFunc(slices.Clone(g.Passes), func(p Grant) bool { return slices.Contains(waiters, p.Waiter) })
 }
 
+// Refused forgets waiter's pass if it is the one good until until: its delivery refused it
+// (it was not waiting for one) or is gone. A pass handed out since, or the waiter's place
+// in the queue if it asked again meanwhile, stays.
+func (g *Limiter) Refused(waiter string, until time.Time) {
+	if i := slices.IndexFunc(g.Passes, func(p Grant) bool { return p.Waiter == waiter && p.Until.Equal(until) }); i >= 0 {
+		g.Passes = slices.Delete(slices.Clone(g.Passes), i, i+1)
+	}
+}
+
 // dropPass forgets waiter's pass, if it holds one (it asked to wait again, or its delivery
 // is gone), and reports whether it did.
 func (g *Limiter) dropPass(waiter string) bool {
@@ -156,17 +165,31 @@ func (g *Limiter) dropPass(waiter string) bool {
 	return false
 }
 
-// expirePasses forgets the passes whose time is over.
-func (g *Limiter) expirePasses(now time.Time) {
-	if slices.ContainsFunc(g.Passes, func(p Grant) bool { return !p.Until.After(now) }) {
-		g.Passes = slices.DeleteFunc(slices.Clone(g.Passes), func(p Grant) bool { return !p.Until.After(now) })
+// expirePasses forgets the passes whose time is over, or, with RewakePasses, hands them
+// out again (until PassTTL from now) and returns them.
+func (g *Limiter) expirePasses(now time.Time) []Grant {
+	if !slices.ContainsFunc(g.Passes, func(p Grant) bool { return !p.Until.After(now) }) {
+		return nil
 	}
+	if !g.RewakePasses {
+		g.Passes = slices.DeleteFunc(slices.Clone(g.Passes), func(p Grant) bool { return !p.Until.After(now) })
+		return nil
+	}
+	var again []Grant
+	g.Passes = slices.Clone(g.Passes)
+	for i, p := range g.Passes {
+		if !p.Until.After(now) {
+			g.Passes[i].Until = now.Add(PassTTL)
+			again = append(again, g.Passes[i])
+		}
+	}
+	return again
 }
 
 // passDeadline is when the first pass expires while waiters wait for a place in the
-// window (zero: no such deadline).
+// window, or at all with RewakePasses (zero: no such deadline).
 func (g *Limiter) passDeadline() time.Time {
-	if len(g.Ledger.Waiting) == 0 || len(g.Passes) == 0 {
+	if len(g.Passes) == 0 || len(g.Ledger.Waiting) == 0 && !g.RewakePasses {
 		return time.Time{}
 	}
 	first := g.Passes[0].Until

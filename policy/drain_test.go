@@ -235,3 +235,59 @@ func TestDrainModelNeverAboveCap(t *testing.T) {
 		}
 	}
 }
+
+// TestPassesHandedOutAgain: with RewakePasses, a pass no gate reported used by its Until is
+// handed out again to the same waiter, without a new place in the window; one reported used
+// is not. A refusal forgets the pass it names, not a later one nor the waiter's new place
+// in the queue; without RewakePasses an expired pass is only forgotten.
+func TestPassesHandedOutAgain(t *testing.T) {
+	g, now := drainLimiter(t, 2, 10)
+	g.RewakePasses = true
+	g.Lease(now, LeaseRequest{Holder: "busy", InUse: 0, Want: 0})
+	first := g.TickPasses(now)
+	if w := waiters(first); !slices.Equal(w, names(0, 4)) {
+		t.Fatalf("first passes %v, want %v", w, names(0, 4))
+	}
+	g.Passed(now.Add(time.Second), []string{"w00"})
+	// w01 refuses its first pass late, after it was handed out again: nothing changes.
+	expired := now.Add(PassTTL)
+	again := g.TickPasses(expired)
+	if w := waiters(again[:3]); !slices.Equal(w, names(1, 4)) {
+		t.Fatalf("at PassTTL: %v handed out again first, want %v (w00 was used)", waiters(again), names(1, 4))
+	}
+	for _, p := range again[:3] {
+		if !p.Pass || !p.Until.Equal(expired.Add(PassTTL)) {
+			t.Fatalf("pass handed out again: %+v, want a pass until %s", p, expired.Add(PassTTL))
+		}
+	}
+	g.Refused("w01", first[1].Until)
+	if !g.holdsPass("w01") {
+		t.Fatal("a refusal of w01's first pass forgot the one handed out since")
+	}
+	g.Refused("w01", again[0].Until)
+	if g.holdsPass("w01") {
+		t.Fatal("w01 refused its pass, and still holds it")
+	}
+	// w02 asked again (its gate found no room) before its refusal came: its place stays.
+	if _, ok := g.Wait(expired, "w02"); ok {
+		t.Fatal("w02 granted a permit of its own")
+	}
+	g.Refused("w02", again[1].Until)
+	if !g.Ledger.Queued("w02") {
+		t.Fatal("a refusal of w02's pass took its new place in the queue")
+	}
+
+	plain, now := drainLimiter(t, 2, 10)
+	plain.Lease(now, LeaseRequest{Holder: "busy", InUse: 0, Want: 0})
+	plain.TickPasses(now)
+	for _, p := range plain.TickPasses(now.Add(PassTTL)) {
+		if slices.Contains(names(0, 4), p.Waiter) {
+			t.Fatalf("without RewakePasses, expired pass of %s handed out again", p.Waiter)
+		}
+	}
+}
+
+// holdsPass reports whether waiter holds a pass.
+func (g *Limiter) holdsPass(waiter string) bool {
+	return slices.ContainsFunc(g.Passes, func(p Grant) bool { return p.Waiter == waiter })
+}

@@ -88,6 +88,12 @@ type Limiter struct {
 	// Passes are the queued waiters let go to the workers' gates, each admitted there under
 	// a lease (TickPasses, drain.go), not yet reported used.
 	Passes []Grant `json:"passes,omitempty"`
+	// RewakePasses is set by an endpoint run that hands its passes out from a worker
+	// process (by update, not by a signal of its own): a pass that no gate reports used by
+	// its Until may have been lost with that process, so TickPasses hands it out again
+	// rather than forget it. A delivery that has no use for it refuses it, and the worker
+	// reports it done (Done), which forgets it.
+	RewakePasses bool `json:"rewake_passes,omitempty"`
 	// PassUse counts the passes used lately: the window follows it.
 	PassUse PassUse `json:"pass_use,omitzero"`
 	// Rate counts the grants for the window grants are for now (Target; Config.RateLimit),

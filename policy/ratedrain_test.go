@@ -76,7 +76,8 @@ type rqDelivery struct {
 	wakes       []Grant // wakes received while not waiting
 	arrived     time.Time
 	admitted    time.Time
-	queuedAt    int // its place in the order it first joined the queue (0: never queued)
+	queuedAt    int  // its place in the order it first joined the queue (0: never queued)
+	lost        bool // a pass to it was lost on its way (the updates model)
 }
 
 type rqGate struct {
@@ -94,15 +95,21 @@ type rateQueueModel struct {
 	lim        Limiter
 	limit, cap int
 	drains     bool
-	gates      []*rqGate
-	ds         []*rqDelivery
-	byID       map[string]*rqDelivery
-	started    map[time.Time]int
-	tickAt     time.Time
-	queued     int // deliveries that joined the queue
-	passes     int // passes admitted at a gate
-	requeued   int // pass-holders that found no share in time and were queued again
-	trace      []string
+	// updates: passes go by update, from the worker (RewakePasses): one now and then is
+	// lost with its worker, and a delivery that is not waiting refuses one (Refused).
+	updates  bool
+	lost     int // passes lost on their way
+	lastLost time.Time
+	refused  int // passes refused
+	gates    []*rqGate
+	ds       []*rqDelivery
+	byID     map[string]*rqDelivery
+	started  map[time.Time]int
+	tickAt   time.Time
+	queued   int // deliveries that joined the queue
+	passes   int // passes admitted at a gate
+	requeued int // pass-holders that found no share in time and were queued again
+	trace    []string
 }
 
 type rqFailure string
@@ -143,6 +150,13 @@ func (m *rateQueueModel) toLimiter(d *rqDelivery, kind string, out *Outcome) {
 func (m *rateQueueModel) wakeAll() {
 	for _, g := range m.lim.TickPasses(m.now) {
 		d := m.byID[g.Waiter]
+		if m.updates && g.Pass && !d.lost && m.rng.Intn(8) == 0 {
+			d.lost = true // once: a worker dies now and then, not at every pass
+			m.lost++
+			m.lastLost = m.now
+			m.logf("endpoint wakes %s with a pass, lost on its way", d.id)
+			continue
+		}
 		d.toIt++
 		m.logf("endpoint wakes %s (pass %v, window %s)", d.id, g.Pass, g.Window.Sub(rateEpoch))
 		m.at(m.now.Add(m.delay()), &rqEvent{kind: "wake", d: d, g: g})
@@ -179,6 +193,12 @@ func (m *rateQueueModel) renew(gi int) {
 	g.h.StartRenewal(want)
 	flight := g.h.Flight
 	req.Flight = &flight
+	if m.updates && len(req.Passed) > 0 && m.rng.Intn(10) == 0 {
+		// Its worker dies with the report: the passes stay out until PassTTL, and their
+		// deliveries, done or running, refuse them when they go out again.
+		m.logf("gate %d's report of %v is lost", gi, req.Passed)
+		req.Passed, m.lastLost = nil, m.now
+	}
 	g.passed, g.h.Passed = nil, 0
 	g.renewing = true
 	m.at(m.now.Add(m.delay()), &rqEvent{kind: "renew", gate: gi, req: req})
@@ -333,6 +353,12 @@ func (m *rateQueueModel) step() bool {
 		d.state = rqDelivered
 	case "wake":
 		d.toIt--
+		if d.state != rqWaiting && m.updates && e.g.Pass {
+			m.refused++
+			m.logf("%s refuses a pass (state %d)", d.id, d.state)
+			m.at(m.now.Add(m.delay()), &rqEvent{kind: "refused", d: d, g: e.g})
+			return true
+		}
 		if d.state != rqWaiting {
 			d.wakes = append(d.wakes, e.g)
 			m.logf("%s: wake while in state %d", d.id, d.state)
@@ -350,6 +376,9 @@ func (m *rateQueueModel) step() bool {
 	case "done":
 		d.toLim--
 		m.lim.Done(m.now, d.id, e.out)
+		m.wakeAll()
+	case "refused":
+		m.lim.Refused(d.id, e.g.Until)
 		m.wakeAll()
 	case "tick":
 		m.wakeAll()
@@ -404,7 +433,7 @@ func (m *rateQueueModel) check() {
 // runRateQueueModel runs one seed; drains says whether the limiter drains its queue through
 // the shares. It returns how long the deliveries took over deliveries/limit seconds (for a
 // cap that never binds; 0 otherwise).
-func runRateQueueModel(seed int64, drains bool) (m *rateQueueModel, took float64, err error) {
+func runRateQueueModel(seed int64, drains, updates bool) (m *rateQueueModel, took float64, err error) {
 	rng := rand.New(rand.NewSource(seed))
 	limit := 1 + rng.Intn(30)
 	c := limiterTestConfig()
@@ -414,7 +443,8 @@ func runRateQueueModel(seed int64, drains bool) (m *rateQueueModel, took float64
 	c.Breaker.ConsecutiveFailures = 1000
 	c.Breaker.VolumeFailures = 100000
 	m = &rateQueueModel{rng: rng, now: rateEpoch, lim: NewLimiter(c), limit: limit, cap: c.Capacity.MaxInFlight, drains: drains,
-		byID: map[string]*rqDelivery{}, started: map[time.Time]int{}}
+		updates: updates, byID: map[string]*rqDelivery{}, started: map[time.Time]int{}}
+	m.lim.RewakePasses = updates
 	m.lim.LeaseRates()
 	if drains {
 		m.lim.DrainRates()
@@ -425,7 +455,7 @@ func runRateQueueModel(seed int64, drains bool) (m *rateQueueModel, took float64
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("seed %d (limit %d, cap %d, %d gates, drains %v): %s", seed, m.limit, m.cap, len(m.gates), drains, string(f))
+			err = fmt.Errorf("seed %d (limit %d, cap %d, %d gates, drains %v, updates %v): %s", seed, m.limit, m.cap, len(m.gates), drains, updates, string(f))
 		}
 	}()
 	gates := 1 + rng.Intn(3)
@@ -461,7 +491,9 @@ func runRateQueueModel(seed int64, drains bool) (m *rateQueueModel, took float64
 	delivered := 0
 	for delivered < n && m.step() {
 		m.check()
-		if m.now.After(end) {
+		// A lost pass goes out again PassTTL after it was handed out: the run may take that
+		// much longer.
+		if m.now.After(end) && m.now.After(m.lastLost.Add(PassTTL+5*time.Second)) {
 			break
 		}
 		delivered = 0
@@ -482,7 +514,7 @@ func runRateQueueModel(seed int64, drains bool) (m *rateQueueModel, took float64
 	}
 	// What is on its way settles: dones reach the limiter, passes used are reported.
 	for range 10000 {
-		if !m.step() || m.now.After(end.Add(time.Minute)) {
+		if !m.step() || m.now.After(end.Add(time.Minute)) && m.now.After(m.lastLost.Add(PassTTL+time.Minute)) {
 			break
 		}
 	}
@@ -502,17 +534,19 @@ func runRateQueueModel(seed int64, drains bool) (m *rateQueueModel, took float64
 }
 
 // TestRateQueueModel runs the rate-queue model over many seeds, draining the queue through
-// the shares and, as before DrainRates, granting each queued waiter.
+// the shares, with passes signalled and with passes sent by update (some lost, some
+// refused: RewakePasses), and, as before DrainRates, granting each queued waiter.
 func TestRateQueueModel(t *testing.T) {
 	seeds := int64(200)
 	if testing.Short() {
 		seeds = 50
 	}
-	for _, drains := range []bool{true, false} {
+	for _, mode := range []struct{ drains, updates bool }{{true, false}, {true, true}, {false, false}} {
+		drains := mode.drains
 		var failures []string
-		sum, runs, passes, requeued, queued, uncappedRequeued := 0.0, 0, 0, 0, 0, 0
+		sum, runs, passes, requeued, queued, uncappedRequeued, lost, refused := 0.0, 0, 0, 0, 0, 0, 0, 0
 		for seed := range seeds {
-			m, took, err := runRateQueueModel(seed, drains)
+			m, took, err := runRateQueueModel(seed, drains, mode.updates)
 			if err != nil {
 				failures = append(failures, err.Error())
 				continue
@@ -525,10 +559,12 @@ func TestRateQueueModel(t *testing.T) {
 			passes += m.passes
 			requeued += m.requeued
 			queued += m.queued
+			lost += m.lost
+			refused += m.refused
 		}
 		if len(failures) > 0 {
 			slices.SortFunc(failures, func(a, b string) int { return len(a) - len(b) })
-			t.Fatalf("drains %v: %d of %d seeds fail; the shortest:\n%s", drains, len(failures), seeds, failures[0])
+			t.Fatalf("drains %v, updates %v: %d of %d seeds fail; the shortest:\n%s", drains, mode.updates, len(failures), seeds, failures[0])
 		}
 		if queued == 0 {
 			t.Fatalf("drains %v: no delivery was ever queued: the model does not test the queue", drains)
@@ -539,8 +575,11 @@ func TestRateQueueModel(t *testing.T) {
 		if !drains && passes != 0 {
 			t.Fatalf("%d passes at a limiter that grants each waiter", passes)
 		}
-		t.Logf("drains %v: %d deliveries queued, %d passes admitted on shares, %d queued again (%d with a cap that never binds); uncapped runs took %.2f× deliveries/limit seconds on average",
-			drains, queued, passes, requeued, uncappedRequeued, sum/float64(max(runs, 1)))
+		if mode.updates && (lost == 0 || refused == 0) {
+			t.Fatalf("%d passes lost, %d refused: the model does not test handing passes out again", lost, refused)
+		}
+		t.Logf("drains %v, updates %v: %d deliveries queued, %d passes admitted on shares, %d queued again (%d with a cap that never binds), %d passes lost and %d refused; uncapped runs took %.2f× deliveries/limit seconds on average",
+			drains, mode.updates, queued, passes, requeued, uncappedRequeued, lost, refused, sum/float64(max(runs, 1)))
 	}
 }
 

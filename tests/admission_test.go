@@ -189,6 +189,19 @@ func TestBacklogLargerThanSlots(t *testing.T) {
 	}
 	t.Logf("drained %d deliveries, peak concurrency %d (cap %d); mean rank of the first quarter %.0f, the last %.0f",
 		backlog, conc.peak.Load(), capN, early, late)
+
+	// The drain hands out passes from the worker, by update: no signal, and no task of the
+	// endpoint workflow's, per woken delivery. A sample of the backlog says how each was woken.
+	var byUpdate, bySignal int
+	for _, id := range ids[backlog/2 : backlog/2+50] {
+		w := wokenBy(t, s.Client, herald.DeliveryID(herald.DefaultTenant, id))
+		byUpdate += w.updates
+		bySignal += w.signals
+	}
+	t.Logf("of 50 drained deliveries: %d passes taken by update, %d permits by signal", byUpdate, bySignal)
+	if byUpdate < 45 {
+		t.Errorf("of 50 drained deliveries, %d took a pass by update (%d a permit signal): want nearly all by update", byUpdate, bySignal)
+	}
 }
 
 // TestColdEndpointsTwoWorkers: many endpoints with a few events each, two workers, no

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/duration"
 	"github.com/heraldhq/herald/policy"
@@ -57,4 +60,39 @@ func TestRecordDrainHistory(t *testing.T) {
 	eventually(t, "the queue to empty", func() bool { return endpointState(t, id).Queue == 0 })
 	time.Sleep(2 * time.Second) // the gates' last renewals
 	save(t, drainName, herald.EndpointWorkflowID(id))
+	for _, ev := range ids {
+		wf := herald.DeliveryID(herald.DefaultTenant, ev)
+		if w := wokenBy(t, shared.client, wf); w.updates > 0 {
+			save(t, drainedName, wf)
+			return
+		}
+	}
+	t.Fatalf("none of the %d drained deliveries took its pass by update (%s)", len(ids), herald.UpdatePass)
+}
+
+// drainedName is the delivery TestRecordDrainHistory writes besides its endpoint: one
+// that waited in the queue and was handed its pass by update (herald.UpdatePass).
+const drainedName = "delivery_drained_by_pass.json"
+
+// woken counts how a delivery was woken from its endpoint's queue: passes taken by update
+// (herald.UpdatePass), and permit signals (herald.SignalPermit).
+type woken struct{ updates, signals int }
+
+// wokenBy reads workflowID's history through c and counts how it was woken.
+func wokenBy(t *testing.T, c client.Client, workflowID string) woken {
+	t.Helper()
+	var w woken
+	for _, ev := range historyOf(t, c, workflowID, "") {
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+			if ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == herald.UpdatePass {
+				w.updates++
+			}
+		case enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == herald.SignalPermit {
+				w.signals++
+			}
+		}
+	}
+	return w
 }

@@ -59,27 +59,40 @@ func behindOpenCircuit(t *testing.T, id string, o *herald.Overrides) ([]string, 
 	return first, &healthy, rcv
 }
 
-// wakesOf counts the wakes an endpoint workflow signalled: passes (policy.Grant.Pass) and
-// requests of the queue's own budget (a grant with a rate window).
+// wakesOf counts the wakes an endpoint workflow sent: passes (policy.Grant.Pass, signalled
+// or handed to the worker: activities.Operator.WakeWaiters) and requests of the queue's own
+// budget (a grant with a rate window).
 func wakesOf(t *testing.T, id string) (passes, own int) {
 	t.Helper()
+	dc := converter.GetDefaultDataConverter()
 	for _, ev := range workflowHistory(t, herald.EndpointWorkflowID(id)) {
-		if ev.GetEventType() != enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED {
-			continue
-		}
-		a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
-		if a.GetSignalName() != herald.SignalPermit {
-			continue
-		}
-		var g policy.Grant
-		if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &g); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case g.Pass:
-			passes++
-		case !g.Window.IsZero():
-			own++
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_MARKER_RECORDED:
+			d := ev.GetMarkerRecordedEventAttributes().GetDetails()
+			var m struct{ ActivityType string }
+			if p := d["data"]; p == nil || dc.FromPayloads(p, &m) != nil || m.ActivityType != "WakeWaiters" {
+				continue
+			}
+			var r herald.PassWoken
+			if err := dc.FromPayloads(d["result"], &r); err != nil {
+				t.Fatal(err)
+			}
+			passes += r.Sent
+		case enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+			a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
+			if a.GetSignalName() != herald.SignalPermit {
+				continue
+			}
+			var g policy.Grant
+			if err := dc.FromPayloads(a.GetInput(), &g); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case g.Pass:
+				passes++
+			case !g.Window.IsZero():
+				own++
+			}
 		}
 	}
 	return passes, own

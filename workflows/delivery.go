@@ -51,6 +51,9 @@ func (w *DeliveryWorkflow) Run(ctx workflow.Context, in herald.DeliveryInput) (h
 	if err := d.setNudgeHandler(ctx); err != nil {
 		return d.status, err
 	}
+	if err := d.setPassHandler(ctx); err != nil {
+		return d.status, err
+	}
 	d.startOrdering(ctx)
 	st, err := d.run(ctx)
 	if err == nil {
@@ -94,6 +97,10 @@ type delivery struct {
 	// (herald.Hold.Full): only then does it take a nudge, which nudges wakes it with.
 	forRoom bool
 	nudges  workflow.Channel
+	// awaiting is set while the delivery waits for its endpoint (wait): only then does it
+	// take a pass update (herald.UpdatePass), which passes carries to the wait.
+	awaiting bool
+	passes   workflow.Channel
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
@@ -338,14 +345,24 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 		Summary: stepName(round, n) + " " + waitSummary(h),
 	})
 	done := false
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
-		var p policy.Grant
-		c.Receive(ctx, &p)
+	take := func(p policy.Grant) {
 		d.permit = &p
 		d.owed = max(d.owed-1, 0)
 		d.taken++
 		done = true
+	}
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(d.permits, func(c workflow.ReceiveChannel, _ bool) {
+		var p policy.Grant
+		c.Receive(ctx, &p)
+		take(p)
+	})
+	d.awaiting = true
+	defer func() { d.awaiting = false }()
+	sel.AddReceive(d.passes, func(c workflow.ReceiveChannel, _ bool) {
+		var p policy.Grant
+		c.Receive(ctx, &p)
+		take(p)
 	})
 	sel.AddFuture(timer, func(workflow.Future) { done = true })
 	d.addCancel(ctx, sel, &done)
@@ -385,6 +402,27 @@ func (d *delivery) setNudgeHandler(ctx workflow.Context) error {
 			return nil
 		}})
 }
+
+// setPassHandler registers the pass update (herald.UpdatePass). Its validator refuses,
+// without a trace in history, a delivery that is not waiting for its endpoint, or that
+// already has a pass to take; an accepted pass ends the wait as a permit signal does.
+func (d *delivery) setPassHandler(ctx workflow.Context) error {
+	d.passes = workflow.NewBufferedChannel(ctx, 1)
+	return workflow.SetUpdateHandlerWithOptions(ctx, herald.UpdatePass,
+		func(ctx workflow.Context, p policy.Grant) error {
+			d.passes.SendAsync(p)
+			return nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, p policy.Grant) error {
+			if !d.awaiting || d.passes.Len() > 0 || !p.Pass {
+				return errNotWaitingForPermit
+			}
+			return nil
+		}})
+}
+
+// errNotWaitingForPermit is a pass's refusal by a delivery that is not waiting for one.
+var errNotWaitingForPermit = temporal.NewNonRetryableApplicationError("the delivery is not waiting for its endpoint", herald.NotWaitingForPermit, nil)
 
 // errNotWaitingForRoom is a nudge's refusal by a delivery that is not waiting for room.
 var errNotWaitingForRoom = temporal.NewNonRetryableApplicationError("the delivery is not waiting for room in its endpoint's queue", "NotWaitingForRoom", nil)

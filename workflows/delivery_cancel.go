@@ -116,6 +116,9 @@ func (d *delivery) returnPermit(ctx workflow.Context) {
 		}
 		p = policy.Grant{}
 	}
+	if d.passes.ReceiveAsync(&p) { // a pass taken as the cancel came (herald.UpdatePass)
+		d.permit = &p
+	}
 	if d.permit == nil {
 		return
 	}

@@ -1,11 +1,14 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/activities"
 	"github.com/heraldhq/herald/policy"
 )
 
@@ -39,4 +42,68 @@ func (e *endpointRun) leaseRequest(ctx workflow.Context, req herald.LeaseRequest
 		r.Passed, r.Passing = nil, 0
 	}
 	return r
+}
+
+// grant hands w to its waiter: a pass, in a run that hands its passes out from the worker
+// (passUpdate), joins the batch flushPasses sends; anything else goes as a permit signal.
+func (e *endpointRun) grant(ctx workflow.Context, w policy.Grant) {
+	if w.Pass && e.passUpdate(ctx) {
+		e.pendingPasses = append(e.pendingPasses, w)
+		return
+	}
+	e.wake(ctx, w)
+}
+
+// passUpdate reports whether this run hands its passes out by update, from the worker
+// (versionPassUpdates), rather than with a signal each; asked once per run, at its first
+// pass. Such a run hands out again a pass that no gate reports used in time
+// (policy.Limiter.RewakePasses): the worker that had it may be gone.
+func (e *endpointRun) passUpdate(ctx workflow.Context) bool {
+	if !e.passUpdatesAsked {
+		e.passUpdatesAsked = true
+		e.passUpdates = workflow.GetVersion(ctx, versionPassUpdates, workflow.DefaultVersion, 1) == 1
+		if e.passUpdates {
+			e.in.Limiter.RewakePasses = true
+		}
+	}
+	return e.passUpdates
+}
+
+// flushPasses hands this task's passes to their deliveries in one local activity
+// (activities.Operator.WakeWaiters): one event for the batch, where a signal each took
+// two, and no task of the endpoint's own to see them delivered. The passes it had no room
+// for, or all of them if it failed, go as permit signals.
+func (e *endpointRun) flushPasses(ctx workflow.Context) {
+	if len(e.pendingPasses) == 0 {
+		return
+	}
+	batch := e.pendingPasses
+	e.pendingPasses = nil
+	e.waking++
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		defer func() { e.waking-- }()
+		req := herald.PassWake{Endpoint: e.in.ID, Grants: make([]policy.Grant, len(batch))}
+		for i, w := range batch {
+			req.Grants[i] = policy.Grant{Waiter: w.Waiter, Ticket: w.Ticket, Until: w.Until, Window: w.Window, Pass: true}
+		}
+		var op *activities.Operator
+		var r herald.PassWoken
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(gctx, passOptions), op.WakeWaiters, req).Get(gctx, &r)
+		if err != nil {
+			workflow.GetLogger(gctx).Warn("passes not handed to the worker: signalled instead", "endpoint", e.in.ID, "passes", len(batch), "error", err)
+		}
+		for _, w := range batch {
+			if err != nil || slices.Contains(r.Declined, w.Waiter) {
+				e.wake(gctx, w)
+			}
+		}
+	})
+}
+
+// passOptions are the options of WakeWaiters: one try, as it only hands the passes to its
+// process; a failure falls back to signals.
+var passOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout: 10 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	Summary:             "hand the passes to their deliveries",
 }

@@ -43,3 +43,46 @@ func TestLimiterResetWakesQueueWithPasses(t *testing.T) {
 		t.Errorf("lease with pass-holders waiting: %d permits, want the cap 2", grown.result.Permits)
 	}
 }
+
+// TestEndpointHandsPassesOutAgain: a run that hands its passes out from the worker
+// (versionPassUpdates) sends them in a batch through WakeWaiters; the passes it has no room
+// for go as signals. A pass no gate reports used by PassTTL goes out again to the same
+// waiter (it may have been lost with its worker), and a refusal of it frees its place in
+// the window for the next in line.
+func TestEndpointHandsPassesOutAgain(t *testing.T) {
+	env, rec := newGuardEnv(t)
+	rec.declined[waiterID(2)] = true
+	register(t, env, &herald.Overrides{MaxInFlight: 2})
+	const trip = 20 * time.Second
+	tripAt(env, trip, 0, waiterIDs(1, 12))
+	const resetAt = time.Minute
+	env.RegisterDelayedCallback(func() { sendUpdate[herald.EndpointState](env, herald.UpdateReset) }, resetAt)
+	refuseAt := resetAt + policy.PassTTL + 5*time.Second
+	env.RegisterDelayedCallback(func() {
+		p, _ := rec.permitOf(waiterID(1))
+		env.SignalWorkflow(herald.SignalDones, []herald.Done{{Waiter: waiterID(1), Refused: p.Permit.Until}})
+	}, refuseAt)
+	runEndpoint(t, env, herald.EndpointInput{ID: testEndpointID}, refuseAt+10*time.Second)
+
+	win := policy.PassWindow(2)
+	byWaiter := map[string][]permitSignal{}
+	for _, s := range rec.signals() {
+		byWaiter[s.Waiter] = append(byWaiter[s.Waiter], s)
+	}
+	for i := 1; i <= win; i++ {
+		got := byWaiter[waiterID(i)]
+		if len(got) != 2 || !got[0].At.Equal(at(resetAt)) || !got[1].At.Equal(at(resetAt+policy.PassTTL)) || !got[1].Permit.Pass {
+			t.Errorf("%s: passes %+v; want one at the reset and the same again at PassTTL", waiterID(i), got)
+			continue
+		}
+		if want := i != 2; got[0].Update != want {
+			t.Errorf("%s: first pass by update %v, want %v (w2's was declined: a signal)", waiterID(i), got[0].Update, want)
+		}
+	}
+	if got := byWaiter[waiterID(win+1)]; len(got) != 1 || !got[0].At.Equal(at(refuseAt)) || !got[0].Update {
+		t.Errorf("%s: passes %+v; want one by update when w1 refused its pass", waiterID(win+1), got)
+	}
+	if got := byWaiter[waiterID(win+2)]; len(got) != 0 {
+		t.Errorf("%s: passes %+v; want none (the window is full again)", waiterID(win+2), got)
+	}
+}

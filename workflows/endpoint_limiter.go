@@ -97,8 +97,9 @@ func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
 	e := l.e
 	e.expirePreviousSecret(now)
 	for _, w := range e.wakes(ctx, now) {
-		e.wake(ctx, w)
+		e.grant(ctx, w)
 	}
+	e.flushPasses(ctx)
 	e.recover(ctx, now)
 	circuit, disabled := e.in.Circuit, e.in.Disabled
 	e.showCircuit(ctx)
@@ -225,6 +226,10 @@ func (l *limiterLoop) drain(ctx workflow.Context) {
 	var ds []herald.Done
 	for l.dones.ReceiveAsync(&ds) {
 		for _, d := range ds {
+			if !d.Refused.IsZero() {
+				lim.Refused(d.Waiter, d.Refused)
+				continue
+			}
 			if d.Outcome != nil && !l.lateDones(ctx) {
 				lim.DoneDequeuing(workflow.Now(ctx), d.Waiter, d.Outcome)
 				continue

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,6 +49,8 @@ type permitSignal struct {
 	Waiter string
 	Permit policy.Grant
 	At     time.Time
+	// Update is set for a pass handed out from the worker (WakeWaiters), not signalled.
+	Update bool
 }
 
 // circuitUpsert is one write of the HeraldCircuit search attribute.
@@ -65,6 +68,8 @@ type guardRecorder struct {
 	// gone are the waiters whose workflow no longer exists: signalling them fails. Tests set
 	// it before the workflow runs.
 	gone map[string]bool
+	// declined are the waiters whose passes WakeWaiters has no room for: they go as signals.
+	declined map[string]bool
 }
 
 func (r *guardRecorder) signals() []permitSignal         { return r.permits.all() }
@@ -87,7 +92,7 @@ func (r *guardRecorder) permitOf(waiter string) (permitSignal, bool) {
 func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecorder) {
 	t.Helper()
 	env := newEndpointEnv(netguard.Policy{})
-	rec := &guardRecorder{gone: map[string]bool{}}
+	rec := &guardRecorder{gone: map[string]bool{}, declined: map[string]bool{}}
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, herald.SignalPermit, mock.Anything).Return(
 		func(_, workflowID, _, _ string, arg any) error {
 			p, ok := arg.(policy.Grant)
@@ -99,6 +104,23 @@ func newGuardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *guardRecord
 				return errors.New("workflow not found")
 			}
 			return nil
+		})
+	// Passes handed out from the worker (versionPassUpdates) are recorded with the
+	// signals: each reaches its delivery the same way as far as the endpoint knows.
+	env.OnActivity((&activities.Operator{}).WakeWaiters, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, r herald.PassWake) (herald.PassWoken, error) {
+			var out herald.PassWoken
+			for _, g := range r.Grants {
+				w := g.Waiter
+				if rec.declined[w] {
+					out.Declined = append(out.Declined, w)
+					continue
+				}
+				g.Waiter = ""
+				rec.permits.add(permitSignal{Waiter: w, Permit: g, At: env.Now(), Update: true})
+				out.Sent++
+			}
+			return out, nil
 		})
 	onKeywordUpsert(env, herald.AttrCircuit, func(v string) { rec.circuits.add(circuitUpsert{State: v, At: env.Now()}) })
 	recordTimers(env, &rec.timers)

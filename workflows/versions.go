@@ -225,6 +225,14 @@ const (
 	// among them);
 	// endpoint_nudge_overflow.json takes the new one (TestBacklogBeyondTheQueue -record).
 	versionNudgeOverflow = "nudge-overflow"
+	// versionPassUpdates (2026-12-05): an endpoint run that drains its queue with passes
+	// hands them to their deliveries from the worker, by update (herald.UpdatePass, one
+	// local activity per workflow task: activities.Operator.WakeWaiters), not with a
+	// SignalExternalWorkflow command each, and hands out again a pass no gate reported
+	// used in time (policy.Limiter.RewakePasses). Asked at a run's first pass. The runs
+	// recorded before (endpoint_drain*.json and every endpoint history with passes) take
+	// the old branch: a signal per pass.
+	versionPassUpdates = "pass-updates"
 	// settleOwedVersion (2026-12-04, issue 24) is versionSettleAttempt's version 3: a
 	// delivery settles its last attempt only while a permit signal may still come, that is
 	// while it has waited on more holds that may bring one (herald.Hold.MayPermit) than it

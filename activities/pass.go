@@ -1,0 +1,90 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/policy"
+)
+
+// WakeWaiters hands r.Grants, passes of endpoint r.Endpoint's queue, to their deliveries
+// (herald.UpdatePass), from this process, after the local activity that asked has
+// returned: the endpoint workflow's task does not wait for the deliveries' tasks, and
+// leaves one event for the whole batch where a signal per pass left two. It returns the
+// waiters it had no room to send to (wakeInFlight updates at once, per process), which
+// the endpoint workflow signals itself.
+//
+// A pass a delivery refuses (it is not waiting for its endpoint), or whose delivery is
+// gone, is given back to the endpoint (herald.SignalDones, herald.Done.Refused);
+// any other failure (a worker of an older release that has no such update, a timeout)
+// falls back to the permit signal. A pass lost with this process is handed out again by
+// the endpoint once its time is over (policy.Limiter.RewakePasses).
+func (o *Operator) WakeWaiters(ctx context.Context, r herald.PassWake) (herald.PassWoken, error) {
+	o.wakeOnce.Do(func() { o.wakeSlots = make(chan struct{}, wakeInFlight) })
+	var out herald.PassWoken
+	for _, g := range r.Grants {
+		select {
+		case o.wakeSlots <- struct{}{}:
+			out.Sent++
+			go func() {
+				defer func() { <-o.wakeSlots }()
+				o.sendPass(r.Endpoint, g)
+			}()
+		default:
+			out.Declined = append(out.Declined, g.Waiter)
+		}
+	}
+	return out, nil
+}
+
+// Limits of WakeWaiters.
+const (
+	// wakeInFlight bounds the pass updates a process has in flight at once.
+	wakeInFlight = 1000
+	// wakeTimeout bounds one pass update: the delivery takes it in a workflow task that
+	// also runs its attempt.
+	wakeTimeout = time.Minute
+)
+
+// sendPass hands g to its delivery by update, or by signal when the update cannot say.
+func (o *Operator) sendPass(endpoint string, g policy.Grant) {
+	ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
+	defer cancel()
+	h, err := o.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: g.Waiter, UpdateName: herald.UpdatePass, Args: []any{g}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	var app *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return
+	case errors.As(err, &app) && app.Type() == herald.NotWaitingForPermit, gone(err):
+	default:
+		if err = o.Client.SignalWorkflow(ctx, g.Waiter, "", herald.SignalPermit, g); err == nil || !gone(err) {
+			return
+		}
+	}
+	// Nobody takes the pass: the endpoint forgets it, if it is still the one it handed out.
+	_ = o.Client.SignalWorkflow(ctx, herald.EndpointWorkflowID(endpoint), "", herald.SignalDones, []herald.Done{{Waiter: g.Waiter, Refused: g.Until}})
+}
+
+// gone reports whether err says the workflow is not running (completed, or never was).
+func gone(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// wakeState is the Operator's part for WakeWaiters.
+type wakeState struct {
+	wakeOnce  sync.Once
+	wakeSlots chan struct{}
+}
