@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -18,8 +19,8 @@ import (
 // (herald.UpdatePass), from this process, after the local activity that asked has
 // returned: the endpoint workflow's task does not wait for the deliveries' tasks, and
 // leaves one event for the whole batch where a signal per pass left two. It returns the
-// waiters it had no room to send to (wakeInFlight updates at once, per process), which
-// the endpoint workflow signals itself.
+// waiters it had no room for (wakePending passes held at once per process, of which
+// wakeInFlight are being sent), which the endpoint workflow signals itself.
 //
 // A pass a delivery refuses (it is not waiting for its endpoint), or whose delivery is
 // gone, is given back to the endpoint (herald.SignalDones, herald.Done.Refused);
@@ -30,24 +31,30 @@ func (o *Operator) WakeWaiters(ctx context.Context, r herald.PassWake) (herald.P
 	o.wakeOnce.Do(func() { o.wakeSlots = make(chan struct{}, wakeInFlight) })
 	var out herald.PassWoken
 	for _, g := range r.Grants {
-		select {
-		case o.wakeSlots <- struct{}{}:
-			out.Sent++
-			go func() {
-				defer func() { <-o.wakeSlots }()
-				o.sendPass(r.Endpoint, g)
-			}()
-		default:
+		if o.wakePending.Add(1) > wakePending {
+			o.wakePending.Add(-1)
 			out.Declined = append(out.Declined, g.Waiter)
+			continue
 		}
+		out.Sent++
+		go func() {
+			defer o.wakePending.Add(-1)
+			o.wakeSlots <- struct{}{}
+			defer func() { <-o.wakeSlots }()
+			o.sendPass(r.Endpoint, g)
+		}()
 	}
 	return out, nil
 }
 
-// Limits of WakeWaiters.
-const (
-	// wakeInFlight bounds the pass updates a process has in flight at once.
-	wakeInFlight = 1000
+// Limits of WakeWaiters (variables for the tests only).
+var (
+	// wakeInFlight bounds the pass updates a process has in flight at once: each is a
+	// delivery's workflow task, with its attempt, and a burst of them as a backlog's drain
+	// starts must not take every workflow-task slot of the workers.
+	wakeInFlight = 64
+	// wakePending bounds the passes a process holds, in flight or waiting for a place.
+	wakePending int64 = 10000
 	// wakeTimeout bounds one pass update: the delivery takes it in a workflow task that
 	// also runs its attempt.
 	wakeTimeout = time.Minute
@@ -85,6 +92,7 @@ func gone(err error) bool {
 
 // wakeState is the Operator's part for WakeWaiters.
 type wakeState struct {
-	wakeOnce  sync.Once
-	wakeSlots chan struct{}
+	wakeOnce    sync.Once
+	wakeSlots   chan struct{}
+	wakePending atomic.Int64
 }

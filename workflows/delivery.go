@@ -101,6 +101,9 @@ type delivery struct {
 	// take a pass update (herald.UpdatePass), which passes carries to the wait.
 	awaiting bool
 	passes   workflow.Channel
+	// byUpdate is set once the delivery has taken a pass by update, which no history
+	// recorded before versionPassUpdates holds (settleAttempt).
+	byUpdate bool
 }
 
 func (d *delivery) run(ctx workflow.Context) (herald.Status, error) {
@@ -362,6 +365,7 @@ func (d *delivery) wait(ctx workflow.Context, h *herald.Hold, round, n int) {
 	sel.AddReceive(d.passes, func(c workflow.ReceiveChannel, _ bool) {
 		var p policy.Grant
 		c.Receive(ctx, &p)
+		d.byUpdate = true
 		take(p)
 	})
 	sel.AddFuture(timer, func(workflow.Future) { done = true })
@@ -582,6 +586,13 @@ const settleDelay = time.Millisecond
 // from 0.50× to 0.18× the unordered rate with them in).
 func (d *delivery) settleAttempt(ctx workflow.Context) {
 	if !d.unsettled || !d.waited {
+		return
+	}
+	if d.byUpdate && d.owed == 0 {
+		// What the latest version decides, without asking it: a delivery that took a pass
+		// by update runs no release older than that version, and asking would cost its
+		// marker and a TemporalChangeVersion upsert (a visibility write) per drained delivery.
+		d.unsettled = false
 		return
 	}
 	v := workflow.GetVersion(ctx, versionSettleAttempt, workflow.DefaultVersion, settleOwedVersion)
