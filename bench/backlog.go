@@ -122,6 +122,11 @@ type BacklogResult struct {
 	// against a workflow that goes at once (the healthy ones pull it down a little).
 	DrainCPUms       float64 `json:"drain_cpu_ms_per_delivery,omitempty"`
 	DrainCPUVsEngine float64 `json:"drain_cpu_vs_engine,omitempty"`
+	// WakeFloor is the engine's own pace at waking parked workflows, in this run
+	// (wakeFloorPhase: min(Events, wakeFloorMax) workflows woken by update, one local
+	// activity each); DrainVsWakeFloor is the drain's rate over it.
+	WakeFloor        Phase   `json:"wake_floor"`
+	DrainVsWakeFloor float64 `json:"drain_vs_wake_floor,omitempty"`
 	// Trail is what the histories of the last backlog deliveries to arrive show (Trail).
 	Trail Trail `json:"trail"`
 	// Draining is the healthy endpoints' same steady load while the backlog drains;
@@ -131,6 +136,9 @@ type BacklogResult struct {
 	DrainingGC      GCStats `json:"while_draining_gc"`
 	DrainingRatio   float64 `json:"while_draining_p99_ratio"`
 }
+
+// wakeFloorMax bounds the workflows the wake floor parks: enough for a rate.
+const wakeFloorMax = 2000
 
 // countArrivedBefore counts the arrival times in ts that are set and not after last.
 func countArrivedBefore(ts []time.Time, last time.Time) int {
@@ -290,6 +298,12 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	e.progress("backlog: engine limit (eager start, one local activity), %d workflows", cfg.Events)
 	var err error
 	if res.Engine, err = e.baseline(ctx, engineQueue, engineFlow, engine, true, cfg.Events, cfg.Senders); err != nil {
+		return res, err
+	}
+
+	nFloor := min(cfg.BacklogEvents, wakeFloorMax)
+	e.progress("backlog: the engine's wake floor, %d parked workflows woken by update", nFloor)
+	if res.WakeFloor, err = e.wakeFloorPhase(ctx, nFloor, cfg.Senders); err != nil {
 		return res, err
 	}
 
@@ -462,6 +476,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	res.MaxConcurrent = e.rcv.maxInFlight(bq)
 	res.DrainTarget = drainTarget(res.Cap, res.Delay.Std(), res.Engine.PerSecond)
 	res.DrainVsTarget = ratio(res.DrainPerSecond, res.DrainTarget)
+	res.DrainVsWakeFloor = ratio(res.DrainPerSecond, res.WakeFloor.PerSecond)
 	return res, ctx.Err()
 }
 

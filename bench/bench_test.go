@@ -131,6 +131,9 @@ func TestAllScenariosTiny(t *testing.T) {
 	if bl.Sent != 30 || bl.Drained != 30 || bl.DrainTimedOut {
 		t.Errorf("backlog: sent %d, drained %d (timed out %v), want 30 and 30", bl.Sent, bl.Drained, bl.DrainTimedOut)
 	}
+	if w := bl.WakeFloor; w.Events != 30 || w.Arrived != 30 || w.PerSecond <= 0 || bl.DrainVsWakeFloor <= 0 {
+		t.Errorf("backlog wake floor: %d of %d woken at %.1f/s, drain ÷ floor %.2f; want all 30, and a ratio", w.Arrived, w.Events, w.PerSecond, bl.DrainVsWakeFloor)
+	}
 	for name, p := range map[string]Phase{"without": bl.Without, "with": bl.With} {
 		if p.Events != 20 || p.Arrived != 20 || p.Latency.Count != 20 {
 			t.Errorf("backlog healthy %s: %d of %d arrived, latency over %d", name, p.Arrived, p.Events, p.Latency.Count)

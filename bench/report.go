@@ -294,6 +294,8 @@ func backlogRows(b *BacklogResult) []Row {
 		{s, "drain ÷ min(cap ÷ receiver latency, engine limit)", fmt.Sprintf("%.2f×  (%.1f/s of %.1f/s)", b.DrainVsTarget, b.DrainPerSecond, b.DrainTarget),
 			"≥ 0.8×", verdict(b.DrainTarget > 0 && b.DrainVsTarget >= 0.8)},
 		{s, "CPU per delivery while draining ÷ engine limit's per workflow", drainCPU(b), "", ""},
+		phaseRow(s, fmt.Sprintf("engine wake floor in this run: %d parked workflows woken by update", b.WakeFloor.Events), b.WakeFloor),
+		{s, "drain ÷ engine wake floor (the engine's own pace at waking parked workflows)", fmt.Sprintf("%.2f×", b.DrainVsWakeFloor), "", ""},
 		{s, fmt.Sprintf("the last %d to drain, from their histories", b.Trail.Sampled), b.Trail.String(), "", ""},
 		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s while it drains", b.Healthy, b.Rate), healthy(b.Draining, b.DrainingMissing) + "; " + b.DrainingGC.String(), "", ""},
 		{s, "healthy p99 while draining ÷ without backlog", fmt.Sprintf("%.2f×", b.DrainingRatio), "≤ 1.5×",
