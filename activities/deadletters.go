@@ -66,6 +66,7 @@ func (o *Operator) ReplayDeadLetters(ctx context.Context, f herald.DeadLetterFil
 	return n, nil
 }
 
+// isNotFound reports whether err says the workflow is not running (completed, or never was).
 func isNotFound(err error) bool {
 	var nf *serviceerror.NotFound
 	return errors.As(err, &nf)

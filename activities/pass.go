@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -74,20 +73,14 @@ func (o *Operator) sendPass(endpoint string, g policy.Grant) {
 	switch {
 	case err == nil:
 		return
-	case errors.As(err, &app) && app.Type() == herald.NotWaitingForPermit, gone(err):
+	case errors.As(err, &app) && app.Type() == herald.NotWaitingForPermit, isNotFound(err):
 	default:
-		if err = o.Client.SignalWorkflow(ctx, g.Waiter, "", herald.SignalPermit, g); err == nil || !gone(err) {
+		if err = o.Client.SignalWorkflow(ctx, g.Waiter, "", herald.SignalPermit, g); err == nil || !isNotFound(err) {
 			return
 		}
 	}
 	// Nobody takes the pass: the endpoint forgets it, if it is still the one it handed out.
 	_ = o.Client.SignalWorkflow(ctx, herald.EndpointWorkflowID(endpoint), "", herald.SignalDones, []herald.Done{{Waiter: g.Waiter, Refused: g.Until}})
-}
-
-// gone reports whether err says the workflow is not running (completed, or never was).
-func gone(err error) bool {
-	var nf *serviceerror.NotFound
-	return errors.As(err, &nf)
 }
 
 // wakeState is the Operator's part for WakeWaiters.

@@ -2,18 +2,15 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -22,10 +19,11 @@ import (
 
 // BenchmarkEngineWake measures how fast the engine itself wakes parked workflows, the
 // floor under any drain of a queue of waiting deliveries: HERALD_WAKE_N (3,000) workflows
-// wait on a signal, or on an update, and 50 clients wake them; each then runs one no-op
-// local activity and completes. Beside it, the engine limit of the same run (the same
-// workflows started eagerly, with nothing to wait for). Each round reports rates and CPU
-// per workflow; run it with nothing else on the machine:
+// wait on a signal (wakeFloorSignal), or on an update (wakeFloor, the backlog scenario's
+// wake floor), and 50 clients wake them; each then runs one no-op local activity and
+// completes. Beside it, the engine limit of the same run (engine: the same local activity,
+// started eagerly, with nothing to wait for). Each round reports rates and CPU per
+// workflow; run it with nothing else on the machine:
 //
 //	go test ./bench -run '^$' -bench EngineWake -benchtime 1x -v
 func BenchmarkEngineWake(b *testing.B) {
@@ -45,54 +43,63 @@ func BenchmarkEngineWake(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	var ran atomic.Int64
-	w := sdkworker.New(c, wakeQueue, sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(wakeEager, workflow.RegisterOptions{Name: "BenchWakeEager"})
-	w.RegisterWorkflowWithOptions(wakeOnSignal, workflow.RegisterOptions{Name: "BenchWakeSignal"})
-	w.RegisterWorkflowWithOptions(wakeOnUpdate, workflow.RegisterOptions{Name: "BenchWakeUpdate"})
-	w.RegisterActivityWithOptions(func(context.Context) error { ran.Add(1); return nil }, activity.RegisterOptions{Name: "BenchWakeNoop"})
+	const signalFlow = wakeFloorFlow + "Signal"
+	f := &effects{at: map[string]time.Time{}}
+	w := sdkworker.New(c, wakeFloorQueue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(engine, workflow.RegisterOptions{Name: engineFlow})
+	w.RegisterWorkflowWithOptions(wakeFloor, workflow.RegisterOptions{Name: wakeFloorFlow})
+	w.RegisterWorkflowWithOptions(wakeFloorSignal, workflow.RegisterOptions{Name: signalFlow})
+	w.RegisterActivityWithOptions(f.noop, activity.RegisterOptions{Name: noopActivity})
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}
 	defer w.Stop()
 
-	round := 0
-	// timedRun runs start for each of n ids, 50 at a time, and waits until n more local
-	// activities ran: the rate and the CPU per workflow from the first call to the last.
-	timedRun := func(start func(id string) error) (rate float64, cpu time.Duration) {
-		base := ran.Load()
-		began, cpu0 := time.Now(), processCPU()
-		if _, _, err := drive(ctx, n, 50, 0, func(_ context.Context, i int) error { return start(fmt.Sprintf("wake-%d-%d", round, i)) }); err != nil {
+	// each calls op for each of ids, 50 at a time.
+	each := func(ids []string, op func(ctx context.Context, id string) error) {
+		if _, _, err := drive(ctx, len(ids), 50, 0, func(ctx context.Context, i int) error { return op(ctx, ids[i]) }); err != nil {
 			b.Fatal(err)
 		}
-		for ran.Load() < base+int64(n) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		return float64(n) / time.Since(began).Seconds(), (processCPU() - cpu0) / time.Duration(n)
 	}
-	// park starts n workflows of type wf that wait, and lets them reach their wait.
-	park := func(wf string) {
-		if _, _, err := drive(ctx, n, 50, 0, func(ctx context.Context, i int) error {
-			_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("wake-%d-%d", round, i), TaskQueue: wakeQueue}, wf)
-			return err
-		}); err != nil {
-			b.Fatal(err)
+	// ran waits until every one of ids has run its local activity.
+	ran := func(ids []string) {
+		if !waitUntil(ctx, arrivalTimeout(len(ids)), func() bool { return countSet(f.seen(ids)) == len(ids) }) {
+			b.Fatalf("not every workflow ran its local activity in time")
 		}
-		time.Sleep(8 * time.Second)
+	}
+	start := func(name string, eager bool) func(ctx context.Context, id string) error {
+		return func(ctx context.Context, id string) error {
+			_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "bench:" + id, TaskQueue: wakeFloorQueue, EnableEagerStart: eager},
+				name, baselineInput{ID: id, Data: benchData})
+			return err
+		}
+	}
+	// timed runs op for each of n new ids and waits for their local activities: the rate
+	// from the first call to the last activity, and the CPU per workflow meanwhile.
+	timed := func(ids []string, op func(ctx context.Context, id string) error) (rate float64, cpu time.Duration) {
+		began, cpu0 := time.Now(), processCPU()
+		each(ids, op)
+		ran(ids)
+		return float64(len(ids)) / time.Since(began).Seconds(), (processCPU() - cpu0) / time.Duration(len(ids))
+	}
+	// parked starts n workflows of type name and returns their ids once all have parked.
+	parked := func(name string) []string {
+		ids := newIDs(n)
+		each(ids, start(name, false))
+		marks := make([]string, n)
+		for i, id := range ids {
+			marks[i] = parkedID(id)
+		}
+		ran(marks)
+		return ids
 	}
 	for range b.N {
-		round++
-		eager, eagerCPU := timedRun(func(id string) error {
-			_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: wakeQueue, EnableEagerStart: true}, "BenchWakeEager")
-			return err
+		eager, eagerCPU := timed(newIDs(n), start(engineFlow, true))
+		signal, signalCPU := timed(parked(signalFlow), func(ctx context.Context, id string) error {
+			return c.SignalWorkflow(ctx, "bench:"+id, "", wakeFloorGo, nil)
 		})
-		round++
-		park("BenchWakeSignal")
-		signal, signalCPU := timedRun(func(id string) error { return c.SignalWorkflow(ctx, id, "", "go", nil) })
-		round++
-		park("BenchWakeUpdate")
-		update, updateCPU := timedRun(func(id string) error {
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: "go", WaitForStage: client.WorkflowUpdateStageCompleted})
+		update, updateCPU := timed(parked(wakeFloorFlow), func(ctx context.Context, id string) error {
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "bench:" + id, UpdateName: wakeFloorGo, WaitForStage: client.WorkflowUpdateStageCompleted})
 			if err == nil {
 				err = h.Get(ctx, nil)
 			}
@@ -103,36 +110,6 @@ func BenchmarkEngineWake(b *testing.B) {
 		b.ReportMetric(signal/eager, "signal/eager")
 		b.ReportMetric(update/eager, "update/eager")
 	}
-}
-
-// wakeQueue is BenchmarkEngineWake's task queue.
-const wakeQueue = "bench-wake"
-
-func wakeLocal(ctx workflow.Context) error {
-	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
-	return workflow.ExecuteLocalActivity(ctx, "BenchWakeNoop").Get(ctx, nil)
-}
-
-// wakeEager runs its local activity at once.
-func wakeEager(ctx workflow.Context) error { return wakeLocal(ctx) }
-
-// wakeOnSignal waits for the signal "go", then runs its local activity.
-func wakeOnSignal(ctx workflow.Context) error {
-	workflow.GetSignalChannel(ctx, "go").Receive(ctx, nil)
-	return wakeLocal(ctx)
-}
-
-// wakeOnUpdate waits for the update "go", then runs its local activity.
-func wakeOnUpdate(ctx workflow.Context) error {
-	woken := false
-	if err := workflow.SetUpdateHandler(ctx, "go", func(workflow.Context) error { woken = true; return nil }); err != nil {
-		return err
-	}
-	if err := workflow.Await(ctx, func() bool { return woken }); err != nil {
-		return err
-	}
-	return wakeLocal(ctx)
 }
 
 // ms is d in milliseconds.

@@ -21,23 +21,39 @@ const (
 	wakeFloorGo    = "go"
 )
 
-// wakeFloor is the parked workflow: it records that it parked (a local activity, before
-// the measure), waits for the update wakeFloorGo, then runs its local activity.
+// wakeFloor is the parked workflow: it waits for the update wakeFloorGo (parkThen).
 func wakeFloor(ctx workflow.Context, in baselineInput) error {
 	woken := false
 	if err := workflow.SetUpdateHandler(ctx, wakeFloorGo, func(workflow.Context) error { woken = true; return nil }); err != nil {
 		return err
 	}
+	return parkThen(ctx, in, func() error { return workflow.Await(ctx, func() bool { return woken }) })
+}
+
+// wakeFloorSignal is wakeFloor woken by the signal wakeFloorGo instead (BenchmarkEngineWake).
+func wakeFloorSignal(ctx workflow.Context, in baselineInput) error {
+	return parkThen(ctx, in, func() error {
+		workflow.GetSignalChannel(ctx, wakeFloorGo).Receive(ctx, nil)
+		return nil
+	})
+}
+
+// parkThen records that in's workflow parked (a local activity for "parked:"+in.ID, before
+// any measure), waits with wait, then runs in's local activity.
+func parkThen(ctx workflow.Context, in baselineInput, wait func() error) error {
 	parked := in
-	parked.ID = "parked:" + in.ID
+	parked.ID = parkedID(in.ID)
 	if err := engine(ctx, parked); err != nil {
 		return err
 	}
-	if err := workflow.Await(ctx, func() bool { return woken }); err != nil {
+	if err := wait(); err != nil {
 		return err
 	}
 	return engine(ctx, in)
 }
+
+// parkedID is the id parkThen records a parked workflow under.
+func parkedID(id string) string { return "parked:" + id }
 
 // wakeFloorPhase parks n wakeFloor workflows, then wakes them with senders clients: the
 // rate from the first update sent to the last local activity run, and the CPU per
@@ -52,7 +68,7 @@ func (e *env) wakeFloorPhase(ctx context.Context, n, senders int) (Phase, error)
 	ids := newIDs(n)
 	parked := make([]string, n)
 	for i, id := range ids {
-		parked[i] = "parked:" + id
+		parked[i] = parkedID(id)
 	}
 	_, failed, ferr := drive(ctx, n, senders, 0, func(ctx context.Context, i int) error {
 		_, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "bench:" + ids[i], TaskQueue: wakeFloorQueue},

@@ -92,7 +92,7 @@ type Limiter struct {
 	// process (by update, not by a signal of its own): a pass that no gate reports used by
 	// its Until may have been lost with that process, so TickPasses hands it out again
 	// rather than forget it. A delivery that has no use for it refuses it, and the worker
-	// reports it done (Done), which forgets it.
+	// reports the refusal (Refused), which forgets it.
 	RewakePasses bool `json:"rewake_passes,omitempty"`
 	// PassUse counts the passes used lately: the window follows it.
 	PassUse PassUse `json:"pass_use,omitzero"`

@@ -167,7 +167,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 	})
 	op := &activities.Operator{Client: c}
 	w.RegisterActivity(op)
-	ew.RegisterActivity(op) // the endpoints' nudges (NudgeWaiting)
+	ew.RegisterActivity(op) // the endpoints' nudges (NudgeWaiting) and passes (WakeWaiters)
 	ops := &activities.Ops{Client: c, TaskQueue: o.TaskQueue}
 	w.RegisterActivity(ops)
 	ew.RegisterActivity(ops)

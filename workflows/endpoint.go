@@ -99,13 +99,11 @@ type endpointRun struct {
 	// dirty is set by every message that may let a waiter go.
 	dirty bool
 	// waking counts the permit signals sent and not yet acknowledged, and the batches of
-	// passes being handed to the worker (flushPasses).
+	// passes being handed to the worker (wakePasses).
 	waking int
 	// passUpdatesAsked and passUpdates: whether this run hands its passes out by update,
-	// from the worker (versionPassUpdates), asked at its first pass; pendingPasses are the
-	// passes of this workflow task, which flushPasses hands out together.
+	// from the worker (versionPassUpdates), asked at its first pass.
 	passUpdatesAsked, passUpdates bool
-	pendingPasses                 []policy.Grant
 	// emitting counts the operational events being emitted.
 	emitting int
 	// published is the admission view last written to the memo, encoded.

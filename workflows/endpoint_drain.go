@@ -44,16 +44,6 @@ func (e *endpointRun) leaseRequest(ctx workflow.Context, req herald.LeaseRequest
 	return r
 }
 
-// grant hands w to its waiter: a pass, in a run that hands its passes out from the worker
-// (passUpdate), joins the batch flushPasses sends; anything else goes as a permit signal.
-func (e *endpointRun) grant(ctx workflow.Context, w policy.Grant) {
-	if w.Pass && e.passUpdate(ctx) {
-		e.pendingPasses = append(e.pendingPasses, w)
-		return
-	}
-	e.wake(ctx, w)
-}
-
 // passUpdate reports whether this run hands its passes out by update, from the worker
 // (versionPassUpdates), rather than with a signal each; asked once per run, at its first
 // pass. Such a run hands out again a pass that no gate reports used in time
@@ -69,30 +59,29 @@ func (e *endpointRun) passUpdate(ctx workflow.Context) bool {
 	return e.passUpdates
 }
 
-// flushPasses hands this task's passes to their deliveries in one local activity
+// wakePasses hands passes to their deliveries in one local activity
 // (activities.Operator.WakeWaiters): one event for the batch, where a signal each took
 // two, and no task of the endpoint's own to see them delivered. The passes it had no room
 // for, or all of them if it failed, go as permit signals.
-func (e *endpointRun) flushPasses(ctx workflow.Context) {
-	if len(e.pendingPasses) == 0 {
+func (e *endpointRun) wakePasses(ctx workflow.Context, passes []policy.Grant) {
+	if len(passes) == 0 {
 		return
 	}
-	batch := e.pendingPasses
-	e.pendingPasses = nil
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()
-		req := herald.PassWake{Endpoint: e.in.ID, Grants: make([]policy.Grant, len(batch))}
-		for i, w := range batch {
-			req.Grants[i] = policy.Grant{Waiter: w.Waiter, Ticket: w.Ticket, Until: w.Until, Window: w.Window, Pass: true}
+		req := herald.PassWake{Endpoint: e.in.ID, Grants: make([]policy.Grant, len(passes))}
+		for i, w := range passes {
+			req.Grants[i] = forDelivery(w)
+			req.Grants[i].Waiter = w.Waiter // the worker's address for it
 		}
 		var op *activities.Operator
 		var r herald.PassWoken
 		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(gctx, passOptions), op.WakeWaiters, req).Get(gctx, &r)
 		if err != nil {
-			workflow.GetLogger(gctx).Warn("passes not handed to the worker: signalled instead", "endpoint", e.in.ID, "passes", len(batch), "error", err)
+			workflow.GetLogger(gctx).Warn("passes not handed to the worker: signalled instead", "endpoint", e.in.ID, "passes", len(passes), "error", err)
 		}
-		for _, w := range batch {
+		for _, w := range passes {
 			if err != nil || slices.Contains(r.Declined, w.Waiter) {
 				e.wake(gctx, w)
 			}

@@ -96,10 +96,15 @@ func (l *limiterLoop) run(ctx workflow.Context) error {
 func (l *limiterLoop) tick(ctx workflow.Context, now time.Time) {
 	e := l.e
 	e.expirePreviousSecret(now)
+	var passes []policy.Grant
 	for _, w := range e.wakes(ctx, now) {
-		e.grant(ctx, w)
+		if w.Pass && e.passUpdate(ctx) {
+			passes = append(passes, w)
+			continue
+		}
+		e.wake(ctx, w)
 	}
-	e.flushPasses(ctx)
+	e.wakePasses(ctx, passes)
 	e.recover(ctx, now)
 	circuit, disabled := e.in.Circuit, e.in.Disabled
 	e.showCircuit(ctx)
@@ -384,8 +389,7 @@ func (e *endpointRun) reset(ctx workflow.Context) (herald.EndpointState, error) 
 
 // wake hands waiter w its permit. A delivery that is gone gives the permit back.
 func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
-	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit,
-		policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window, Disabled: w.Disabled, Pass: w.Pass})
+	f := workflow.SignalExternalWorkflow(ctx, w.Waiter, "", herald.SignalPermit, forDelivery(w))
 	e.waking++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer func() { e.waking-- }()
@@ -394,6 +398,12 @@ func (e *endpointRun) wake(ctx workflow.Context, w policy.Grant) {
 			e.dirty = true
 		}
 	})
+}
+
+// forDelivery is what a delivery is handed of its grant w: the endpoint's own bookkeeping
+// (the waiter's name, the key of its wait) stays with the endpoint.
+func forDelivery(w policy.Grant) policy.Grant {
+	return policy.Grant{Ticket: w.Ticket, Until: w.Until, Window: w.Window, Disabled: w.Disabled, Pass: w.Pass}
 }
 
 // showCircuit writes a changed circuit state to the HeraldCircuit search attribute (set
