@@ -23,8 +23,9 @@ import (
 //
 // A pass a delivery refuses (it is not waiting for its endpoint), or whose delivery is
 // gone, is given back to the endpoint (herald.SignalDones, herald.Done.Refused);
-// any other failure (a worker of an older release that has no such update, a timeout)
-// falls back to the permit signal. A pass lost with this process is handed out again by
+// an update the delivery's code refuses otherwise (a worker of an older release has no
+// such update) falls back to the permit signal; one that gets no answer is left to the
+// endpoint, which hands the pass out again. A pass lost with this process is handed out again by
 // the endpoint once its time is over (policy.Limiter.RewakePasses).
 func (o *Operator) WakeWaiters(ctx context.Context, r herald.PassWake) (herald.PassWoken, error) {
 	o.wakeOnce.Do(func() { o.wakeSlots = make(chan struct{}, wakeInFlight) })
@@ -74,10 +75,18 @@ func (o *Operator) sendPass(endpoint string, g policy.Grant) {
 	case err == nil:
 		return
 	case errors.As(err, &app) && app.Type() == herald.NotWaitingForPermit, isNotFound(err):
-	default:
+	case app != nil:
+		// Refused by the delivery's code for another reason (a worker of an older release
+		// has no such update): it did not take the pass, so the permit signal is safe.
 		if err = o.Client.SignalWorkflow(ctx, g.Waiter, "", herald.SignalPermit, g); err == nil || !isNotFound(err) {
 			return
 		}
+	default:
+		// No answer (a timeout, a server restarting): the delivery may have taken the pass,
+		// and a permit signal it does not expect could make the server refuse its last
+		// workflow task, so that its attempt runs again. The endpoint hands the pass out
+		// again, by update, if no gate reports it used (policy.Limiter.RewakePasses).
+		return
 	}
 	// Nobody takes the pass: the endpoint forgets it, if it is still the one it handed out.
 	_ = o.Client.SignalWorkflow(ctx, herald.EndpointWorkflowID(endpoint), "", herald.SignalDones, []herald.Done{{Waiter: g.Waiter, Refused: g.Until}})

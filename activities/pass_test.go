@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -104,9 +103,10 @@ func TestWakeWaitersBounds(t *testing.T) {
 }
 
 // TestWakeWaitersFallbacks: a refused pass and a delivery that is gone are told to the
-// endpoint as refusals (herald.Done.Refused); an update that fails otherwise (a worker of
-// an older release) falls back to the permit signal, and a signal to a delivery that is
-// gone is told to the endpoint too.
+// endpoint as refusals (herald.Done.Refused); an update the delivery's code refuses
+// otherwise (a worker of an older release) falls back to the permit signal, and a signal to
+// a delivery that is gone is told to the endpoint too; an update with no answer sends
+// nothing more (the delivery may have taken the pass).
 func TestWakeWaitersFallbacks(t *testing.T) {
 	until := time.Date(2026, 12, 5, 10, 0, 30, 0, time.UTC)
 	for _, tc := range []struct {
@@ -118,9 +118,10 @@ func TestWakeWaitersFallbacks(t *testing.T) {
 			[]passSignal{{herald.EndpointWorkflowID("ep"), herald.SignalDones, []herald.Done{{Waiter: "refuses", Refused: until}}}}},
 		{"completed", serviceerror.NewNotFound("workflow execution already completed"),
 			[]passSignal{{herald.EndpointWorkflowID("ep"), herald.SignalDones, []herald.Done{{Waiter: "completed", Refused: until}}}}},
-		{"old", errors.New("unknown update pass"),
+		{"old", temporal.NewApplicationError("unknown update pass", "*errors.errorString"),
 			[]passSignal{{"old", herald.SignalPermit, policy.Grant{Waiter: "old", Until: until, Pass: true}}}},
-		{"gone", errors.New("unknown update pass"),
+		{"unanswered", context.DeadlineExceeded, nil},
+		{"gone", temporal.NewApplicationError("unknown update pass", "*errors.errorString"),
 			[]passSignal{{"gone", herald.SignalPermit, policy.Grant{Waiter: "gone", Until: until, Pass: true}},
 				{herald.EndpointWorkflowID("ep"), herald.SignalDones, []herald.Done{{Waiter: "gone", Refused: until}}}}},
 	} {
@@ -136,6 +137,10 @@ func TestWakeWaitersFallbacks(t *testing.T) {
 			}
 			for range tc.want {
 				<-c.signalled
+			}
+			if len(tc.want) == 0 {
+				<-c.done
+				time.Sleep(50 * time.Millisecond) // room for a signal that must not come
 			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
