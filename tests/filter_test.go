@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/codec"
 	"github.com/heraldhq/herald/starter"
@@ -41,6 +43,7 @@ func TestFanoutFilters(t *testing.T) {
 			}
 		}
 	}
+	awaitMemoFilters(t, shared.client, starter.Options{EagerStart: true}, tenant, "order.paid")
 	send := func(id, data string, deliveries []string, filtered map[string]string) {
 		t.Helper()
 		res, err := st.Publish(ctx, tenant, starter.Event{ID: id, Type: "order.paid", Data: json.RawMessage(data)})
@@ -145,9 +148,11 @@ func TestFanoutFiltersEncrypted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	opts := starter.Options{EagerStart: true, DataConverter: codec.DataConverter(keys), PayloadKeyID: keys.ActiveKeyID()}
+	awaitMemoFilters(t, stk.Client, opts, "enc", "order.paid")
 	var reads atomic.Int32
-	st := starter.New(stk.Client, starter.Options{EagerStart: true, DataConverter: codec.DataConverter(keys), PayloadKeyID: keys.ActiveKeyID(),
-		OnFilterRead: func(string) { reads.Add(1) }})
+	opts.OnFilterRead = func(string) { reads.Add(1) }
+	st := starter.New(stk.Client, opts)
 	res, err := st.Publish(ctx, "enc", starter.Event{ID: "enc-1", Type: "order.paid", Data: json.RawMessage(`{"amount": 150}`)})
 	if err != nil || len(res.Deliveries) != 1 || res.Deliveries[0].EndpointID != "enc-big" || len(res.Filtered) != 1 {
 		t.Fatalf("publish: %+v, %v; want enc-big alone, enc-small filtered", res, err)
@@ -164,4 +169,20 @@ func TestFanoutFiltersEncrypted(t *testing.T) {
 	if got := webhookIDs(rcv); len(got) != 1 || got[0] != "enc-1" {
 		t.Fatalf("receiver got %v, want enc-1 alone", got)
 	}
+}
+
+// awaitMemoFilters waits until a send of type typ to tenant takes every subscriber's filter
+// from the visibility records' memos. A new endpoint's record lists it as soon as its
+// workflow starts; its memo follows a moment later, with the first workflow task, and
+// until then a send reads the endpoint instead (correct, but not what the tests count).
+func awaitMemoFilters(t *testing.T, c client.Client, opts starter.Options, tenant, typ string) {
+	t.Helper()
+	var reads atomic.Int32
+	opts.OnFilterRead = func(string) { reads.Add(1) }
+	probe := starter.New(c, opts)
+	eventually(t, "the memos of tenant "+tenant+"'s endpoints to show their filters", func() bool {
+		reads.Store(0)
+		_, _, err := probe.Receivers(context.Background(), tenant, starter.Event{ID: "memo-probe", Type: typ, Data: json.RawMessage(`{}`)})
+		return err == nil && reads.Load() == 0
+	})
 }
