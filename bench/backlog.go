@@ -127,6 +127,13 @@ type BacklogResult struct {
 	// activity each); DrainVsWakeFloor is the drain's rate over it.
 	WakeFloor        Phase   `json:"wake_floor"`
 	DrainVsWakeFloor float64 `json:"drain_vs_wake_floor,omitempty"`
+	// FloorWaking is the healthy endpoints' same steady load while the engine alone wakes
+	// the wake floor's parked workflows (the events sent before the last one ran), and
+	// FloorWakingRatio its p99 over Without's: what a drain at the engine's own wake pace
+	// does to the healthy endpoints whoever drains.
+	FloorWaking        Phase   `json:"while_floor_waking"`
+	FloorWakingMissing int     `json:"while_floor_waking_missing"`
+	FloorWakingRatio   float64 `json:"while_floor_waking_p99_ratio,omitempty"`
 	// Trail is what the histories of the last backlog deliveries to arrive show (Trail).
 	Trail Trail `json:"trail"`
 	// Draining is the healthy endpoints' same steady load while the backlog drains;
@@ -137,8 +144,20 @@ type BacklogResult struct {
 	DrainingRatio   float64 `json:"while_draining_p99_ratio"`
 }
 
-// wakeFloorMax bounds the workflows the wake floor parks: enough for a rate.
-const wakeFloorMax = 2000
+// wakeFloorMax bounds the workflows the wake floor parks: enough for a rate, and for
+// waking to last some seconds of the healthy load run alongside.
+const wakeFloorMax = 5000
+
+// sentBefore summarises, as withMissing does, the events of sentAt sent before last.
+func sentBefore(sentAt, arrived []time.Time, last time.Time) (Phase, int) {
+	var s, a []time.Time
+	for i, t := range sentAt {
+		if !t.IsZero() && !t.After(last) {
+			s, a = append(s, t), append(a, arrived[i])
+		}
+	}
+	return withMissing(s, a, time.Now())
+}
 
 // countArrivedBefore counts the arrival times in ts that are set and not after last.
 func countArrivedBefore(ts []time.Time, last time.Time) int {
@@ -265,17 +284,19 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	// The healthy load, the same with and without the backlog.
 	n := int(cfg.BacklogRate * cfg.BacklogFor.Std().Seconds())
 	endpoint := func(i int) string { return eps[i%len(eps)] }
-	var steadyIDs []string // the last steady run's events
+	var steadyIDs []string     // the last steady run's events
+	var steadySent []time.Time // and when each was sent
 	steady := func(label string, gc *GCStats) (Phase, int, error) {
 		defer gc.measure()()
 		ids := newIDs(n)
-		steadyIDs = ids
+		steadyIDs, steadySent = ids, nil
 		sctx, cancel := context.WithTimeout(ctx, cfg.BacklogFor.Std()+opTimeout)
 		defer cancel()
 		sentAt, err := e.sendEvents(sctx, ids, endpoint, cfg.Senders, cfg.BacklogRate)
 		if err != nil {
 			e.progress("backlog: %s: %v", label, err)
 		}
+		steadySent = sentAt
 		wait := min(arrivalTimeout(n), time.Minute)
 		stop := ticker(10*time.Second, func() {
 			e.progress("backlog: %s: %d/%d healthy events arrived", label, countSet(e.rcv.firstSeen(ids)), n)
@@ -301,16 +322,32 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		return res, err
 	}
 
-	nFloor := min(cfg.BacklogEvents, wakeFloorMax)
-	e.progress("backlog: the engine's wake floor, %d parked workflows woken by update", nFloor)
-	if res.WakeFloor, err = e.wakeFloorPhase(ctx, nFloor, cfg.Senders); err != nil {
-		return res, err
-	}
-
 	e.progress("backlog: %d healthy endpoints at %.0f/s for %s, no backlog", backlogHealthy, cfg.BacklogRate, cfg.BacklogFor)
 	if res.Without, res.WithoutMissing, err = steady("without backlog", &res.WithoutGC); err != nil {
 		return res, err
 	}
+
+	// The engine's wake floor, and the same healthy load while it wakes.
+	nFloor := min(cfg.BacklogEvents, wakeFloorMax)
+	e.progress("backlog: the engine's wake floor, %d parked workflows woken by update; %d healthy endpoints at %.0f/s meanwhile",
+		nFloor, backlogHealthy, cfg.BacklogRate)
+	var wokenBy time.Time
+	alongside := make(chan error, 1)
+	if res.WakeFloor, err = e.wakeFloorPhase(ctx, nFloor, cfg.Senders, func() func(time.Time) {
+		var gc GCStats
+		go func() {
+			_, _, err := steady("while the engine wakes", &gc)
+			alongside <- err
+		}()
+		return func(t time.Time) { wokenBy = t }
+	}); err != nil {
+		return res, err
+	}
+	if err := <-alongside; err != nil {
+		return res, err
+	}
+	res.FloorWaking, res.FloorWakingMissing = sentBefore(steadySent, e.rcv.firstSeen(steadyIDs), wokenBy)
+	res.FloorWakingRatio = ratio(float64(res.FloorWaking.Latency.P99), float64(res.Without.Latency.P99))
 
 	// Open bq's circuit with one failing event.
 	e.progress("backlog: opening %s's circuit with one failing event", bq)

@@ -134,6 +134,10 @@ func TestAllScenariosTiny(t *testing.T) {
 	if w := bl.WakeFloor; w.Events != 30 || w.Arrived != 30 || w.PerSecond <= 0 || bl.DrainVsWakeFloor <= 0 {
 		t.Errorf("backlog wake floor: %d of %d woken at %.1f/s, drain ÷ floor %.2f; want all 30, and a ratio", w.Arrived, w.Events, w.PerSecond, bl.DrainVsWakeFloor)
 	}
+	if w := bl.FloorWaking; w.Events < 1 || w.Events > 20 || w.Arrived != w.Events || bl.FloorWakingMissing != 0 || bl.FloorWakingRatio <= 0 {
+		t.Errorf("backlog healthy while the engine wakes: %d of %d arrived (%d missing), ratio %.2f; want the first at least, all arrived, and a ratio",
+			w.Arrived, w.Events, bl.FloorWakingMissing, bl.FloorWakingRatio)
+	}
 	for name, p := range map[string]Phase{"without": bl.Without, "with": bl.With} {
 		if p.Events != 20 || p.Arrived != 20 || p.Latency.Count != 20 {
 			t.Errorf("backlog healthy %s: %d of %d arrived, latency over %d", name, p.Arrived, p.Events, p.Latency.Count)
@@ -240,6 +244,19 @@ func TestWithMissing(t *testing.T) {
 	p, missing = withMissing(sent[:1], got[:1], t0)
 	if missing != 0 || p.Latency.Max.Std() != time.Second {
 		t.Fatalf("withMissing with all arrived = %+v, %d missing", p, missing)
+	}
+}
+
+func TestSentBefore(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	sent := []time.Time{t0, t0.Add(time.Second), t0.Add(3 * time.Second), {}}
+	got := []time.Time{t0.Add(time.Second), t0.Add(4 * time.Second), t0.Add(5 * time.Second), {}}
+	p, missing := sentBefore(sent, got, t0.Add(2*time.Second))
+	if missing != 0 || p.Events != 2 || p.Arrived != 2 || p.Latency.Max.Std() != 3*time.Second {
+		t.Fatalf("sentBefore = %+v, %d missing; want the first two, the slower taking 3s", p, missing)
+	}
+	if p, _ := sentBefore(sent, got, t0.Add(-time.Second)); p.Events != 0 {
+		t.Fatalf("sentBefore a time before every send = %+v, want no events", p)
 	}
 }
 

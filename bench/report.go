@@ -296,6 +296,8 @@ func backlogRows(b *BacklogResult) []Row {
 		{s, "CPU per delivery while draining ÷ engine limit's per workflow", drainCPU(b), "", ""},
 		phaseRow(s, fmt.Sprintf("engine wake floor in this run: %d parked workflows woken by update", b.WakeFloor.Events), b.WakeFloor),
 		{s, "drain ÷ engine wake floor (the engine's own pace at waking parked workflows)", fmt.Sprintf("%.2f×", b.DrainVsWakeFloor), "", ""},
+		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s while the engine wakes its floor", b.Healthy, b.Rate), healthy(b.FloorWaking, b.FloorWakingMissing), "", ""},
+		{s, "healthy p99 while the engine wakes ÷ without backlog (any drain at the engine's pace)", fmt.Sprintf("%.2f×", b.FloorWakingRatio), "", ""},
 		{s, fmt.Sprintf("the last %d to drain, from their histories", b.Trail.Sampled), b.Trail.String(), "", ""},
 		{s, fmt.Sprintf("%d healthy endpoints at %.0f/s while it drains", b.Healthy, b.Rate), healthy(b.Draining, b.DrainingMissing) + "; " + b.DrainingGC.String(), "", ""},
 		{s, "healthy p99 while draining ÷ without backlog", fmt.Sprintf("%.2f×", b.DrainingRatio), "≤ 1.5×",

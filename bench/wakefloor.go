@@ -57,8 +57,10 @@ func parkedID(id string) string { return "parked:" + id }
 
 // wakeFloorPhase parks n wakeFloor workflows, then wakes them with senders clients: the
 // rate from the first update sent to the last local activity run, and the CPU per
-// workflow meanwhile.
-func (e *env) wakeFloorPhase(ctx context.Context, n, senders int) (Phase, error) {
+// workflow meanwhile. If alongside is set, it is called as the first update is sent, and
+// what it returns is called with the time the last woken workflow ran (or when waking
+// was given up): a load run alongside learns which of its events met the engine's drain.
+func (e *env) wakeFloorPhase(ctx context.Context, n, senders int, alongside func() func(woken time.Time)) (Phase, error) {
 	f := &effects{at: map[string]time.Time{}}
 	w, err := startBaseline(e.client, wakeFloorQueue, wakeFloorFlow, wakeFloor, f)
 	if err != nil {
@@ -84,6 +86,10 @@ func (e *env) wakeFloorPhase(ctx context.Context, n, senders int) (Phase, error)
 	closed := herald.Workflows(wakeFloorFlow).Closed().String()
 	base := max(e.countVisible(ctx, closed), 0)
 	cpu := startCPU()
+	woken := func(time.Time) {}
+	if alongside != nil {
+		woken = alongside()
+	}
 	sentAt, failed, ferr := drive(ctx, n, senders, 0, func(ctx context.Context, i int) error {
 		h, err := e.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: "bench:" + ids[i], UpdateName: wakeFloorGo, WaitForStage: client.WorkflowUpdateStageCompleted})
@@ -93,12 +99,15 @@ func (e *env) wakeFloorPhase(ctx context.Context, n, senders int) (Phase, error)
 		return err
 	})
 	if failed > 0 {
+		woken(time.Now())
 		return Phase{}, fmt.Errorf("wake floor: %d updates failed, first: %w", failed, ferr)
 	}
 	if !waitUntil(ctx, arrivalTimeout(n), func() bool { return countSet(f.seen(ids)) == n }) {
 		e.progress("backlog: not every parked workflow ran after its update in time")
 	}
 	p := phaseOf(sentAt, f.seen(ids))
+	_, last := span(f.seen(ids))
+	woken(last)
 	if p.CPUms, _ = cpu.perWorkflow(ctx, e, closed, base+int64(n), n); p.CPUms <= 0 {
 		e.progress("backlog: the wake floor's CPU figure is missing")
 	}
