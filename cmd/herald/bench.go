@@ -58,10 +58,11 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               is closed by hand, and the drain rate against min(--backlog-cap ÷
               --backlog-delay, the engine limit measured in the same run with --events
               workflows), the CPU per delivery while it drains against the engine limit's,
-              the drain rate against the engine's wake floor (up to 2,000 workflows that
-              park and are woken by an update, measured in the same run), the most
-              concurrent requests (against --backlog-cap), the healthy endpoints'
-              p99 while it drains, and what the last 50 to drain show in their histories
+              the drain rate against the engine's wake floor (up to 5,000 workflows that
+              park and are woken by an update, measured in the same run, with the healthy
+              load running meanwhile: its p99 is what any drain at the engine's pace does
+              to it), the most concurrent requests (against --backlog-cap), the healthy
+              endpoints' p99 while it drains, and what the last 50 to drain show in their histories
               (attempts, workflow tasks timed out, timer lateness); --backlog-cpuprofile
               profiles the drain alone. Every wait is bounded; takes a few minutes.
   scale       --scale-endpoints N registered through the bulk path (herald endpoint
