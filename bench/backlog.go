@@ -263,6 +263,11 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	var healthy atomic.Bool
 	var dmu sync.Mutex
 	delivered := map[string]time.Time{}
+	// The backlog's own first arrivals, counted as they come (a poll of the drain then
+	// costs nothing, where walking 20,000 ids 50 times a second took CPU from it).
+	var backlogIDs map[string]bool
+	var drainedN int
+	var drainedLast time.Time
 	if err := e.putEndpoint(ctx, bq, func(w http.ResponseWriter, r *http.Request, _ int) {
 		if !healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -272,7 +277,14 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 		w.WriteHeader(http.StatusNoContent)
 		dmu.Lock()
 		if id := r.Header.Get("webhook-id"); delivered[id].IsZero() {
-			delivered[id] = time.Now()
+			now := time.Now()
+			delivered[id] = now
+			if backlogIDs[id] {
+				drainedN++
+				if now.After(drainedLast) {
+					drainedLast = now
+				}
+			}
 		}
 		dmu.Unlock()
 	}, &herald.Overrides{MaxInFlight: cfg.BacklogCap, Breaker: &policy.BreakerOverride{
@@ -368,6 +380,12 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 
 	// Queue the backlog behind it.
 	ids := newIDs(cfg.BacklogEvents)
+	dmu.Lock()
+	backlogIDs = make(map[string]bool, len(ids))
+	for _, id := range ids {
+		backlogIDs[id] = true
+	}
+	dmu.Unlock()
 	defer e.terminateAll(ctx, append(ids, opener...))
 	e.progress("backlog: sending %d events to %s (circuit open), %d senders", len(ids), bq, cfg.Senders)
 	var sent atomic.Int64
@@ -457,16 +475,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	drained := func() (int, time.Time) {
 		dmu.Lock()
 		defer dmu.Unlock()
-		k, last := 0, time.Time{}
-		for _, id := range ids {
-			if t := delivered[id]; !t.IsZero() {
-				k++
-				if t.After(last) {
-					last = t
-				}
-			}
-		}
-		return k, last
+		return drainedN, drainedLast
 	}
 	// Bounded for a drain far slower than the target: tens per second.
 	drainTimeout := 90*time.Second + time.Duration(len(ids))*(20*time.Millisecond+cfg.BacklogDelay.Std()*2/time.Duration(cfg.BacklogCap))

@@ -43,6 +43,14 @@ func (f *effects) noop(ctx context.Context, in baselineInput) error {
 	return nil
 }
 
+// count returns how many ids' activities have run: a poll that costs nothing however
+// many workflows a phase has (seen builds a slice of them all).
+func (f *effects) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.at)
+}
+
 // seen returns when each of ids' activity first ran (zero when not yet).
 func (f *effects) seen(ids []string) []time.Time {
 	f.mu.Lock()
