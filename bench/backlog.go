@@ -53,6 +53,8 @@ type BacklogResult struct {
 	For     duration.Duration `json:"for"`
 	Cap     int               `json:"cap"`
 	Delay   duration.Duration `json:"drain_receiver_delay"`
+	// RateLimit is the blocked endpoint's rate limit (0: none): a drain held to it.
+	RateLimit int `json:"rate_limit,omitempty"`
 
 	// OpenAfter is how long after the first (failing) send the circuit was seen open.
 	OpenAfter Seconds `json:"open_after"`
@@ -111,7 +113,7 @@ type BacklogResult struct {
 	MaxConcurrent  int     `json:"max_concurrent"`
 
 	// Engine is the engine limit measured in this run (eager start, one local activity,
-	// Config.Events workflows); DrainTarget is min(Cap ÷ Delay, Engine's rate) and
+	// Config.Events workflows); DrainTarget is min(Cap ÷ Delay, Engine's rate, RateLimit) and
 	// DrainVsTarget the drain's rate over it.
 	Engine        Phase   `json:"engine"`
 	DrainTarget   float64 `json:"drain_target"`
@@ -148,6 +150,14 @@ type BacklogResult struct {
 // waking to last some seconds of the healthy load run alongside.
 const wakeFloorMax = 5000
 
+// rateLimitOverride is the override for a rate limit of n per second: none for 0.
+func rateLimitOverride(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
 // sentBefore summarises, as withMissing does, the events of sentAt sent before last.
 func sentBefore(sentAt, arrived []time.Time, last time.Time) (Phase, int) {
 	var s, a []time.Time
@@ -171,12 +181,17 @@ func countArrivedBefore(ts []time.Time, last time.Time) int {
 }
 
 // drainTarget is the rate a backlog can drain at: min(cap ÷ the receiver's latency, the
-// engine's limit); 0 if either is unknown.
-func drainTarget(capN int, delay time.Duration, engine float64) float64 {
+// engine's limit, the endpoint's rate limit if it has one); 0 if cap, latency or engine
+// limit is unknown.
+func drainTarget(capN int, delay time.Duration, engine float64, rateLimit int) float64 {
 	if capN <= 0 || delay <= 0 || engine <= 0 {
 		return 0
 	}
-	return min(float64(capN)/delay.Seconds(), engine)
+	t := min(float64(capN)/delay.Seconds(), engine)
+	if rateLimit > 0 {
+		t = min(t, float64(rateLimit))
+	}
+	return t
 }
 
 func (t OpTiming) String() string {
@@ -245,7 +260,7 @@ func withMissing(sentAt, arrived []time.Time, cutoff time.Time) (Phase, int) {
 func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	cfg := e.cfg
 	res := &BacklogResult{Events: cfg.BacklogEvents, Senders: cfg.Senders, Healthy: backlogHealthy,
-		Rate: cfg.BacklogRate, For: cfg.BacklogFor, Cap: cfg.BacklogCap, Delay: cfg.BacklogDelay,
+		Rate: cfg.BacklogRate, For: cfg.BacklogFor, Cap: cfg.BacklogCap, Delay: cfg.BacklogDelay, RateLimit: cfg.BacklogRateLimit,
 		Queue: -1, States: map[string]int{}}
 
 	// The healthy endpoints: 204 at once.
@@ -287,7 +302,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 			}
 		}
 		dmu.Unlock()
-	}, &herald.Overrides{MaxInFlight: cfg.BacklogCap, Breaker: &policy.BreakerOverride{
+	}, &herald.Overrides{MaxInFlight: cfg.BacklogCap, RateLimit: rateLimitOverride(cfg.BacklogRateLimit), Breaker: &policy.BreakerOverride{
 		ConsecutiveFailures: 1, ProbeDelay: duration.Duration(backlogProbeDelay), MaxProbeDelay: duration.Duration(backlogProbeDelay),
 	}}); err != nil {
 		return nil, err
@@ -520,7 +535,7 @@ func (e *env) backlog(ctx context.Context) (*BacklogResult, error) {
 	dmu.Unlock()
 	res.Trail = e.trail(ctx, last50)
 	res.MaxConcurrent = e.rcv.maxInFlight(bq)
-	res.DrainTarget = drainTarget(res.Cap, res.Delay.Std(), res.Engine.PerSecond)
+	res.DrainTarget = drainTarget(res.Cap, res.Delay.Std(), res.Engine.PerSecond, res.RateLimit)
 	res.DrainVsTarget = ratio(res.DrainPerSecond, res.DrainTarget)
 	res.DrainVsWakeFloor = ratio(res.DrainPerSecond, res.WakeFloor.PerSecond)
 	return res, ctx.Err()

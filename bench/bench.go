@@ -138,6 +138,9 @@ type Config struct {
 	BacklogFor       duration.Duration `json:"backlog_for"`
 	BacklogCap       int               `json:"backlog_cap"`
 	BacklogDelay     duration.Duration `json:"backlog_delay"`
+	// BacklogRateLimit, if not 0, is the blocked endpoint's rate limit: the drain is held
+	// to it, to see what a slower drain does to the healthy endpoints.
+	BacklogRateLimit int `json:"backlog_rate_limit,omitempty"`
 	// BacklogProfile, if set, names a file for a CPU profile of the backlog's drain only
 	// (from the reset until the last backlog delivery arrived).
 	BacklogProfile string `json:"backlog_profile,omitempty"`

@@ -311,6 +311,33 @@ func TestThroughputFanoutTiny(t *testing.T) {
 	}
 }
 
+// TestBacklogRateLimitedTiny: with --backlog-rate-limit the blocked endpoint drains held to
+// its limit, and the drain is measured against it.
+func TestBacklogRateLimitedTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	cfg := tiny()
+	cfg.Scenarios, cfg.BacklogRateLimit = []string{Backlog}, 10
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl := rep.Backlog
+	if bl == nil {
+		t.Fatalf("no backlog result: %v", rep.Errors)
+	}
+	if bl.Drained != bl.Events || bl.RateLimit != 10 || bl.DrainTarget != 10 {
+		t.Fatalf("rate-limited backlog: drained %d of %d, rate limit %d, target %.1f/s; want all, 10 and 10/s",
+			bl.Drained, bl.Events, bl.RateLimit, bl.DrainTarget)
+	}
+	// 30 events at 10 an aligned second take part of one second and two whole ones: the
+	// last starts more than 1 s after the reset, so the rate over that is under 30/s.
+	if bl.Events != 30 || bl.DrainPerSecond >= 30 {
+		t.Errorf("rate-limited backlog drained %d at %.1f/s; at 10 a second, 30 take more than 1 s", bl.Events, bl.DrainPerSecond)
+	}
+}
+
 // TestHotTiny runs the hot scenario at a size that takes seconds, with a cap small enough
 // that the one endpoint's attempts wait for room: every event arrives in both layouts.
 func TestHotTiny(t *testing.T) {

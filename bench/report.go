@@ -291,7 +291,7 @@ func backlogRows(b *BacklogResult) []Row {
 		{s, fmt.Sprintf("drain (receiver %s per request)", b.Delay), drain, "", verdict(!b.DrainTimedOut && b.Drained == b.Events)},
 		{s, fmt.Sprintf("most concurrent requests to it (cap %d)", b.Cap), fmt.Sprintf("%d", b.MaxConcurrent), fmt.Sprintf("≤ %d", b.Cap), capVerdict},
 		phaseRow(s, fmt.Sprintf("engine limit in this run: %d workflows", b.Engine.Events), b.Engine),
-		{s, "drain ÷ min(cap ÷ receiver latency, engine limit)", fmt.Sprintf("%.2f×  (%.1f/s of %.1f/s)", b.DrainVsTarget, b.DrainPerSecond, b.DrainTarget),
+		{s, drainTargetLabel(b.RateLimit), fmt.Sprintf("%.2f×  (%.1f/s of %.1f/s)", b.DrainVsTarget, b.DrainPerSecond, b.DrainTarget),
 			"≥ 0.8×", verdict(b.DrainTarget > 0 && b.DrainVsTarget >= 0.8)},
 		{s, "CPU per delivery while draining ÷ engine limit's per workflow", drainCPU(b), "", ""},
 		phaseRow(s, fmt.Sprintf("engine wake floor in this run: %d parked workflows woken by update", b.WakeFloor.Events), b.WakeFloor),
@@ -410,4 +410,12 @@ func naiveVerdict(t *ThroughputResult) string {
 		return ""
 	}
 	return verdict(t.VsNaive >= 2.5)
+}
+
+// drainTargetLabel names what the drain is measured against.
+func drainTargetLabel(rateLimit int) string {
+	if rateLimit > 0 {
+		return fmt.Sprintf("drain ÷ min(cap ÷ receiver latency, engine limit, rate limit %d/s)", rateLimit)
+	}
+	return "drain ÷ min(cap ÷ receiver latency, engine limit)"
 }

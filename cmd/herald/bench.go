@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/bench"
+	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/tracing"
 )
 
@@ -130,6 +131,9 @@ on the same machine. -o json prints everything measured.`,
 			case cfg.RateHogs == 0:
 				cfg.RateHogs = bench.NoHogs // 0 in the bench's Config means the default
 			}
+			if n := cfg.BacklogRateLimit; n < 0 || n > policy.MaxRateLimit {
+				return fmt.Errorf("%w: --backlog-rate-limit %d: give 0 (no rate limit) or 1 to %d requests per second", errUsage, n, policy.MaxRateLimit)
+			}
 			// Only an explicit --address leaves the embedded server: TEMPORAL_ADDRESS, set
 			// for the other commands, does not move a bench onto a real cluster.
 			if cmd.Flags().Changed("address") {
@@ -243,6 +247,7 @@ on the same machine. -o json prints everything measured.`,
 	f.Float64Var(&cfg.BacklogRate, "backlog-rate", cfg.BacklogRate, "backlog: events per second over the 10 healthy endpoints")
 	f.DurationVar((*time.Duration)(&cfg.BacklogFor), "backlog-for", cfg.BacklogFor.Std(), "backlog: how long each of the healthy endpoints' two runs sends")
 	f.IntVar(&cfg.BacklogCap, "backlog-cap", cfg.BacklogCap, "backlog: the blocked endpoint's max in-flight requests (1-500)")
+	f.IntVar(&cfg.BacklogRateLimit, "backlog-rate-limit", cfg.BacklogRateLimit, "backlog: the blocked endpoint's rate limit, requests per second (0: none); a drain held to it shows what a slower drain does to the healthy endpoints")
 	f.StringVar(&cfg.BacklogProfile, "backlog-cpuprofile", "", "backlog: write a CPU profile of the drain alone (from the reset until the last backlog delivery arrived) to `FILE`")
 	f.DurationVar((*time.Duration)(&cfg.BacklogDelay), "backlog-delay", cfg.BacklogDelay.Std(), "backlog: how long the blocked endpoint's receiver takes to answer once it recovers")
 	f.IntVar(&cfg.ScaleEndpoints, "scale-endpoints", cfg.ScaleEndpoints, "scale: endpoints to register (half in a tenant, half in the default tenant)")
