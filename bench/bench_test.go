@@ -314,18 +314,11 @@ func TestThroughputFanoutTiny(t *testing.T) {
 // TestBacklogRateLimitedTiny: with --backlog-rate-limit the blocked endpoint drains held to
 // its limit, and the drain is measured against it.
 func TestBacklogRateLimitedTiny(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
 	cfg := tiny()
 	cfg.Scenarios, cfg.BacklogRateLimit = []string{Backlog}, 10
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bl := rep.Backlog
+	bl := runTiny(t, cfg).Backlog
 	if bl == nil {
-		t.Fatalf("no backlog result: %v", rep.Errors)
+		t.Fatal("no backlog result")
 	}
 	if bl.Drained != bl.Events || bl.RateLimit != 10 || bl.DrainTarget != 10 {
 		t.Fatalf("rate-limited backlog: drained %d of %d, rate limit %d, target %.1f/s; want all, 10 and 10/s",

@@ -107,8 +107,9 @@ func (e *env) wakeFloorPhase(ctx context.Context, n, senders int, alongside func
 	if !waitUntil(ctx, arrivalTimeout(n), func() bool { return f.count() == 2*n }) {
 		e.progress("backlog: not every parked workflow ran after its update in time")
 	}
-	p := phaseOf(sentAt, f.seen(ids))
-	_, last := span(f.seen(ids))
+	ran := f.seen(ids)
+	p := phaseOf(sentAt, ran)
+	_, last := span(ran)
 	woken(last)
 	if p.CPUms, _ = cpu.perWorkflow(ctx, e, closed, base+int64(n), n); p.CPUms <= 0 {
 		e.progress("backlog: the wake floor's CPU figure is missing")
