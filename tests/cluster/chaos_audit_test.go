@@ -1,17 +1,21 @@
 package cluster
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald"
 )
 
 // The chaos run's audit works from what the receivers logged and what Herald says of the
@@ -131,6 +135,11 @@ type fault struct {
 	How    string // SIGKILL, or pg_ctl stop -m immediate
 	Killed time.Time
 	Back   time.Time // started again (PostgreSQL: accepting connections)
+	// Exit marks an exit no kill caused (a Temporal service started while PostgreSQL was
+	// down exits at once), started again by the run's supervisor: Killed is the last check
+	// that found it running or under a kill. It explains repeats like a kill, but is
+	// counted in Crashes, not among the faults.
+	Exit bool
 }
 
 // chaosReport is the audit's findings.
@@ -195,8 +204,12 @@ func (r chaosReport) violations() []string {
 // sentTo holds every event sent toward each endpoint, accepted or not (a send given up may
 // still have started a delivery); a request for an event not sent toward its endpoint is a
 // stray (nil: not checked).
+//
+// taskFailed holds when a Herald worker logged that a workflow task of an event's delivery
+// failed, by endpoint and event (Endpoint "" for a delivery whose id names no endpoint: a
+// send to one endpoint).
 func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map[pair]outcome,
-	faults []fault, replays map[pair][]time.Time, sentTo map[pair]bool) chaosReport {
+	faults []fault, replays map[pair][]time.Time, sentTo map[pair]bool, taskFailed map[pair][]time.Time) chaosReport {
 	r := chaosReport{
 		Requests: len(hits), RepeatsBy: map[string]int{}, PeakInFlight: map[string]int{},
 		MaxPerStamp: map[string]int{}, MaxPerArrival: map[string]int{}, FaultsBy: map[string]int{},
@@ -264,7 +277,8 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 		delivered[p] = hs[first]
 		for _, rep := range hs[first+1:] {
 			r.Repeats++
-			why := explainRepeat(hs[first], rep, faults, replays[p])
+			failed := append(slices.Clone(taskFailed[p]), taskFailed[pair{Event: p.Event}]...)
+			why := explainRepeat(hs[first], rep, faults, replays[p], failed)
 			if why == "" {
 				r.Unexplained = append(r.Unexplained, fmt.Sprintf("%s at %s: answered 2xx at %s, again at %s", p.Event, p.Endpoint,
 					hs[first].Start.Format(time.StampMilli), rep.Start.Format(time.StampMilli)))
@@ -315,9 +329,10 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 			healthy = append(healthy, h.Start)
 		}
 	}
-	for i, f := range faults {
+	kills := slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return f.Exit })
+	for i, f := range kills {
 		r.FaultsBy[f.Kind]++
-		if i > 0 && faults[i-1].Killed.Equal(f.Killed) {
+		if i > 0 && kills[i-1].Killed.Equal(f.Killed) {
 			r.Pairs++
 		}
 		k := sort.Search(len(healthy), func(j int) bool { return !healthy[j].Before(f.Back) })
@@ -345,13 +360,26 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 // its kills explain nothing.
 // The kind named is the likeliest of those killed in that time: a herald worker (the
 // attempt's result dies with it), then history and PostgreSQL (the result not yet recorded),
-// then the frontend and matching (on its way), then Temporal's own worker service.
-func explainRepeat(first, rep hit, faults []fault, replays []time.Time) string {
+// then the frontend and matching (on its way), then Temporal's own worker service. A
+// process that exited on its own (a Temporal service started while PostgreSQL was still
+// down) was down as surely as one killed, and explains a repeat the same way. So does a
+// workflow task of the delivery that a Herald worker logged as failed in that time (taskFailed):
+// an attempt's result is recorded only when the workflow task that ran it completes, and a
+// task that fails runs again, its attempt with it.
+func explainRepeat(first, rep hit, faults []fault, replays []time.Time, taskFailed []time.Time) string {
 	for _, kind := range []string{"worker", "history", "postgresql", "frontend", "matching", "temporal-worker"} {
 		for _, f := range faults {
 			if f.Kind == kind && !f.Back.Before(first.Start) && !f.Killed.After(rep.Start) {
+				if f.Exit {
+					return "in flight at an exit of " + f.Kind
+				}
 				return "in flight at a kill of " + f.Kind
 			}
+		}
+	}
+	for _, at := range taskFailed {
+		if !at.Before(first.Start) && !at.After(rep.Start) {
+			return "its workflow task failed (logged by the worker)"
 		}
 	}
 	for _, at := range replays {
@@ -461,14 +489,14 @@ func TestChaosAudit(t *testing.T) {
 	outcomes := map[pair]outcome{{"off", "e7"}: {State: "skipped"}, {"down", "e8"}: {State: "dead_letter"},
 		{"down", "e9"}: {State: "waiting_endpoint", Circuit: "open"}}
 	faults := []fault{{Kind: "worker", Name: "herald-worker-1", Killed: at(1000), Back: at(2000)}}
-	r := audit(rules, append([]hit(nil), clean...), wants, outcomes, faults, nil, nil)
+	r := audit(rules, append([]hit(nil), clean...), wants, outcomes, faults, nil, nil, nil)
 	if v := r.violations(); len(v) > 0 || r.Delivered != 6 || r.Skipped != 1 || r.DeadLetters != 1 || r.OnOpen != 1 || r.Repeats != 1 {
 		t.Fatalf("clean log: violations %q, report %+v", v, r)
 	}
 	// An attempt made while PostgreSQL was down (killed before the request, back after it)
 	// explains its repeat: its result could not be recorded.
 	down := []fault{{Kind: "postgresql", Name: "postgresql", Killed: at(5), Back: at(2000)}}
-	if r := audit(rules, append([]hit(nil), clean...), wants, outcomes, down, nil, nil); len(r.violations()) > 0 || r.RepeatsBy["in flight at a kill of postgresql"] != 1 {
+	if r := audit(rules, append([]hit(nil), clean...), wants, outcomes, down, nil, nil, nil); len(r.violations()) > 0 || r.RepeatsBy["in flight at a kill of postgresql"] != 1 {
 		t.Errorf("a repeat of an attempt made during an outage: violations %q, explained %v", r.violations(), r.RepeatsBy)
 	}
 	if r.Recovery["worker"] != time.Second || r.RecoveryFromKill["worker"] != 2*time.Second {
@@ -494,7 +522,7 @@ func TestChaosAudit(t *testing.T) {
 		{"delivered on record only", clean, map[pair]outcome{{"off", "e7"}: {State: "skipped"}, {"down", "e8"}: {State: "dead_letter"},
 			{"down", "e9"}: {State: "delivered"}}, faults, "without a 2xx"},
 	} {
-		r := audit(rules, append([]hit(nil), c.hits...), wants, c.outcomes, c.faults, nil, nil)
+		r := audit(rules, append([]hit(nil), c.hits...), wants, c.outcomes, c.faults, nil, nil, nil)
 		if v := strings.Join(r.violations(), "\n"); !strings.Contains(v, c.want) {
 			t.Errorf("%s: violations %q, want one about %q", c.name, v, c.want)
 		}
@@ -504,16 +532,108 @@ func TestChaosAudit(t *testing.T) {
 	for _, h := range clean {
 		sentTo[pair{h.Endpoint, h.ID}] = true
 	}
-	if v := audit(rules, append([]hit(nil), clean...), wants, outcomes, faults, nil, sentTo).violations(); len(v) > 0 {
+	if v := audit(rules, append([]hit(nil), clean...), wants, outcomes, faults, nil, sentTo, nil).violations(); len(v) > 0 {
 		t.Errorf("strays: violations %q on the clean log", v)
 	}
 	delete(sentTo, pair{"sub", "e6"})
-	if v := strings.Join(audit(rules, append([]hit(nil), clean...), wants, outcomes, faults, nil, sentTo).violations(), "\n"); !strings.Contains(v, "not sent toward") {
+	if v := strings.Join(audit(rules, append([]hit(nil), clean...), wants, outcomes, faults, nil, sentTo, nil).violations(), "\n"); !strings.Contains(v, "not sent toward") {
 		t.Errorf("stray: violations %q, want one about a request not sent toward its endpoint", v)
 	}
+	// A process that exited on its own explains a repeat like a kill, but is no fault of
+	// the run's: the faults table leaves it out.
+	exit := []fault{{Kind: "history", Name: "temporal-history", Killed: at(5), Back: at(2000), Exit: true}}
+	r = audit(rules, append([]hit(nil), clean...), wants, outcomes, exit, nil, nil, nil)
+	if v := r.violations(); len(v) > 0 || r.RepeatsBy["in flight at an exit of history"] != 1 || len(r.FaultsBy) != 0 {
+		t.Errorf("an exit: violations %q, explained %v, faults %v", v, r.RepeatsBy, r.FaultsBy)
+	}
+	// A workflow task of the delivery that failed between the two requests explains the
+	// repeat, whether its id names the endpoint (fan-out) or not; one of the same event's
+	// delivery to another endpoint, or one after the repeat, does not.
+	for _, c := range []struct {
+		name   string
+		failed map[pair][]time.Time
+		ok     bool
+	}{
+		{"fan-out id", map[pair][]time.Time{{"h", "e1"}: {at(500)}}, true},
+		{"direct id", map[pair][]time.Time{{"", "e1"}: {at(500)}}, true},
+		{"another endpoint's", map[pair][]time.Time{{"slow", "e1"}: {at(500)}}, false},
+		{"after the repeat", map[pair][]time.Time{{"h", "e1"}: {at(3500)}}, false},
+	} {
+		r := audit(rules, append([]hit(nil), clean...), wants, outcomes, nil, nil, nil, c.failed)
+		if explained := r.RepeatsBy["its workflow task failed (logged by the worker)"] == 1; explained != c.ok || (len(r.violations()) == 0) != c.ok {
+			t.Errorf("task failed, %s: explained %v, violations %q; want explained %v", c.name, r.RepeatsBy, r.violations(), c.ok)
+		}
+	}
 	// A replay the client asked for explains a repeat.
-	r = audit(rules, append([]hit(nil), clean...), wants, outcomes, nil, map[pair][]time.Time{{"h", "e1"}: {at(100)}}, nil)
+	r = audit(rules, append([]hit(nil), clean...), wants, outcomes, nil, map[pair][]time.Time{{"h", "e1"}: {at(100)}}, nil, nil)
 	if v := r.violations(); len(v) > 0 || r.RepeatsBy["replay asked for by the client"] != 1 {
 		t.Errorf("replayed: violations %q, repeats %v", v, r.RepeatsBy)
+	}
+}
+
+// taskFailures reads, in the Herald workers' logs (text, as `herald worker` writes them),
+// when a workflow task of a delivery failed, by endpoint and event (Endpoint "" for a
+// delivery whose id names no endpoint).
+func taskFailures(logs ...io.Reader) map[pair][]time.Time {
+	out := map[pair][]time.Time{}
+	for _, l := range logs {
+		sc := bufio.NewScanner(l)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.Contains(line, `msg="Failed to process workflow task."`) {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, logField(line, "time"))
+			if err != nil {
+				continue
+			}
+			id := logField(line, "WorkflowID")
+			if _, ep, ev, ok := herald.ParseFanoutDeliveryID(id); ok {
+				out[pair{ep, ev}] = append(out[pair{ep, ev}], at)
+			} else if _, ev, ok := herald.ParseDeliveryID(id); ok {
+				out[pair{"", ev}] = append(out[pair{"", ev}], at)
+			}
+		}
+	}
+	return out
+}
+
+// logField is the value of key in a slog text line ("" when absent), unquoted.
+func logField(line, key string) string {
+	i := strings.Index(" "+line, " "+key+"=")
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(key)+1:]
+	if strings.HasPrefix(v, `"`) {
+		if q, err := strconv.QuotedPrefix(v); err == nil {
+			u, _ := strconv.Unquote(q)
+			return u
+		}
+		return ""
+	}
+	v, _, _ = strings.Cut(v, " ")
+	return v
+}
+
+func TestTaskFailures(t *testing.T) {
+	logs := strings.Join([]string{
+		`time=2026-12-05T06:35:27.983Z level=WARN msg="Failed to process workflow task." Namespace=herald-cluster TaskQueue=herald WorkflowType=Delivery WorkflowID=delivery:evt_a RunID=r1 Attempt=1 Error="history_events: premature end of stream"`,
+		`time=2026-12-05T06:35:28.040Z level=WARN msg="Failed to process workflow task." WorkflowType=Delivery WorkflowID=delivery+chaos-ta@chaos-t:evt_b Attempt=1`,
+		`time=2026-12-05T06:35:29.000Z level=WARN msg="Failed to process workflow task." WorkflowType=Endpoint WorkflowID=endpoint:chaos-h1 Attempt=1`,
+		`time=2026-12-05T06:35:30.000Z level=WARN msg="Failed to poll for task." WorkflowID=delivery:evt_c`,
+		`time=garbled level=WARN msg="Failed to process workflow task." WorkflowID=delivery:evt_d`,
+		`time=2026-12-05T06:35:31.000Z level=WARN msg="Failed to process workflow task." WorkflowID="delivery@acme:evt e"`,
+	}, "\n")
+	got := taskFailures(strings.NewReader(logs))
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339Nano, s); return v }
+	want := map[pair][]time.Time{
+		{"", "evt_a"}:         {at("2026-12-05T06:35:27.983Z")},
+		{"chaos-ta", "evt_b"}: {at("2026-12-05T06:35:28.040Z")},
+		{"", "evt e"}:         {at("2026-12-05T06:35:31.000Z")},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("taskFailures = %v, want %v", got, want)
 	}
 }

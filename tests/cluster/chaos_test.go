@@ -138,8 +138,11 @@ func TestChaos(t *testing.T) {
 	<-ctx.Done()
 	<-chaosDone
 	wg.Wait() // every send has an answer or was given up
+	r.mu.Lock()
+	kills := len(r.faults) - countExits(r.faults)
+	r.mu.Unlock()
 	t.Logf("traffic and faults over after %s: %d events sent, %d accepted, %d given up (%d sends skipped: 64 under way); %d faults",
-		time.Since(r.start).Round(time.Second), r.sent, r.accepted, r.givenUp, r.skipped.Load(), len(r.faults))
+		time.Since(r.start).Round(time.Second), r.sent, r.accepted, r.givenUp, r.skipped.Load(), kills)
 
 	// Settle: the flaky receiver heals; wait until every delivery owed is delivered or in an
 	// outcome the audit allows, and nothing is in flight, up to a bound.
@@ -155,7 +158,19 @@ func TestChaos(t *testing.T) {
 		h, _ := e.rcv.log()
 		hits = append(hits, h...)
 	}
-	rep := audit(rules, hits, r.wants, outcomes, r.faults, r.replays, r.sentTo)
+	r.mu.Lock()
+	faults := slices.Clone(r.faults) // the supervisor may still add an exit
+	r.mu.Unlock()
+	slices.SortStableFunc(faults, func(a, b fault) int { return a.Killed.Compare(b.Killed) })
+	var logs []io.Reader
+	if paths, _ := filepath.Glob(filepath.Join(c.dir, "herald-worker-*.log")); len(paths) > 0 {
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				logs = append(logs, bytes.NewReader(b))
+			}
+		}
+	}
+	rep := audit(rules, hits, r.wants, outcomes, faults, r.replays, r.sentTo, taskFailures(logs...))
 	rep.Duration = *chaosFor
 	rep.Sent, rep.Accepted, rep.Unacknowledged, rep.Rejected = r.sent, r.accepted, r.givenUp, r.rejected
 	r.mu.Lock()
@@ -176,6 +191,12 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	if v := rep.violations(); len(v) > 0 {
+		// The faults as they happened, to read the violations against.
+		var tl strings.Builder
+		for _, f := range faults {
+			fmt.Fprintf(&tl, "\n%s down %s → %s (%s)", f.Name, f.Killed.Format(time.StampMilli), f.Back.Format(time.StampMilli), f.How)
+		}
+		t.Logf("faults and exits:%s", tl.String())
 		t.Fatalf("the chaos audit found:\n%s", strings.Join(v, "\n"))
 	}
 	if rep.Accepted == 0 || rep.Delivered == 0 {
@@ -503,7 +524,6 @@ func (r *chaosRun) chaos(ctx context.Context, t *testing.T) {
 		}
 		wg.Wait()
 	}
-	slices.SortStableFunc(r.faults, func(a, b fault) int { return a.Killed.Compare(b.Killed) })
 }
 
 // supervise does what a process supervisor (systemd, Kubernetes) does for the cluster's
@@ -512,12 +532,15 @@ func (r *chaosRun) chaos(ctx context.Context, t *testing.T) {
 // exits at once), and counts those exits.
 func (r *chaosRun) supervise(ctx context.Context, t *testing.T) {
 	last := map[string]time.Time{}
+	prev := time.Now() // the previous check: each process was running or under a kill then
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
+		checked := prev
+		prev = time.Now()
 		c := r.c
 		c.mu.Lock()
 		names := append(slices.Clone(c.workers), c.serves...)
@@ -538,17 +561,32 @@ func (r *chaosRun) supervise(ctx context.Context, t *testing.T) {
 				if len(tail) > 400 {
 					tail = tail[len(tail)-400:]
 				}
-				t.Logf("supervisor: %s exited on its own; starting it again. Its log ends: %s", name, tail)
-				r.mu.Lock()
-				r.crashes[name]++
-				r.mu.Unlock()
-				if err := c.chaosStart(kindOf(name), name); err != nil {
+				t.Logf("supervisor: %s: %s exited on its own; starting it again. Its log ends: %s", time.Now().Format(time.StampMilli), name, tail)
+				err := c.chaosStart(kindOf(name), name)
+				if err != nil {
 					t.Logf("supervisor: start %s again: %v", name, err)
 				}
+				// Down from some time after the last check until now: an outage that
+				// explains repeats as a kill would.
+				r.mu.Lock()
+				r.crashes[name]++
+				r.faults = append(r.faults, fault{Kind: kindOf(name), Name: name, How: "exited on its own", Killed: checked, Back: time.Now(), Exit: true})
+				r.mu.Unlock()
 			}
 			lock.Unlock()
 		}
 	}
+}
+
+// countExits is how many of faults are exits no kill caused.
+func countExits(faults []fault) int {
+	n := 0
+	for _, f := range faults {
+		if f.Exit {
+			n++
+		}
+	}
+	return n
 }
 
 // procLock is the lock that the chaos loop and the supervisor hold while they kill or start
