@@ -468,7 +468,17 @@ func TestOrderedTiny(t *testing.T) {
 	if o == nil {
 		t.Fatal("no ordered result")
 	}
-	for name, p := range map[string]Phase{"unordered": o.Unordered, "ordered": o.Ordered} {
+	if o.FloorError != "" {
+		t.Errorf("ordering floors: %s", o.FloorError)
+	}
+	// With 6 keys over 2 endpoints and 4 shared workflows per endpoint, keys 0 and 4 hash
+	// to one shared workflow and 1 and 5 to another: 4 workflows for 18 sends against 6,
+	// so fewer events per send.
+	if o.FloorPerKeyEvents <= 0 || o.FloorSharedEvents <= 0 || o.FloorSharedEvents >= o.FloorPerKeyEvents {
+		t.Errorf("ordering floors' events per send: per key %v, shared %v; want both measured, shared fewer", o.FloorPerKeyEvents, o.FloorSharedEvents)
+	}
+	for name, p := range map[string]Phase{"unordered": o.Unordered, "ordered": o.Ordered,
+		"engine floor": o.FloorEngine, "per-key floor": o.FloorPerKey, "shared floor": o.FloorShared} {
 		if p.Events != 18 || p.Arrived != 18 {
 			t.Errorf("%s: %d of %d arrived, want all 18", name, p.Arrived, p.Events)
 		}

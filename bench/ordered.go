@@ -40,6 +40,16 @@ type OrderedResult struct {
 	BurstDelivered  Seconds `json:"burst_delivered_seconds"`
 	BurstOutOfOrder int     `json:"burst_out_of_order"`
 	BurstError      string  `json:"burst_error,omitempty"`
+	// The ordering floors (orderfloor.go), the same sends as engine workflows: with no
+	// update, after an update to the key's own holder, and after one to one of Shards
+	// holders per endpoint; the holders' history events per send.
+	FloorEngine       Phase   `json:"floor_engine"`
+	FloorPerKey       Phase   `json:"floor_per_key"`
+	FloorShared       Phase   `json:"floor_shared"`
+	FloorShards       int     `json:"floor_shards"`
+	FloorPerKeyEvents float64 `json:"floor_per_key_events"`
+	FloorSharedEvents float64 `json:"floor_shared_events"`
+	FloorError        string  `json:"floor_error,omitempty"`
 }
 
 // orderedBurst is how many sends of one key the ordered scenario sends at once.
@@ -147,6 +157,10 @@ func (e *env) ordered(ctx context.Context) (*OrderedResult, error) {
 		res.SequencerEvents = float64(seq) / float64(keysSampled*cfg.OrderedPerKey)
 		res.EventsPerDelivery = res.DeliveryEvents + res.SequencerEvents
 	}
+	e.progress("ordered: the engine's floors: the same sends as engine workflows, with no update, one to the key's workflow, one to a workflow shared by keys")
+	if err := e.orderFloors(ctx, res, eps); err != nil {
+		res.FloorError = err.Error()
+	}
 	e.progress("ordered: %d sends of one key at once", orderedBurst)
 	if err := e.orderedBurst(ctx, eps[0], res); err != nil {
 		res.BurstError = err.Error()
@@ -210,6 +224,7 @@ func orderedRows(o *OrderedResult) []Row {
 			fmt.Sprintf("≤ 8 + ordering's share (%.1f)", share), verdict(o.UnorderedEvents <= 8)},
 		{s, "arrivals out of send order within a key", fmt.Sprintf("%d (%d arrived)", o.OrderedOutOfOrder, o.OrderedArrivalsSet), "0", verdict(o.OrderedOutOfOrder == 0)},
 	}
+	rows = append(rows, floorRows(o)...)
 	if o.BurstError != "" {
 		return append(rows, Row{s, fmt.Sprintf("%d sends of one key at once", o.BurstSends), o.BurstError, "", verdict(false)})
 	}
@@ -226,4 +241,35 @@ func cpuRatio(a, b float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f×  (%.1f ms of %.1f ms)", ratio(a, b), a, b)
+}
+
+// orderFloors runs the three ordering floors into res.
+func (e *env) orderFloors(ctx context.Context, res *OrderedResult, eps []string) error {
+	var err error
+	res.FloorShards = orderFloorShards
+	if res.FloorEngine, _, err = e.orderFloorPhase(ctx, floorNone, res.Keys, res.PerKey, eps); err != nil {
+		return err
+	}
+	if res.FloorPerKey, res.FloorPerKeyEvents, err = e.orderFloorPhase(ctx, floorPerKey, res.Keys, res.PerKey, eps); err != nil {
+		return err
+	}
+	res.FloorShared, res.FloorSharedEvents, err = e.orderFloorPhase(ctx, floorShared, res.Keys, res.PerKey, eps)
+	return err
+}
+
+// floorRows are the ordering floors' rows.
+func floorRows(o *OrderedResult) []Row {
+	s := Ordered
+	if o.FloorError != "" {
+		return []Row{{s, "the engine's ordering floors", o.FloorError, "", verdict(false)}}
+	}
+	return []Row{
+		phaseRow(s, "engine floor: the same sends as engine workflows (eager, one local activity)", o.FloorEngine),
+		phaseRow(s, "engine floor, per key: each after an update to its key's workflow", o.FloorPerKey),
+		phaseRow(s, fmt.Sprintf("engine floor, shared: each after an update to one of %d workflows per endpoint", o.FloorShards), o.FloorShared),
+		{s, "engine floor ÷ engine: per key; shared (what 0.7× asks of a design with one update per send)",
+			fmt.Sprintf("%.2f×; %.2f×", ratio(o.FloorPerKey.PerSecond, o.FloorEngine.PerSecond), ratio(o.FloorShared.PerSecond, o.FloorEngine.PerSecond)), "", ""},
+		{s, "engine floor, history events of the key's workflows per send: per key; shared",
+			fmt.Sprintf("%.1f; %.1f", o.FloorPerKeyEvents, o.FloorSharedEvents), "", ""},
+	}
 }

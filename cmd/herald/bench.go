@@ -84,9 +84,13 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               rate over the unordered one (target ≥ 0.7×), the process's CPU per
               delivery in each phase, history events per ordered delivery (its own,
               sampled, plus its share of its key's sequencer) against the unordered, and
-              arrivals out of send order within a key (0); then 200
-              sends of one key at once: how long until all were accepted and all
-              delivered, and arrivals out of the key's order (0). Not in the default set.
+              arrivals out of send order within a key (0); then the engine's own
+              floors, the same sends as bare engine workflows: with no update, each
+              after an update to its key's workflow, and each after an update to one of
+              4 workflows per endpoint shared by keys (what any design with one update
+              per ordered send can reach); then 200 sends of one key at once: how long
+              until all were accepted and all delivered, and arrivals out of the key's
+              order (0). Not in the default set.
   ratelimit   --rate-events events sent at once to an endpoint limited to --rate-limit-n
               requests per second, shared by two workers, once quiet and once with
               --rate-hogs busy-loop processes (default one per CPU): delivered/s against

@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	enums "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/heraldhq/herald"
+)
+
+// The ordering floors: what the engine itself does when each send first makes one update
+// to a workflow that serialises its key, with nothing of Herald's. The ordered scenario
+// runs them after Herald's phases, with the same sends round by round:
+//
+//   - none: the engine limit (one eager workflow per send, one local activity);
+//   - per key: an update-with-start to its key's holder first (Herald's design: a sequencer
+//     per key), answered with the key's previous send;
+//   - shared: the same update to one of orderFloorShards holders per endpoint, each holding
+//     the keys that hash to it, so that one workflow task can answer the appends of many
+//     keys.
+//
+// A design whose every ordered send costs an update cannot beat its floor.
+const (
+	orderFloorQueue    = "bench-order-floor"
+	orderFloorHolder   = "BenchOrderFloorHolder"
+	orderFloorDelivery = "BenchOrderFloorDelivery"
+	orderFloorAppend   = "append"
+	// orderFloorShards is how many holders per endpoint the shared floor uses.
+	orderFloorShards = 4
+	// orderFloorIdle is how long a holder waits with no append before it closes.
+	orderFloorIdle = 10 * time.Second
+)
+
+// orderAppend is one send's append: its key and id.
+type orderAppend struct {
+	Key string `json:"key"`
+	ID  string `json:"id"`
+}
+
+// orderFloorHolderWorkflow holds the newest id appended for each key it is given and
+// answers an append with the key's previous id; it closes after orderFloorIdle with no
+// append. One timer per idle period, as Herald's sequencer.
+func orderFloorHolderWorkflow(ctx workflow.Context) error {
+	tails := map[string]string{}
+	appends := 0
+	if err := workflow.SetUpdateHandler(ctx, orderFloorAppend, func(_ workflow.Context, a orderAppend) (string, error) {
+		prev := tails[a.Key]
+		tails[a.Key] = a.ID
+		appends++
+		return prev, nil
+	}); err != nil {
+		return err
+	}
+	for {
+		seen := appends
+		if err := workflow.Sleep(ctx, orderFloorIdle); err != nil {
+			return err
+		}
+		if appends == seen && workflow.AllHandlersFinished(ctx) {
+			return nil
+		}
+	}
+}
+
+// FloorMode is how an ordering floor's send serialises its key.
+type floorMode int
+
+const (
+	floorNone   floorMode = iota // no update: the engine limit
+	floorPerKey                  // an update to the key's own holder
+	floorShared                  // an update to one of orderFloorShards holders per endpoint
+)
+
+// orderFloorPhase sends the ordered scenario's sends (rounds of keys, keys over eps) as
+// engine workflows, each after the update mode asks for: the rate from first send to last
+// local activity, the CPU per send, and the holders' history events per send (sampled for
+// floorPerKey).
+func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey int, eps []string) (Phase, float64, error) {
+	f := &effects{at: map[string]time.Time{}}
+	w := sdkworker.New(e.client, orderFloorQueue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(orderFloorHolderWorkflow, workflow.RegisterOptions{Name: orderFloorHolder})
+	w.RegisterWorkflowWithOptions(engine, workflow.RegisterOptions{Name: orderFloorDelivery})
+	w.RegisterActivityWithOptions(f.noop, activity.RegisterOptions{Name: noopActivity})
+	if err := w.Start(); err != nil {
+		return Phase{}, 0, fmt.Errorf("start the ordering floor's worker: %w", err)
+	}
+	defer w.Stop()
+	run := newIDs(1)[0] // the phase's holders are its own
+	holder := func(i int) string {
+		k, ep := i%keys, eps[(i%keys)%len(eps)]
+		if mode == floorPerKey {
+			return fmt.Sprintf("floor:%s:%s:key-%d", run, ep, k)
+		}
+		h := fnv.New32a()
+		fmt.Fprintf(h, "key-%d", k)
+		return fmt.Sprintf("floor:%s:%s:%d", run, ep, h.Sum32()%orderFloorShards)
+	}
+	n := keys * perKey
+	ids := newIDs(n)
+	sentAt := make([]time.Time, n)
+	closed := herald.Workflows(orderFloorDelivery).Closed().String()
+	base := max(e.countVisible(ctx, closed), 0)
+	cpu := startCPU()
+	for r := range perKey {
+		first := r * keys
+		at, failed, err := drive(ctx, keys, e.cfg.Senders, 0, func(ctx context.Context, i int) error {
+			i += first
+			if mode != floorNone {
+				op := e.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+					ID: holder(i), TaskQueue: orderFloorQueue,
+					WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				}, orderFloorHolder)
+				h, err := e.client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+					StartWorkflowOperation: op,
+					UpdateOptions: client.UpdateWorkflowOptions{
+						UpdateName: orderFloorAppend, Args: []any{orderAppend{Key: fmt.Sprint(i % keys), ID: ids[i]}},
+						WaitForStage: client.WorkflowUpdateStageCompleted,
+					},
+				})
+				if err != nil {
+					return err
+				}
+				var prev string
+				if err := h.Get(ctx, &prev); err != nil {
+					return err
+				}
+			}
+			_, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "bench:" + ids[i], TaskQueue: orderFloorQueue, EnableEagerStart: true},
+				orderFloorDelivery, baselineInput{ID: ids[i], Data: benchData})
+			return err
+		})
+		if failed > 0 {
+			return Phase{}, 0, fmt.Errorf("ordering floor, round %d: %d of %d sends failed, first: %w", r, failed, keys, err)
+		}
+		copy(sentAt[first:], at)
+	}
+	if !waitUntil(ctx, arrivalTimeout(n), func() bool { return f.count() >= n }) {
+		e.progress("ordered: not every ordering floor workflow ran in time")
+	}
+	p := phaseOf(sentAt, f.seen(ids))
+	if p.CPUms, _ = cpu.perWorkflow(ctx, e, closed, base+int64(n), n); p.CPUms <= 0 {
+		e.progress("ordered: an ordering floor's CPU figure is missing")
+	}
+	if mode == floorNone {
+		return p, 0, nil
+	}
+	// The holders' events per send: every holder of the shared floor, a sample of the
+	// per-key ones (each holds perKey sends).
+	seen := map[string]bool{}
+	events, sends := 0, 0
+	step := 1
+	if mode == floorPerKey {
+		step = max(1, keys/orderedSample)
+	}
+	for k := 0; k < keys; k += step {
+		id := holder(k)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ev, _, err := e.history(ctx, id)
+		if err != nil {
+			return Phase{}, 0, err
+		}
+		events += ev
+		if mode == floorPerKey {
+			sends += perKey
+		}
+	}
+	if mode == floorShared {
+		sends = n
+	}
+	return p, ratio(float64(events), float64(sends)), nil
+}
