@@ -206,10 +206,10 @@ func (r chaosReport) violations() []string {
 // stray (nil: not checked).
 //
 // taskFailed holds when a Herald worker logged that a workflow task of an event's delivery
-// failed, by endpoint and event (Endpoint "" for a delivery whose id names no endpoint: a
-// send to one endpoint).
+// failed, or the history service that it aborted an update to it, by endpoint and event
+// (Endpoint "" for a delivery whose id names no endpoint: a send to one endpoint).
 func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map[pair]outcome,
-	faults []fault, replays map[pair][]time.Time, sentTo map[pair]bool, taskFailed map[pair][]time.Time) chaosReport {
+	faults []fault, replays map[pair][]time.Time, sentTo map[pair]bool, taskFailed map[pair][]taskEvent) chaosReport {
 	r := chaosReport{
 		Requests: len(hits), RepeatsBy: map[string]int{}, PeakInFlight: map[string]int{},
 		MaxPerStamp: map[string]int{}, MaxPerArrival: map[string]int{}, FaultsBy: map[string]int{},
@@ -278,6 +278,7 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 		for _, rep := range hs[first+1:] {
 			r.Repeats++
 			failed := append(slices.Clone(taskFailed[p]), taskFailed[pair{Event: p.Event}]...)
+			slices.SortFunc(failed, func(a, b taskEvent) int { return a.At.Compare(b.At) })
 			why := explainRepeat(hs[first], rep, faults, replays[p], failed)
 			if why == "" {
 				r.Unexplained = append(r.Unexplained, fmt.Sprintf("%s at %s: answered 2xx at %s, again at %s", p.Event, p.Endpoint,
@@ -366,7 +367,13 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 // workflow task of the delivery that a Herald worker logged as failed in that time (taskFailed):
 // an attempt's result is recorded only when the workflow task that ran it completes, and a
 // task that fails runs again, its attempt with it.
-func explainRepeat(first, rep hit, faults []fault, replays []time.Time, taskFailed []time.Time) string {
+//
+// An update the history service logged as aborted (`workflow update was aborted`) explains
+// one as well: a pass reaches its delivery as an update, which runs the attempt in the
+// workflow task that takes it, and an update's task that the server drops takes the
+// attempt's result with it. The abort may be logged up to abortLead before the request
+// starts (the task's attempt was already on its way).
+func explainRepeat(first, rep hit, faults []fault, replays []time.Time, taskFailed []taskEvent) string {
 	for _, kind := range []string{"worker", "history", "postgresql", "frontend", "matching", "temporal-worker"} {
 		for _, f := range faults {
 			if f.Kind == kind && !f.Back.Before(first.Start) && !f.Killed.After(rep.Start) {
@@ -377,8 +384,11 @@ func explainRepeat(first, rep hit, faults []fault, replays []time.Time, taskFail
 			}
 		}
 	}
-	for _, at := range taskFailed {
-		if !at.Before(first.Start) && !at.After(rep.Start) {
+	for _, e := range taskFailed {
+		if e.Aborted && !e.At.Before(first.Start.Add(-abortLead)) && !e.At.After(rep.Start) {
+			return "the server aborted an update to it (logged by history)"
+		}
+		if !e.Aborted && !e.At.Before(first.Start) && !e.At.After(rep.Start) {
 			return "its workflow task failed (logged by the worker)"
 		}
 	}
@@ -551,16 +561,19 @@ func TestChaosAudit(t *testing.T) {
 	// delivery to another endpoint, or one after the repeat, does not.
 	for _, c := range []struct {
 		name   string
-		failed map[pair][]time.Time
+		failed map[pair][]taskEvent
 		ok     bool
 	}{
-		{"fan-out id", map[pair][]time.Time{{"h", "e1"}: {at(500)}}, true},
-		{"direct id", map[pair][]time.Time{{"", "e1"}: {at(500)}}, true},
-		{"another endpoint's", map[pair][]time.Time{{"slow", "e1"}: {at(500)}}, false},
-		{"after the repeat", map[pair][]time.Time{{"h", "e1"}: {at(3500)}}, false},
+		{"fan-out id", map[pair][]taskEvent{{"h", "e1"}: {{At: at(500)}}}, true},
+		{"direct id", map[pair][]taskEvent{{"", "e1"}: {{At: at(500)}}}, true},
+		{"another endpoint's", map[pair][]taskEvent{{"slow", "e1"}: {{At: at(500)}}}, false},
+		{"after the repeat", map[pair][]taskEvent{{"h", "e1"}: {{At: at(3500)}}}, false},
+		{"before the first request", map[pair][]taskEvent{{"h", "e1"}: {{At: at(5)}}}, false},
+		{"an update aborted just before the first request", map[pair][]taskEvent{{"h", "e1"}: {{At: at(5), Aborted: true}}}, true},
+		{"an update aborted long before", map[pair][]taskEvent{{"h", "e1"}: {{At: at(10).Add(-abortLead - time.Millisecond), Aborted: true}}}, false},
 	} {
 		r := audit(rules, append([]hit(nil), clean...), wants, outcomes, nil, nil, nil, c.failed)
-		if explained := r.RepeatsBy["its workflow task failed (logged by the worker)"] == 1; explained != c.ok || (len(r.violations()) == 0) != c.ok {
+		if explained := r.RepeatsBy["its workflow task failed (logged by the worker)"]+r.RepeatsBy["the server aborted an update to it (logged by history)"] == 1; explained != c.ok || (len(r.violations()) == 0) != c.ok {
 			t.Errorf("task failed, %s: explained %v, violations %q; want explained %v", c.name, r.RepeatsBy, r.violations(), c.ok)
 		}
 	}
@@ -571,28 +584,49 @@ func TestChaosAudit(t *testing.T) {
 	}
 }
 
+// abortLead is how long before a request an update to its delivery that the server aborted
+// may be logged and still explain its repeat.
+const abortLead = time.Second
+
+// taskEvent is a workflow task of a delivery that failed (a Herald worker's log), or an
+// update to it that the server aborted (Aborted: the history service's log).
+type taskEvent struct {
+	At      time.Time
+	Aborted bool
+}
+
 // taskFailures reads, in the Herald workers' logs (text, as `herald worker` writes them),
-// when a workflow task of a delivery failed, by endpoint and event (Endpoint "" for a
-// delivery whose id names no endpoint).
-func taskFailures(logs ...io.Reader) map[pair][]time.Time {
-	out := map[pair][]time.Time{}
+// when a workflow task of a delivery failed, and in the history service's (JSON lines)
+// when it aborted an update to one, by endpoint and event (Endpoint "" for a delivery
+// whose id names no endpoint).
+func taskFailures(logs ...io.Reader) map[pair][]taskEvent {
+	out := map[pair][]taskEvent{}
+	add := func(id string, e taskEvent) {
+		if _, ep, ev, ok := herald.ParseFanoutDeliveryID(id); ok {
+			out[pair{ep, ev}] = append(out[pair{ep, ev}], e)
+		} else if _, ev, ok := herald.ParseDeliveryID(id); ok {
+			out[pair{"", ev}] = append(out[pair{"", ev}], e)
+		}
+	}
 	for _, l := range logs {
 		sc := bufio.NewScanner(l)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			if !strings.Contains(line, `msg="Failed to process workflow task."`) {
-				continue
-			}
-			at, err := time.Parse(time.RFC3339Nano, logField(line, "time"))
-			if err != nil {
-				continue
-			}
-			id := logField(line, "WorkflowID")
-			if _, ep, ev, ok := herald.ParseFanoutDeliveryID(id); ok {
-				out[pair{ep, ev}] = append(out[pair{ep, ev}], at)
-			} else if _, ev, ok := herald.ParseDeliveryID(id); ok {
-				out[pair{"", ev}] = append(out[pair{"", ev}], at)
+			switch {
+			case strings.Contains(line, `msg="Failed to process workflow task."`):
+				if at, err := time.Parse(time.RFC3339Nano, logField(line, "time")); err == nil {
+					add(logField(line, "WorkflowID"), taskEvent{At: at})
+				}
+			case strings.HasPrefix(line, "{") && strings.Contains(line, "workflow update was aborted"):
+				var j struct {
+					TS    time.Time `json:"ts"`
+					WfID  string    `json:"wf-id"`
+					Error string    `json:"error"`
+				}
+				if json.Unmarshal([]byte(line), &j) == nil && j.Error == "workflow update was aborted" {
+					add(j.WfID, taskEvent{At: j.TS, Aborted: true})
+				}
 			}
 		}
 	}
@@ -625,13 +659,16 @@ func TestTaskFailures(t *testing.T) {
 		`time=2026-12-05T06:35:30.000Z level=WARN msg="Failed to poll for task." WorkflowID=delivery:evt_c`,
 		`time=garbled level=WARN msg="Failed to process workflow task." WorkflowID=delivery:evt_d`,
 		`time=2026-12-05T06:35:31.000Z level=WARN msg="Failed to process workflow task." WorkflowID="delivery@acme:evt e"`,
+		`{"level":"error","ts":"2026-12-05T06:58:26.513Z","msg":"service failures","operation":"UpdateWorkflowExecution","grpc_code":"Unavailable","wf-id":"delivery:evt_f","wf-run-id":"","error":"workflow update was aborted"}`,
+		`{"level":"error","ts":"2026-12-05T06:58:27.000Z","msg":"service failures","operation":"UpdateWorkflowExecution","wf-id":"delivery:evt_g","error":"workflow execution already completed"}`,
 	}, "\n")
 	got := taskFailures(strings.NewReader(logs))
 	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339Nano, s); return v }
-	want := map[pair][]time.Time{
-		{"", "evt_a"}:         {at("2026-12-05T06:35:27.983Z")},
-		{"chaos-ta", "evt_b"}: {at("2026-12-05T06:35:28.040Z")},
-		{"", "evt e"}:         {at("2026-12-05T06:35:31.000Z")},
+	want := map[pair][]taskEvent{
+		{"", "evt_a"}:         {{At: at("2026-12-05T06:35:27.983Z")}},
+		{"chaos-ta", "evt_b"}: {{At: at("2026-12-05T06:35:28.040Z")}},
+		{"", "evt e"}:         {{At: at("2026-12-05T06:35:31.000Z")}},
+		{"", "evt_f"}:         {{At: at("2026-12-05T06:58:26.513Z"), Aborted: true}},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("taskFailures = %v, want %v", got, want)

@@ -164,6 +164,7 @@ func TestChaos(t *testing.T) {
 	slices.SortStableFunc(faults, func(a, b fault) int { return a.Killed.Compare(b.Killed) })
 	var logs []io.Reader
 	if paths, _ := filepath.Glob(filepath.Join(c.dir, "herald-worker-*.log")); len(paths) > 0 {
+		paths = append(paths, filepath.Join(c.dir, "temporal-history.log"))
 		for _, p := range paths {
 			if b, err := os.ReadFile(p); err == nil {
 				logs = append(logs, bytes.NewReader(b))
