@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -477,8 +480,11 @@ func TestOrderedTiny(t *testing.T) {
 	if o.FloorPerKeyEvents <= 0 || o.FloorSharedEvents <= 0 || o.FloorSharedEvents >= o.FloorPerKeyEvents {
 		t.Errorf("ordering floors' events per send: per key %v, shared %v; want both measured, shared fewer", o.FloorPerKeyEvents, o.FloorSharedEvents)
 	}
+	if o.FloorBatchedUpdates < 1 || o.FloorBatchedUpdates > 18 || o.FloorBatchedEvents <= 0 {
+		t.Errorf("batched floor: %d updates for 18 sends, %v events per send; want 1 to 18, measured", o.FloorBatchedUpdates, o.FloorBatchedEvents)
+	}
 	for name, p := range map[string]Phase{"unordered": o.Unordered, "ordered": o.Ordered,
-		"engine floor": o.FloorEngine, "per-key floor": o.FloorPerKey, "shared floor": o.FloorShared} {
+		"engine floor": o.FloorEngine, "per-key floor": o.FloorPerKey, "shared floor": o.FloorShared, "batched floor": o.FloorBatched} {
 		if p.Events != 18 || p.Arrived != 18 {
 			t.Errorf("%s: %d of %d arrived, want all 18", name, p.Arrived, p.Events)
 		}
@@ -521,4 +527,89 @@ func runTiny(t *testing.T, cfg Config) *Report {
 		t.Errorf("scenario %s failed: %s", name, msg)
 	}
 	return rep
+}
+
+// TestGroupAppender: appends to one holder that come while its update is in flight go
+// together in the next update; each append returns once, with its update's error; another
+// holder's appends are not held behind it.
+func TestGroupAppender(t *testing.T) {
+	var mu sync.Mutex
+	var batches [][]orderAppend
+	release := make(chan struct{})
+	var held atomic.Int64 // the size of the update held in flight
+	g := &groupAppender{holders: map[string]*appendQueue{}, send: func(holder string, as []orderAppend) error {
+		if holder == "slow" && held.CompareAndSwap(0, int64(len(as))) {
+			<-release
+		}
+		mu.Lock()
+		batches = append(batches, as)
+		mu.Unlock()
+		if holder == "bad" {
+			return fmt.Errorf("refused")
+		}
+		return nil
+	}}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 50 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- g.append(ctx, "slow", orderAppend{Key: "k", ID: fmt.Sprint(i)}) }()
+	}
+	// Another holder goes while "slow" is held.
+	if err := g.append(ctx, "other", orderAppend{Key: "k", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.append(ctx, "bad", orderAppend{Key: "k", ID: "y"}); err == nil {
+		t.Error("an update's error must reach its appends")
+	}
+	// Every append not in the held update waits in the queue: then it goes as one.
+	for {
+		g.mu.Lock()
+		q := g.holders["slow"]
+		waiting := 0
+		if q != nil {
+			waiting = len(q.queue)
+		}
+		g.mu.Unlock()
+		if n := held.Load(); n > 0 && int64(waiting) == 50-n {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	seen := map[string]int{}
+	slow := 0
+	for _, b := range batches {
+		for _, a := range b {
+			seen[a.ID]++
+		}
+	}
+	for _, b := range batches {
+		if len(b) > 0 && b[0].ID != "x" && b[0].ID != "y" {
+			slow++
+		}
+	}
+	if len(seen) != 52 {
+		t.Errorf("%d distinct appends sent, want 52", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("append %s sent %d times", id, n)
+		}
+	}
+	want := 2 // the held update, then the rest in one
+	if held.Load() == 50 {
+		want = 1
+	}
+	if slow != want {
+		t.Errorf("50 appends to a held holder went in %d updates (%d in the first): want the rest in one", slow, held.Load())
+	}
 }

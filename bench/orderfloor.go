@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	enums "go.temporal.io/api/enums/v1"
@@ -24,7 +26,10 @@ import (
 //     per key), answered with the key's previous send;
 //   - shared: the same update to one of orderFloorShards holders per endpoint, each holding
 //     the keys that hash to it, so that one workflow task can answer the appends of many
-//     keys.
+//     keys;
+//   - batched: shared, and the sending process sends the appends to one holder that
+//     arrive while its previous update is in flight as one update (group commit), so
+//     that one update carries many sends.
 //
 // A design whose every ordered send costs an update cannot beat its floor.
 const (
@@ -32,6 +37,7 @@ const (
 	orderFloorHolder   = "BenchOrderFloorHolder"
 	orderFloorDelivery = "BenchOrderFloorDelivery"
 	orderFloorAppend   = "append"
+	orderFloorAppends  = "appends"
 	// orderFloorShards is how many holders per endpoint the shared floor uses.
 	orderFloorShards = 4
 	// orderFloorIdle is how long a holder waits with no append before it closes.
@@ -58,6 +64,17 @@ func orderFloorHolderWorkflow(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandler(ctx, orderFloorAppends, func(_ workflow.Context, as []orderAppend) ([]string, error) {
+		prev := make([]string, len(as))
+		for i, a := range as {
+			prev[i] = tails[a.Key]
+			tails[a.Key] = a.ID
+		}
+		appends += len(as)
+		return prev, nil
+	}); err != nil {
+		return err
+	}
 	for {
 		seen := appends
 		if err := workflow.Sleep(ctx, orderFloorIdle); err != nil {
@@ -73,23 +90,120 @@ func orderFloorHolderWorkflow(ctx workflow.Context) error {
 type floorMode int
 
 const (
-	floorNone   floorMode = iota // no update: the engine limit
-	floorPerKey                  // an update to the key's own holder
-	floorShared                  // an update to one of orderFloorShards holders per endpoint
+	floorNone    floorMode = iota // no update: the engine limit
+	floorPerKey                   // an update to the key's own holder
+	floorShared                   // an update to one of orderFloorShards holders per endpoint
+	floorBatched                  // floorShared, the appends to a holder batched in the process
 )
+
+// groupAppender sends the appends to one holder that come while its update is in flight
+// as one update, when that one is answered (group commit): no wait added, one update for
+// many sends under load.
+type groupAppender struct {
+	// send makes one update of as to holder (sendTo, or a test's).
+	send    func(holder string, as []orderAppend) error
+	mu      sync.Mutex
+	holders map[string]*appendQueue
+	updates atomic.Int64
+}
+
+// appendQueue is one holder's appends waiting for the update in flight.
+type appendQueue struct {
+	busy  bool
+	queue []pendingAppend
+}
+
+type pendingAppend struct {
+	a    orderAppend
+	done chan error
+}
+
+// append appends a to holder (started if need be) and returns once an update carried it.
+func (g *groupAppender) append(ctx context.Context, holder string, a orderAppend) error {
+	p := pendingAppend{a: a, done: make(chan error, 1)}
+	g.mu.Lock()
+	q := g.holders[holder]
+	if q == nil {
+		q = &appendQueue{}
+		g.holders[holder] = q
+	}
+	q.queue = append(q.queue, p)
+	if !q.busy {
+		q.busy = true
+		go g.flush(holder, q)
+	}
+	g.mu.Unlock()
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flush sends q's appends, all that wait at once, until none wait.
+func (g *groupAppender) flush(holder string, q *appendQueue) {
+	for {
+		g.mu.Lock()
+		batch := q.queue
+		q.queue = nil
+		if len(batch) == 0 {
+			q.busy = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		as := make([]orderAppend, len(batch))
+		for i, p := range batch {
+			as[i] = p.a
+		}
+		g.updates.Add(1)
+		err := g.send(holder, as)
+		for _, p := range batch {
+			p.done <- err
+		}
+	}
+}
+
+// newGroupAppender is a groupAppender whose updates go through c.
+func newGroupAppender(c client.Client) *groupAppender {
+	return &groupAppender{holders: map[string]*appendQueue{}, send: func(holder string, as []orderAppend) error { return sendTo(c, holder, as) }}
+}
+
+// sendTo makes one update of as to holder, started if need be.
+func sendTo(c client.Client, holder string, as []orderAppend) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: holder, TaskQueue: orderFloorQueue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, orderFloorHolder)
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName: orderFloorAppends, Args: []any{as}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	var prev []string
+	return h.Get(ctx, &prev)
+}
 
 // orderFloorPhase sends the ordered scenario's sends (rounds of keys, keys over eps) as
 // engine workflows, each after the update mode asks for: the rate from first send to last
 // local activity, the CPU per send, and the holders' history events per send (sampled for
 // floorPerKey).
-func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey int, eps []string) (Phase, float64, error) {
+//
+// For floorBatched, updates is how many updates carried the n sends.
+func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey int, eps []string) (p Phase, events float64, updates int64, err error) {
 	f := &effects{at: map[string]time.Time{}}
 	w := sdkworker.New(e.client, orderFloorQueue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(orderFloorHolderWorkflow, workflow.RegisterOptions{Name: orderFloorHolder})
 	w.RegisterWorkflowWithOptions(engine, workflow.RegisterOptions{Name: orderFloorDelivery})
 	w.RegisterActivityWithOptions(f.noop, activity.RegisterOptions{Name: noopActivity})
 	if err := w.Start(); err != nil {
-		return Phase{}, 0, fmt.Errorf("start the ordering floor's worker: %w", err)
+		return Phase{}, 0, 0, fmt.Errorf("start the ordering floor's worker: %w", err)
 	}
 	defer w.Stop()
 	run := newIDs(1)[0] // the phase's holders are its own
@@ -102,6 +216,7 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 		fmt.Fprintf(h, "key-%d", k)
 		return fmt.Sprintf("floor:%s:%s:%d", run, ep, h.Sum32()%orderFloorShards)
 	}
+	g := newGroupAppender(e.client)
 	n := keys * perKey
 	ids := newIDs(n)
 	sentAt := make([]time.Time, n)
@@ -112,7 +227,11 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 		first := r * keys
 		at, failed, err := drive(ctx, keys, e.cfg.Senders, 0, func(ctx context.Context, i int) error {
 			i += first
-			if mode != floorNone {
+			if mode == floorBatched {
+				if err := g.append(ctx, holder(i), orderAppend{Key: fmt.Sprint(i % keys), ID: ids[i]}); err != nil {
+					return err
+				}
+			} else if mode != floorNone {
 				op := e.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 					ID: holder(i), TaskQueue: orderFloorQueue,
 					WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -137,24 +256,24 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 			return err
 		})
 		if failed > 0 {
-			return Phase{}, 0, fmt.Errorf("ordering floor, round %d: %d of %d sends failed, first: %w", r, failed, keys, err)
+			return Phase{}, 0, 0, fmt.Errorf("ordering floor, round %d: %d of %d sends failed, first: %w", r, failed, keys, err)
 		}
 		copy(sentAt[first:], at)
 	}
 	if !waitUntil(ctx, arrivalTimeout(n), func() bool { return f.count() >= n }) {
 		e.progress("ordered: not every ordering floor workflow ran in time")
 	}
-	p := phaseOf(sentAt, f.seen(ids))
+	p = phaseOf(sentAt, f.seen(ids))
 	if p.CPUms, _ = cpu.perWorkflow(ctx, e, closed, base+int64(n), n); p.CPUms <= 0 {
 		e.progress("ordered: an ordering floor's CPU figure is missing")
 	}
 	if mode == floorNone {
-		return p, 0, nil
+		return p, 0, 0, nil
 	}
 	// The holders' events per send: every holder of the shared floor, a sample of the
 	// per-key ones (each holds perKey sends).
 	seen := map[string]bool{}
-	events, sends := 0, 0
+	total, sends := 0, 0
 	step := 1
 	if mode == floorPerKey {
 		step = max(1, keys/orderedSample)
@@ -167,15 +286,15 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 		seen[id] = true
 		ev, _, err := e.history(ctx, id)
 		if err != nil {
-			return Phase{}, 0, err
+			return Phase{}, 0, 0, err
 		}
-		events += ev
+		total += ev
 		if mode == floorPerKey {
 			sends += perKey
 		}
 	}
-	if mode == floorShared {
+	if mode != floorPerKey {
 		sends = n
 	}
-	return p, ratio(float64(events), float64(sends)), nil
+	return p, ratio(float64(total), float64(sends)), g.updates.Load(), nil
 }
