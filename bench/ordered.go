@@ -275,7 +275,7 @@ func floorRows(o *OrderedResult) []Row {
 		phaseRow(s, "engine floor: the same sends as engine workflows (eager, one local activity)", o.FloorEngine),
 		phaseRow(s, "engine floor, per key: each after an update to its key's workflow", o.FloorPerKey),
 		phaseRow(s, fmt.Sprintf("engine floor, shared: each after an update to one of %d workflows per endpoint", o.FloorShards), o.FloorShared),
-		phaseRow(s, "engine floor, batched: shared, and the appends to a workflow sent while its update is in flight go as one update", o.FloorBatched),
+		phaseRow(s, "engine floor, batched: one workflow per endpoint, the appends sent while its update is in flight go as one update", o.FloorBatched),
 		{s, "engine floor ÷ engine: per key; shared; batched (what 0.7× asks of a design that orders through a workflow)",
 			fmt.Sprintf("%.2f×; %.2f×; %.2f×", ratio(o.FloorPerKey.PerSecond, o.FloorEngine.PerSecond), ratio(o.FloorShared.PerSecond, o.FloorEngine.PerSecond),
 				ratio(o.FloorBatched.PerSecond, o.FloorEngine.PerSecond)), "", ""},

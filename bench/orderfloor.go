@@ -27,8 +27,8 @@ import (
 //   - shared: the same update to one of orderFloorShards holders per endpoint, each holding
 //     the keys that hash to it, so that one workflow task can answer the appends of many
 //     keys;
-//   - batched: shared, and the sending process sends the appends to one holder that
-//     arrive while its previous update is in flight as one update (group commit), so
+//   - batched: one holder per endpoint, and the sending process sends the appends to it
+//     that arrive while its previous update is in flight as one update (group commit), so
 //     that one update carries many sends.
 //
 // A design whose every ordered send costs an update cannot beat its floor.
@@ -38,7 +38,8 @@ const (
 	orderFloorDelivery = "BenchOrderFloorDelivery"
 	orderFloorAppend   = "append"
 	orderFloorAppends  = "appends"
-	// orderFloorShards is how many holders per endpoint the shared floor uses.
+	// orderFloorShards is how many holders per endpoint the shared floor uses; the batched
+	// floor uses one, so that sends to an endpoint meet in its update.
 	orderFloorShards = 4
 	// orderFloorIdle is how long a holder waits with no append before it closes.
 	orderFloorIdle = 10 * time.Second
@@ -214,6 +215,9 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 		}
 		h := fnv.New32a()
 		fmt.Fprintf(h, "key-%d", k)
+		if mode == floorBatched {
+			return fmt.Sprintf("floor:%s:%s", run, ep)
+		}
 		return fmt.Sprintf("floor:%s:%s:%d", run, ep, h.Sum32()%orderFloorShards)
 	}
 	g := newGroupAppender(e.client)

@@ -86,9 +86,10 @@ Scenarios (--scenario, repeatable; default all but scale and ordered, in this or
               sampled, plus its share of its key's sequencer) against the unordered, and
               arrivals out of send order within a key (0); then the engine's own
               floors, the same sends as bare engine workflows: with no update, each
-              after an update to its key's workflow, and each after an update to one of
-              4 workflows per endpoint shared by keys (what any design with one update
-              per ordered send can reach); then 200 sends of one key at once: how long
+              after an update to its key's workflow, each after an update to one of 4
+              workflows per endpoint shared by keys, and with one workflow per endpoint
+              whose appends that meet go as one update (what a design that orders
+              through a workflow can reach); then 200 sends of one key at once: how long
               until all were accepted and all delivered, and arrivals out of the key's
               order (0). Not in the default set.
   ratelimit   --rate-events events sent at once to an endpoint limited to --rate-limit-n
