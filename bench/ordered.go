@@ -41,8 +41,9 @@ type OrderedResult struct {
 	BurstOutOfOrder int     `json:"burst_out_of_order"`
 	BurstError      string  `json:"burst_error,omitempty"`
 	// The ordering floors (orderfloor.go), the same sends as engine workflows: with no
-	// update, after an update to the key's own holder, and after one to one of Shards
-	// holders per endpoint; the holders' history events per send.
+	// update, after an update to the key's own holder, after one to one of Shards holders
+	// per endpoint, and batched to the endpoint's one holder; the holders' history events
+	// per send.
 	FloorEngine       Phase   `json:"floor_engine"`
 	FloorPerKey       Phase   `json:"floor_per_key"`
 	FloorShared       Phase   `json:"floor_shared"`
@@ -162,7 +163,7 @@ func (e *env) ordered(ctx context.Context) (*OrderedResult, error) {
 		res.SequencerEvents = float64(seq) / float64(keysSampled*cfg.OrderedPerKey)
 		res.EventsPerDelivery = res.DeliveryEvents + res.SequencerEvents
 	}
-	e.progress("ordered: the engine's floors: the same sends as engine workflows, with no update, one to the key's workflow, one to a workflow shared by keys")
+	e.progress("ordered: the engine's floors: the same sends as engine workflows, with no update, one to the key's workflow, one to a workflow shared by keys, batched ones to the endpoint's workflow")
 	if err := e.orderFloors(ctx, res, eps); err != nil {
 		res.FloorError = err.Error()
 	}
@@ -248,7 +249,7 @@ func cpuRatio(a, b float64) string {
 	return fmt.Sprintf("%.2f×  (%.1f ms of %.1f ms)", ratio(a, b), a, b)
 }
 
-// orderFloors runs the three ordering floors into res.
+// orderFloors runs the four ordering floors into res.
 func (e *env) orderFloors(ctx context.Context, res *OrderedResult, eps []string) error {
 	var err error
 	res.FloorShards = orderFloorShards

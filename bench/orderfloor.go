@@ -36,7 +36,6 @@ const (
 	orderFloorQueue    = "bench-order-floor"
 	orderFloorHolder   = "BenchOrderFloorHolder"
 	orderFloorDelivery = "BenchOrderFloorDelivery"
-	orderFloorAppend   = "append"
 	orderFloorAppends  = "appends"
 	// orderFloorShards is how many holders per endpoint the shared floor uses; the batched
 	// floor uses one, so that sends to an endpoint meet in its update.
@@ -45,26 +44,19 @@ const (
 	orderFloorIdle = 10 * time.Second
 )
 
-// orderAppend is one send's append: its key and id.
+// orderAppend is one send's append: its key and id. An update carries one or more.
 type orderAppend struct {
 	Key string `json:"key"`
 	ID  string `json:"id"`
 }
 
 // orderFloorHolderWorkflow holds the newest id appended for each key it is given and
-// answers an append with the key's previous id; it closes after orderFloorIdle with no
-// append. One timer per idle period, as Herald's sequencer.
+// answers each append with the key's previous id; it closes after orderFloorIdle with no
+// append. One timer per idle period, as Herald's sequencer. Its keys are the bench's (at
+// most --ordered-keys): a floor, not a design with bounded state.
 func orderFloorHolderWorkflow(ctx workflow.Context) error {
 	tails := map[string]string{}
 	appends := 0
-	if err := workflow.SetUpdateHandler(ctx, orderFloorAppend, func(_ workflow.Context, a orderAppend) (string, error) {
-		prev := tails[a.Key]
-		tails[a.Key] = a.ID
-		appends++
-		return prev, nil
-	}); err != nil {
-		return err
-	}
 	if err := workflow.SetUpdateHandler(ctx, orderFloorAppends, func(_ workflow.Context, as []orderAppend) ([]string, error) {
 		prev := make([]string, len(as))
 		for i, a := range as {
@@ -87,14 +79,14 @@ func orderFloorHolderWorkflow(ctx workflow.Context) error {
 	}
 }
 
-// FloorMode is how an ordering floor's send serialises its key.
+// floorMode is how an ordering floor's send serialises its key.
 type floorMode int
 
 const (
 	floorNone    floorMode = iota // no update: the engine limit
 	floorPerKey                   // an update to the key's own holder
 	floorShared                   // an update to one of orderFloorShards holders per endpoint
-	floorBatched                  // floorShared, the appends to a holder batched in the process
+	floorBatched                  // an update to the endpoint's one holder, the appends that meet batched in the process
 )
 
 // groupAppender sends the appends to one holder that come while its update is in flight
@@ -108,9 +100,9 @@ type groupAppender struct {
 	updates atomic.Int64
 }
 
-// appendQueue is one holder's appends waiting for the update in flight.
+// appendQueue is one holder's appends waiting for the update in flight; it exists while
+// its flush runs.
 type appendQueue struct {
-	busy  bool
 	queue []pendingAppend
 }
 
@@ -127,12 +119,9 @@ func (g *groupAppender) append(ctx context.Context, holder string, a orderAppend
 	if q == nil {
 		q = &appendQueue{}
 		g.holders[holder] = q
-	}
-	q.queue = append(q.queue, p)
-	if !q.busy {
-		q.busy = true
 		go g.flush(holder, q)
 	}
+	q.queue = append(q.queue, p)
 	g.mu.Unlock()
 	select {
 	case err := <-p.done:
@@ -149,7 +138,9 @@ func (g *groupAppender) flush(holder string, q *appendQueue) {
 		batch := q.queue
 		q.queue = nil
 		if len(batch) == 0 {
-			q.busy = false
+			// Nothing waits: the holder's entry goes (the map holds holders with appends
+			// under way only), and the next append starts a flush of its own.
+			delete(g.holders, holder)
 			g.mu.Unlock()
 			return
 		}
@@ -168,13 +159,16 @@ func (g *groupAppender) flush(holder string, q *appendQueue) {
 
 // newGroupAppender is a groupAppender whose updates go through c.
 func newGroupAppender(c client.Client) *groupAppender {
-	return &groupAppender{holders: map[string]*appendQueue{}, send: func(holder string, as []orderAppend) error { return sendTo(c, holder, as) }}
+	return &groupAppender{holders: map[string]*appendQueue{}, send: func(holder string, as []orderAppend) error {
+		// Its own deadline: the batch is every waiting sender's, not one's.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return sendTo(ctx, c, holder, as)
+	}}
 }
 
 // sendTo makes one update of as to holder, started if need be.
-func sendTo(c client.Client, holder string, as []orderAppend) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+func sendTo(ctx context.Context, c client.Client, holder string, as []orderAppend) error {
 	op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: holder, TaskQueue: orderFloorQueue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, orderFloorHolder)
@@ -210,14 +204,14 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 	run := newIDs(1)[0] // the phase's holders are its own
 	holder := func(i int) string {
 		k, ep := i%keys, eps[(i%keys)%len(eps)]
-		if mode == floorPerKey {
+		switch mode {
+		case floorPerKey:
 			return fmt.Sprintf("floor:%s:%s:key-%d", run, ep, k)
+		case floorBatched:
+			return fmt.Sprintf("floor:%s:%s", run, ep)
 		}
 		h := fnv.New32a()
 		fmt.Fprintf(h, "key-%d", k)
-		if mode == floorBatched {
-			return fmt.Sprintf("floor:%s:%s", run, ep)
-		}
 		return fmt.Sprintf("floor:%s:%s:%d", run, ep, h.Sum32()%orderFloorShards)
 	}
 	g := newGroupAppender(e.client)
@@ -231,31 +225,18 @@ func (e *env) orderFloorPhase(ctx context.Context, mode floorMode, keys, perKey 
 		first := r * keys
 		at, failed, err := drive(ctx, keys, e.cfg.Senders, 0, func(ctx context.Context, i int) error {
 			i += first
-			if mode == floorBatched {
-				if err := g.append(ctx, holder(i), orderAppend{Key: fmt.Sprint(i % keys), ID: ids[i]}); err != nil {
-					return err
-				}
-			} else if mode != floorNone {
-				op := e.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-					ID: holder(i), TaskQueue: orderFloorQueue,
-					WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-				}, orderFloorHolder)
-				h, err := e.client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-					StartWorkflowOperation: op,
-					UpdateOptions: client.UpdateWorkflowOptions{
-						UpdateName: orderFloorAppend, Args: []any{orderAppend{Key: fmt.Sprint(i % keys), ID: ids[i]}},
-						WaitForStage: client.WorkflowUpdateStageCompleted,
-					},
-				})
-				if err != nil {
-					return err
-				}
-				var prev string
-				if err := h.Get(ctx, &prev); err != nil {
-					return err
-				}
+			a := orderAppend{Key: fmt.Sprint(i % keys), ID: ids[i]}
+			var err error
+			switch mode {
+			case floorBatched:
+				err = g.append(ctx, holder(i), a)
+			case floorPerKey, floorShared:
+				err = sendTo(ctx, e.client, holder(i), []orderAppend{a})
 			}
-			_, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "bench:" + ids[i], TaskQueue: orderFloorQueue, EnableEagerStart: true},
+			if err != nil {
+				return err
+			}
+			_, err = e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "bench:" + ids[i], TaskQueue: orderFloorQueue, EnableEagerStart: true},
 				orderFloorDelivery, baselineInput{ID: ids[i], Data: benchData})
 			return err
 		})

@@ -167,7 +167,7 @@ type chaosReport struct {
 	RecoveryFromKill                        map[string]time.Duration // worst, kill → first delivery after restart
 	NoRecovery                              []string
 	// Crashes are exits no kill caused (a Temporal service started while PostgreSQL was
-	// down exits), by process: the run's supervisor started each again.
+	// down exits), by process: the run's supervisor started each again (faults with Exit).
 	Crashes map[string]int
 }
 
@@ -212,7 +212,7 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 	faults []fault, replays map[pair][]time.Time, sentTo map[pair]bool, taskFailed map[pair][]taskEvent) chaosReport {
 	r := chaosReport{
 		Requests: len(hits), RepeatsBy: map[string]int{}, PeakInFlight: map[string]int{},
-		MaxPerStamp: map[string]int{}, MaxPerArrival: map[string]int{}, FaultsBy: map[string]int{},
+		MaxPerStamp: map[string]int{}, MaxPerArrival: map[string]int{}, FaultsBy: map[string]int{}, Crashes: map[string]int{},
 		Recovery: map[string]time.Duration{}, RecoveryFromKill: map[string]time.Duration{},
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Start.Before(hits[j].Start) })
@@ -330,7 +330,14 @@ func audit(rules map[string]endpointRule, hits []hit, wants []want, outcomes map
 			healthy = append(healthy, h.Start)
 		}
 	}
-	kills := slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return f.Exit })
+	var kills []fault
+	for _, f := range faults {
+		if f.Exit {
+			r.Crashes[f.Name]++
+		} else {
+			kills = append(kills, f)
+		}
+	}
 	for i, f := range kills {
 		r.FaultsBy[f.Kind]++
 		if i > 0 && kills[i-1].Killed.Equal(f.Killed) {
@@ -555,6 +562,9 @@ func TestChaosAudit(t *testing.T) {
 	r = audit(rules, append([]hit(nil), clean...), wants, outcomes, exit, nil, nil, nil)
 	if v := r.violations(); len(v) > 0 || r.RepeatsBy["in flight at an exit of history"] != 1 || len(r.FaultsBy) != 0 {
 		t.Errorf("an exit: violations %q, explained %v, faults %v", v, r.RepeatsBy, r.FaultsBy)
+	}
+	if r.Crashes["temporal-history"] != 1 {
+		t.Errorf("an exit: crashes %v, want temporal-history counted once", r.Crashes)
 	}
 	// A workflow task of the delivery that failed between the two requests explains the
 	// repeat, whether its id names the endpoint (fan-out) or not; one of the same event's

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -59,7 +58,6 @@ type chaosRun struct {
 	replays   map[pair][]time.Time
 	sentTo    map[pair]bool
 	down      map[string]bool // processes the chaos loop killed and has not started again
-	crashes   map[string]int  // exits the chaos loop did not cause, restarted by supervise
 	procLocks map[string]*sync.Mutex
 	sent      int
 	accepted  int
@@ -85,7 +83,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos seed %d (-chaos-seed to choose the same faults and traffic again), for %s", seed, *chaosFor)
 	r := &chaosRun{
 		c: c, tag: strconv.FormatInt(time.Now().Unix(), 36), http: &http.Client{Timeout: 30 * time.Second},
-		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), replays: map[pair][]time.Time{}, sentTo: map[pair]bool{}, down: map[string]bool{}, crashes: map[string]int{}, rejected: map[int]int{},
+		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), replays: map[pair][]time.Time{}, sentTo: map[pair]bool{}, down: map[string]bool{}, rejected: map[int]int{},
 		inflight: make(chan struct{}, 64),
 	}
 	// A second herald serve: the clients spread their calls over both.
@@ -162,21 +160,18 @@ func TestChaos(t *testing.T) {
 	faults := slices.Clone(r.faults) // the supervisor may still add an exit
 	r.mu.Unlock()
 	slices.SortStableFunc(faults, func(a, b fault) int { return a.Killed.Compare(b.Killed) })
+	// What the workers and history logged of failed tasks and aborted updates (a log not
+	// there explains nothing).
 	var logs []io.Reader
-	if paths, _ := filepath.Glob(filepath.Join(c.dir, "herald-worker-*.log")); len(paths) > 0 {
-		paths = append(paths, filepath.Join(c.dir, "temporal-history.log"))
-		for _, p := range paths {
-			if b, err := os.ReadFile(p); err == nil {
-				logs = append(logs, bytes.NewReader(b))
-			}
+	paths, _ := filepath.Glob(filepath.Join(c.dir, "herald-worker-*.log"))
+	for _, p := range append(paths, filepath.Join(c.dir, "temporal-history.log")) {
+		if b, err := os.ReadFile(p); err == nil {
+			logs = append(logs, bytes.NewReader(b))
 		}
 	}
 	rep := audit(rules, hits, r.wants, outcomes, faults, r.replays, r.sentTo, taskFailures(logs...))
 	rep.Duration = *chaosFor
 	rep.Sent, rep.Accepted, rep.Unacknowledged, rep.Rejected = r.sent, r.accepted, r.givenUp, r.rejected
-	r.mu.Lock()
-	rep.Crashes = maps.Clone(r.crashes)
-	r.mu.Unlock()
 	md := rep.markdown()
 	t.Logf("chaos report (seed %d):\n%s", seed, md)
 	if *chaosReportFile != "" {
@@ -570,7 +565,6 @@ func (r *chaosRun) supervise(ctx context.Context, t *testing.T) {
 				// Down from some time after the last check until now: an outage that
 				// explains repeats as a kill would.
 				r.mu.Lock()
-				r.crashes[name]++
 				r.faults = append(r.faults, fault{Kind: kindOf(name), Name: name, How: "exited on its own", Killed: checked, Back: time.Now(), Exit: true})
 				r.mu.Unlock()
 			}
