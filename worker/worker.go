@@ -61,6 +61,11 @@ type Options struct {
 	// shard keeps the capacity and budget it started with. For tests, which scale them
 	// down to cross spills with few endpoints.
 	StatsCapacity, StatsBudget int
+	// StatsInterval is how often the gate sends the attempt counts it added up to the
+	// stats shards; default gate.StatsInterval. Each send to a shard costs that shard a
+	// signal and a workflow task, whatever the rate: a longer interval writes less, and
+	// the counts shown lag more (a worker killed loses up to one interval of them).
+	StatsInterval time.Duration
 	// Recovery, if set, is the ladder on which endpoints disabled for failing are probed;
 	// default policy.DefaultRecoveryLadder (1h, 3h, 6h, 12h, then every 24h for 30 days).
 	// An endpoint keeps the ladder it started probing with. For tests, which scale it down.
@@ -157,6 +162,7 @@ func New(c client.Client, o Options) (*Worker, error) {
 		slots = sdkLocalActivitySlots
 	}
 	g.BoundHolding(slots)
+	g.FlushCountsEvery(o.StatsInterval)
 	Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Gate:        g,

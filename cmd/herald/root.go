@@ -50,6 +50,20 @@ type globals struct {
 	tls     temporalTLS
 	connTLS *tls.Config
 	creds   client.Credentials
+	// compression is --grpc-compression: none or gzip.
+	compression string
+}
+
+// grpcCompression is the client's gRPC compression for --grpc-compression's value (none or
+// gzip), or an error that says what to give.
+func grpcCompression(name string) (client.GrpcCompression, error) {
+	switch name {
+	case "none":
+		return &client.GrpcCompressionNone{}, nil
+	case "gzip":
+		return &client.GrpcCompressionGzip{}, nil
+	}
+	return nil, fmt.Errorf("%w: --grpc-compression %q: use none or gzip", errUsage, name)
 }
 
 func envOr(name, def string) string {
@@ -81,12 +95,17 @@ Start here:
 	pf.StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", defaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	pf.StringVar(&g.taskQueue, "task-queue", envOr("HERALD_TASK_QUEUE", herald.DefaultTaskQueue), "task queue Herald's workers poll (env HERALD_TASK_QUEUE)")
 	g.tls.flags(pf)
+	pf.StringVar(&g.compression, "grpc-compression", envOr("HERALD_GRPC_COMPRESSION", "none"),
+		"compress calls to Temporal: none, or gzip for a link where bytes cost more than CPU (payloads are encrypted, so they hardly compress; env HERALD_GRPC_COMPRESSION)")
 	pf.StringVarP(&g.output, "output", "o", "text", "output format: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log more (Temporal client and worker details)")
 	pf.StringVar(&g.keyFile, "codec-key-file", envOr("HERALD_CODEC_KEY_FILE", defaultKeyFile), "payload encryption keys (env HERALD_CODEC_KEY_FILE; HERALD_CODEC_KEYS holds keys inline and wins)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "text" && g.output != "json" {
 			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
+		}
+		if _, err := grpcCompression(g.compression); err != nil {
+			return err
 		}
 		var err error
 		if g.connTLS, g.creds, err = g.tls.connection(); err != nil {
@@ -129,9 +148,19 @@ func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Op
 		// check theirs.
 		Identity:          worker.Identity("", g.keys),
 		Interceptors:      g.interceptors,
-		ConnectionOptions: client.ConnectionOptions{TLS: g.connTLS},
+		ConnectionOptions: client.ConnectionOptions{TLS: g.connTLS, GrpcCompression: g.grpcCompression()},
 		Credentials:       g.creds,
 	}
+}
+
+// grpcCompression is the compression --grpc-compression names (checked by PersistentPreRunE;
+// none if it was not).
+func (g *globals) grpcCompression() client.GrpcCompression {
+	c, err := grpcCompression(g.compression)
+	if err != nil {
+		return &client.GrpcCompressionNone{}
+	}
+	return c
 }
 
 // dial connects to Temporal, with an error that says what to check; the SDK's metrics go

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ import (
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	wf := &workerFlags{}
-	var metricsListen, apiListen, tokensFile string
+	var metricsListen, apiListen, tokensFile, pprofListen string
 	cmd := wf.command(g, &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Herald worker against any Temporal server",
@@ -32,6 +33,10 @@ Run as many workers as you like on the same task queue.
 
 With --metrics-listen HOST:PORT the worker serves Prometheus metrics on /metrics there: the
 Temporal SDK's (task latencies, pollers, slots) and Herald's own (herald_*).
+
+With --pprof-listen HOST:PORT the worker serves Go's profiles (net/http/pprof) on
+/debug/pprof/ there, for measuring where its CPU and memory go. They show the process's
+internals: listen on loopback, or a port no one else reaches.
 
 With --api-listen HOST:PORT the worker also serves Herald's HTTP API and dashboard there, as
 ` + "`herald serve`" + ` does (tokens from --tokens-file), and starts the deliveries of the events it
@@ -57,6 +62,13 @@ portal links and the Temporal UI links, run ` + "`herald serve`" + ` in front.`,
 				return err
 			}
 			defer stopMetrics()
+		}
+		if pprofListen != "" {
+			stopProfiles, err := serveProfiles(pprofListen, g.logger())
+			if err != nil {
+				return err
+			}
+			defer stopProfiles()
 		}
 		c, err := g.dial(ctx, rec)
 		if err != nil {
@@ -87,6 +99,7 @@ portal links and the Temporal UI links, run ` + "`herald serve`" + ` in front.`,
 	})
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://HOST:PORT/metrics, e.g. 127.0.0.1:9090 (default: no metrics)")
 	cmd.Flags().StringVar(&apiListen, "api-listen", "", "also serve the HTTP API and dashboard on HOST:PORT, starting deliveries eagerly on this worker (default: no API)")
+	cmd.Flags().StringVar(&pprofListen, "pprof-listen", "", "serve Go's CPU and memory profiles on http://HOST:PORT/debug/pprof/, e.g. 127.0.0.1:6060 (default: none; keep it private)")
 	cmd.Flags().StringVar(&tokensFile, "tokens-file", envOr("HERALD_TOKENS_FILE", server.DefaultTokensFile), "tokens file of the API (--api-listen); share it with herald serve (env HERALD_TOKENS_FILE)")
 	return cmd
 }
@@ -123,6 +136,28 @@ func serveWorkerAPI(g *globals, c client.Client, w *worker.Worker, addr, tokensF
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// serveProfiles serves net/http/pprof's handlers on addr's /debug/pprof/ until the returned
+// function is called.
+func serveProfiles(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("profile server stopped", "listen", addr, "error", err)
+		}
+	}()
+	return func() { _ = srv.Close() }, nil
 }
 
 // serveMetrics serves rec on addr's /metrics until the returned function is called.

@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/policy"
 	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/worker/gate"
 )
 
 // workerFlags are the flags of every command that runs a worker (dev, worker).
@@ -28,7 +29,14 @@ type workerFlags struct {
 	retention    time.Duration
 	timeout      time.Duration
 	plaintext    bool
+	statsEvery   time.Duration
 }
+
+// Bounds of --stats-interval.
+const (
+	minStatsInterval = time.Second
+	maxStatsInterval = 5 * time.Minute
+)
 
 func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 	d := herald.DefaultSettings()
@@ -43,6 +51,7 @@ func (f *workerFlags) bind(fs *pflag.FlagSet, allowDefault []string) {
 	fs.Float64Var(&f.jitter, "jitter", d.Ladder.Jitter, "default jitter of each wait, as a fraction, 0 to under 1 (0.2 = ±20%)")
 	fs.DurationVar(&f.retention, "retention", d.Retention.Std(), "how long a dead letter waits for a replay before it expires (1h..8760h)")
 	fs.DurationVar(&f.timeout, "timeout", d.Timeout.Std(), "default timeout of one attempt (1s..2m)")
+	fs.DurationVar(&f.statsEvery, "stats-interval", gate.StatsInterval, "how often this worker sends the attempt counts it added up to the endpoints' counters (1s..5m): each send costs Temporal a signal and a workflow task per stats shard, whatever the rate; a worker killed loses up to one interval of counts")
 	fs.BoolVar(&f.plaintext, "plaintext", false, "store payloads and secrets unencrypted in Temporal (development only)")
 }
 
@@ -92,10 +101,14 @@ func (f *workerFlags) options(fs *pflag.FlagSet, taskQueue string) (worker.Optio
 		return o, fmt.Errorf("%w: --retention: %v", errUsage, err)
 	}
 	d.Retention, d.Timeout = herald.Duration(f.retention), herald.Duration(f.timeout)
+	if f.statsEvery < minStatsInterval || f.statsEvery > maxStatsInterval {
+		return o, fmt.Errorf("%w: --stats-interval %s: give a duration from %s to %s, e.g. 10s", errUsage, f.statsEvery, minStatsInterval, maxStatsInterval)
+	}
 	return worker.Options{
-		TaskQueue: taskQueue,
-		Defaults:  d,
-		Net:       netguard.Policy{Allow: allow, RequireHTTPS: f.requireHTTPS},
+		TaskQueue:     taskQueue,
+		Defaults:      d,
+		Net:           netguard.Policy{Allow: allow, RequireHTTPS: f.requireHTTPS},
+		StatsInterval: f.statsEvery,
 	}, nil
 }
 

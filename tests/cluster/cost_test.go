@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -80,7 +81,14 @@ import (
 // HERALD_COST_CONFIGS (default all: stock,pgx,pgx-one) names the configurations to measure,
 // and HERALD_COST_TRACE=0 skips the traced pass.
 // HERALD_COST_OUT, if set, is a directory where each load's full pg_stat_statements
-// difference and transaction shapes are written (TSV). Run it alone; it takes about 15
+// difference and transaction shapes are written (TSV).
+// HERALD_COST_RATE, if set, paces every load at that many sends a second (from 32 senders)
+// instead of 8 senders sending as fast as they can: the loads then compare at the same rate,
+// so that costs paid per second weigh the same on each.
+// HERALD_COST_PPROF, if set, is a directory where each load's CPU profiles are written, one
+// per process (the Temporal services through their pprof port, the API worker through
+// --pprof-listen, this process), over HERALD_COST_PPROF_SECONDS (default 8) from the load's
+// start; read two loads' with go tool pprof -diff_base. Run it alone; it takes about 15
 // minutes on 2 cores:
 //
 //	go test -count=1 ./tests/cluster -run '^$' -bench Cost -benchtime 1x -v
@@ -92,6 +100,17 @@ func BenchmarkCost(b *testing.B) {
 	n := envInt(b, "HERALD_COST_EVENTS", 400)
 	rounds := envInt(b, "HERALD_COST_ROUNDS", 1)
 	out := os.Getenv("HERALD_COST_OUT")
+	costRate = 0
+	if os.Getenv("HERALD_COST_RATE") != "" {
+		costRate = float64(envInt(b, "HERALD_COST_RATE", 0))
+	}
+	profDir = os.Getenv("HERALD_COST_PPROF")
+	profSeconds = envInt(b, "HERALD_COST_PPROF_SECONDS", 8)
+	if profDir != "" {
+		if err := os.MkdirAll(profDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if out != "" {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			b.Fatal(err)
@@ -161,7 +180,7 @@ func BenchmarkCost(b *testing.B) {
 			if r%2 == 1 {
 				cfg = configs[len(configs)-1-k]
 			}
-			if err := c.costLayout(cfg); err != nil {
+			if err := c.costLayout(cfg, fl); err != nil {
 				b.Fatal(err)
 			}
 			for _, l := range loads { // warm: caches, leases, pollers
@@ -186,7 +205,7 @@ func BenchmarkCost(b *testing.B) {
 	// Traced pass on the pgx configuration: transactions by role and shape.
 	trace := os.Getenv("HERALD_COST_TRACE") != "0"
 	if trace {
-		if err := c.costLayout(costConfigs[1]); err != nil {
+		if err := c.costLayout(costConfigs[1], fl); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -230,6 +249,86 @@ func BenchmarkCost(b *testing.B) {
 	}
 }
 
+// costRate is HERALD_COST_RATE (0: unpaced); pacedSenders send a paced load.
+var costRate float64
+
+const pacedSenders = 32
+
+// profDir and profSeconds are HERALD_COST_PPROF and HERALD_COST_PPROF_SECONDS; profPorts
+// the pprof port of each process that serves one, by process name.
+var (
+	profDir     string
+	profSeconds int
+	profPorts   = map[string]int{}
+)
+
+// profilePort returns a free port for the process name's profiles, or 0 when no profile is
+// asked for.
+func profilePort(name string) (int, error) {
+	if profDir == "" {
+		return 0, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	profPorts[name] = port
+	return port, nil
+}
+
+// profileLoad writes CPU profiles of every process with a pprof port, and of this one, over
+// profSeconds from now, to profDir/name-PROCESS.pprof; wait returns once all are written.
+func profileLoad(name string) (wait func() error) {
+	if profDir == "" {
+		return func() error { return nil }
+	}
+	name = strings.ReplaceAll(name, "/", "-")
+	var wg sync.WaitGroup
+	errs := make(chan error, len(profPorts)+1)
+	for proc, port := range profPorts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, profSeconds)
+			resp, err := http.Get(u)
+			if err != nil {
+				errs <- fmt.Errorf("%s's profile: %w", proc, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(profDir, name+"-"+proc+".pprof"))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				errs <- fmt.Errorf("%s's profile: %w", proc, err)
+			}
+		}()
+	}
+	f, err := os.Create(filepath.Join(profDir, name+"-driver.pprof"))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		errs <- err
+	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(profSeconds) * time.Second)
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}
+}
+
 // apiWorker is the process name of the Herald worker that serves the API (--api-listen).
 const apiWorker = "herald-worker-api"
 
@@ -238,7 +337,7 @@ var apiAddr string
 
 // ensureAPIWorker starts `herald worker --api-listen apiAddr` unless it runs, once the
 // frontend accepts connections (a worker that cannot reach Temporal as it starts exits).
-func (c *cluster) ensureAPIWorker() error {
+func (c *cluster) ensureAPIWorker(more []string) error {
 	if c.running(apiWorker) {
 		return nil
 	}
@@ -252,7 +351,15 @@ func (c *cluster) ensureAPIWorker() error {
 		return err
 	}
 	time.Sleep(3 * time.Second) // the frontend finds history and matching
-	w := exec.Command(filepath.Join(c.bin, "herald"), "worker", "--api-listen", apiAddr)
+	args := append([]string{"worker", "--api-listen", apiAddr}, more...)
+	port, err := profilePort(apiWorker)
+	if err != nil {
+		return err
+	}
+	if port != 0 {
+		args = append(args, "--pprof-listen", "127.0.0.1:"+strconv.Itoa(port))
+	}
+	w := exec.Command(filepath.Join(c.bin, "herald"), args...)
 	w.Env = c.env()
 	return c.spawn(apiWorker, w)
 }
@@ -302,7 +409,7 @@ func (c *cluster) prepareCost() error {
 			}
 		}
 	}
-	return c.costLayout(costConfigs[0])
+	return c.costLayout(costConfigs[0], nil)
 }
 
 // costConfig is a configuration of the Temporal server that BenchmarkCost measures.
@@ -316,7 +423,15 @@ type costConfig struct {
 	pgx bool
 	// dynamic is added to production.yaml's dynamic config while the configuration runs.
 	dynamic string
+	// worker are more arguments of the API worker (`herald worker --api-listen`).
+	worker []string
+	// floorPlain dials the floor's client without gRPC compression (the SDK's default is
+	// gzip; Herald's, none).
+	floorPlain bool
 }
+
+// server is what of c needs the Temporal server restarted when it changes.
+func (c costConfig) server() string { return fmt.Sprint(c.one, c.pgx, c.dynamic) }
 
 // costConfigs are the configurations BenchmarkCost alternates: the rehearsal's, the pgx
 // plugin, and the pgx plugin with the services in one process.
@@ -327,10 +442,15 @@ var costConfigs = []costConfig{
 	// pgx with each history shard's events cache at 16 MB (Temporal's default 512 KB), as
 	// herald dev runs at 64 MB for its one shard: describes read the start event.
 	{name: "pgx-events", pgx: true, dynamic: "history.eventsCacheMaxSizeBytes:\n  - value: 16777216\n"},
+	// pgx with the API worker as it was before gRPC compression went off by default and
+	// the stats flush went from every 2 s to every 10 s.
+	{name: "pgx-before", pgx: true, worker: []string{"--grpc-compression", "gzip", "--stats-interval", "2s"}},
+	// pgx with the floor's client, too, not compressing (as Herald's does by default).
+	{name: "pgx-plain", pgx: true, floorPlain: true},
 }
 
-// layoutNow is the configuration costLayout last started ("" when TestMain's or restored).
-var layoutNow string
+// layoutNow is the configuration costLayout last started (nil when TestMain's or restored).
+var layoutNow *costConfig
 
 // restartPostgresWith stops PostgreSQL (fast shutdown) and starts it again as startPostgres
 // does, with extra arguments.
@@ -365,7 +485,7 @@ func (c *cluster) stopTemporalAll() error {
 
 // roleConfig writes the server's config with role as the PostgreSQL user (and
 // application_name), and the pgx plugin if pgx, and returns its path.
-func (c *cluster) roleConfig(role string, pgx bool) (string, error) {
+func (c *cluster) roleConfig(role string, pgx bool, pprofPort int) (string, error) {
 	b, err := os.ReadFile(filepath.Join(c.dir, "temporal.yaml"))
 	if err != nil {
 		return "", err
@@ -375,55 +495,87 @@ func (c *cluster) roleConfig(role string, pgx bool) (string, error) {
 	if pgx {
 		cfg = strings.ReplaceAll(cfg, "pluginName: postgres12\n", "pluginName: postgres12_pgx\n")
 	}
+	if pprofPort != 0 {
+		cfg = strings.Replace(cfg, "global:\n", fmt.Sprintf("global:\n  pprof:\n    port: %d\n    host: 127.0.0.1\n", pprofPort), 1)
+	}
 	path := filepath.Join(c.dir, "temporal-"+role+".yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
 }
 
 // costLayout runs the Temporal server as cfg says: four processes, each service as its
-// own role, or one process running the four services as temporal_server; and waits until
-// a delivery goes through.
-func (c *cluster) costLayout(cfg costConfig) error {
-	if cfg.name == layoutNow {
+// own role, or one process running the four services as temporal_server; the API worker
+// with cfg's arguments; and the floor's client (fl, unless nil) as cfg says; and waits
+// until a delivery goes through. It restarts only what differs from the last layout.
+func (c *cluster) costLayout(cfg costConfig, fl *floor) error {
+	now := layoutNow
+	layoutNow = nil
+	if now != nil && now.name == cfg.name {
+		layoutNow = now
 		return nil
 	}
-	layoutNow = ""
-	if err := c.stopTemporalAll(); err != nil {
-		return err
-	}
-	if err := c.writeDynamicConfig(cfg.dynamic); err != nil {
-		return err
-	}
-	start := func(name, role string, services ...string) error {
-		path, err := c.roleConfig(role, cfg.pgx)
-		if err != nil {
+	if now == nil || now.server() != cfg.server() {
+		now = nil
+		if err := c.stopTemporalAll(); err != nil {
 			return err
 		}
-		args := []string{"--config-file", path, "--allow-no-auth", "start"}
-		for _, s := range services {
-			args = append(args, "--service", s)
-		}
-		cmd := exec.Command(filepath.Join(c.bin, "temporal-server"), args...)
-		cmd.Dir = c.dir
-		return c.spawn(name, cmd)
-	}
-	if cfg.one {
-		if err := start("temporal-server", "temporal_server", "frontend", "history", "matching", "worker"); err != nil {
+		if err := c.writeDynamicConfig(cfg.dynamic); err != nil {
 			return err
 		}
-	} else {
-		for _, svc := range []string{"history", "matching", "frontend", "worker"} {
-			if err := start("temporal-"+svc, "temporal_"+svc, svc); err != nil {
+		for name := range profPorts {
+			if strings.HasPrefix(name, "temporal") {
+				delete(profPorts, name)
+			}
+		}
+		start := func(name, role string, services ...string) error {
+			port, err := profilePort(name)
+			if err != nil {
 				return err
+			}
+			path, err := c.roleConfig(role, cfg.pgx, port)
+			if err != nil {
+				return err
+			}
+			args := []string{"--config-file", path, "--allow-no-auth", "start"}
+			for _, s := range services {
+				args = append(args, "--service", s)
+			}
+			cmd := exec.Command(filepath.Join(c.bin, "temporal-server"), args...)
+			cmd.Dir = c.dir
+			return c.spawn(name, cmd)
+		}
+		if cfg.one {
+			if err := start("temporal-server", "temporal_server", "frontend", "history", "matching", "worker"); err != nil {
+				return err
+			}
+		} else {
+			for _, svc := range []string{"history", "matching", "frontend", "worker"} {
+				if err := start("temporal-"+svc, "temporal_"+svc, svc); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	if err := c.ensureAPIWorker(); err != nil {
+	if (now == nil || !slices.Equal(now.worker, cfg.worker)) && c.running(apiWorker) {
+		if err := c.kill(apiWorker, syscall.SIGTERM); err != nil {
+			return err
+		}
+	}
+	if err := c.ensureAPIWorker(cfg.worker); err != nil {
 		return err
+	}
+	if fl != nil && (now == nil || now.floorPlain != cfg.floorPlain) {
+		var comp client.GrpcCompression
+		if cfg.floorPlain {
+			comp = &client.GrpcCompressionNone{}
+		}
+		if err := fl.dial(c.address, c.namespace, comp); err != nil {
+			return err
+		}
 	}
 	if err := c.awaitServing(); err != nil {
 		return err
 	}
-	layoutNow = cfg.name
+	layoutNow = &cfg
 	return nil
 }
 
@@ -464,7 +616,7 @@ func (c *cluster) awaitServing() error {
 // pg_stat_statements and the four services as the role temporal, with temporal.yaml; it
 // returns once the frontend accepts connections (start the workers then).
 func (c *cluster) restoreCostLayout() error {
-	layoutNow = ""
+	layoutNow = nil
 	if err := c.stopTemporalAll(); err != nil {
 		return err
 	}
@@ -614,14 +766,25 @@ func pickNamed[T any](env, kind string, all []T, name func(T) string, list strin
 }
 
 func (c *cluster) startFloor() (*floor, error) {
+	f := &floor{seen: map[string]bool{}}
+	return f, f.dial(c.address, c.namespace, nil)
+}
+
+// dial (again) connects the floor's client and worker with compression (nil: the SDK's
+// default, gzip), stopping those it had.
+func (f *floor) dial(address, namespace string, compression client.GrpcCompression) error {
+	if f.w != nil {
+		f.stop()
+	}
 	tc, err := client.Dial(client.Options{
-		HostPort: c.address, Namespace: c.namespace,
-		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		HostPort: address, Namespace: namespace,
+		Logger:            sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: compression},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f := &floor{c: tc, seen: map[string]bool{}}
+	f.c = tc
 	f.w = sdkworker.New(tc, floorQueue, sdkworker.Options{})
 	f.w.RegisterWorkflowWithOptions(func(ctx workflow.Context, in floorInput) error {
 		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -643,9 +806,10 @@ func (c *cluster) startFloor() (*floor, error) {
 	}, activity.RegisterOptions{Name: floorActivity})
 	if err := f.w.Start(); err != nil {
 		tc.Close()
-		return nil, err
+		f.w = nil
+		return err
 	}
-	return f, nil
+	return nil
 }
 
 func (f *floor) stop() {
@@ -727,13 +891,21 @@ func (f *floor) webhookLoad(base, p string, k int) error {
 // count has grown by k (each arrived), then settle.
 func sendAndAwait(p string, k int, count func() int, send func(i int) error) error {
 	before := count()
-	errs := make(chan error, senders)
+	n := senders
+	if costRate > 0 {
+		n = pacedSenders
+	}
+	errs := make(chan error, n)
+	began := time.Now()
 	var wg sync.WaitGroup
-	for s := range senders {
+	for s := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := s; i < k; i += senders {
+			for i := s; i < k; i += n {
+				if costRate > 0 {
+					time.Sleep(time.Until(began.Add(time.Duration(float64(i) / costRate * float64(time.Second)))))
+				}
 				if err := send(i); err != nil {
 					errs <- err
 					return
@@ -909,10 +1081,14 @@ func (c *cluster) costPhase(b *testing.B, name string, n int, load func() error)
 		return costResult{}, err
 	}
 	began := time.Now()
+	profiled := profileLoad(name)
 	if err := load(); err != nil {
 		return costResult{}, err
 	}
 	took := time.Since(began) - settle
+	if err := profiled(); err != nil {
+		return costResult{}, err
+	}
 	s2, err := c.costSnapshot()
 	if err != nil {
 		return costResult{}, err

@@ -32,6 +32,8 @@ type fakeEndpoints struct {
 	reports  []herald.OutcomeReport
 	counts   map[string][]herald.EndpointCounts
 	countErr error
+	// batches are the sizes of the counts signals sent, in order.
+	batches []int
 
 	// hold, when set, makes each lease wait for its answer here; once it is closed, leases
 	// are granted as above.
@@ -131,6 +133,7 @@ func (f *fakeEndpoints) Counts(ctx context.Context, shard string, counts []heral
 		f.counts = map[string][]herald.EndpointCounts{}
 	}
 	f.counts[shard] = append(f.counts[shard], counts...)
+	f.batches = append(f.batches, len(counts))
 	return nil
 }
 

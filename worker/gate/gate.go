@@ -32,10 +32,12 @@ import (
 // failure, a slow attempt); it stops admitting to an endpoint at once when it sees the
 // breaker's trigger (consecutive failures), before the endpoint workflow has heard of them.
 type Gate struct {
-	calls   Endpoints
-	holder  string
-	every   time.Duration
-	timeout func(herald.Endpoint) time.Duration
+	calls  Endpoints
+	holder string
+	every  time.Duration
+	// statsEvery is how often the counts are flushed to the stats shards (StatsInterval).
+	statsEvery time.Duration
+	timeout    func(herald.Endpoint) time.Duration
 	// roomWait is how long an attempt waits here for room (policy.RoomWait; tests lengthen it).
 	roomWait time.Duration
 	// passReport is how long passes used gather before a renewal reports them
@@ -109,7 +111,7 @@ func New(c Endpoints, every time.Duration, timeout func(herald.Endpoint) time.Du
 	}
 	host, _ := os.Hostname()
 	return &Gate{
-		calls: c, every: every, timeout: timeout, log: log, roomWait: policy.RoomWait,
+		calls: c, every: every, statsEvery: StatsInterval, timeout: timeout, log: log, roomWait: policy.RoomWait,
 		passReport: policy.PassReportDelay,
 		holder:     fmt.Sprintf("worker:%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8]),
 		entries:    map[string]*gateEntry{}, counts: map[string]*herald.Report{},
@@ -120,6 +122,14 @@ func New(c Endpoints, every time.Duration, timeout func(herald.Endpoint) time.Du
 // worker with slots local-activity slots (policy.MaxHoldingAll). Call it before the
 // worker starts.
 func (g *Gate) BoundHolding(slots int) { g.maxHolding = int64(policy.MaxHoldingAll(slots)) }
+
+// FlushCountsEvery sets how often the gate sends its attempt counts to the stats shards
+// (default StatsInterval); d is rounded up to the renewal interval. Call it before Run.
+func (g *Gate) FlushCountsEvery(d time.Duration) {
+	if d > 0 {
+		g.statsEvery = d
+	}
+}
 
 // Holder is the id this gate's leases are held under.
 func (g *Gate) Holder() string { return g.holder }

@@ -26,7 +26,7 @@ const tellTimeout = 10 * time.Second
 func (g *Gate) Run(ctx context.Context) {
 	t := time.NewTicker(g.every)
 	defer t.Stop()
-	var flushed time.Time
+	flushed := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -38,7 +38,7 @@ func (g *Gate) Run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			g.pass(ctx)
-			if now.Sub(flushed) >= StatsInterval {
+			if now.Sub(flushed) >= g.statsEvery {
 				flushed = now
 				g.flushCounts(ctx)
 			}

@@ -8,12 +8,19 @@ import (
 	"github.com/heraldhq/herald"
 )
 
-// StatsInterval is how often a worker's gate sends the counts it has added up to the stats
+// StatsInterval is how often a worker's gate sends, unless told otherwise
+// (Gate.FlushCountsEvery), the counts it has added up to the stats
 // shards (herald.StatsWorkflowID): the counters of the endpoints heard from lately live in a
 // few stats workflows rather than in each endpoint workflow, so that a delivered attempt to
 // a quiet endpoint costs that endpoint's workflow no history event (a shard hands an
 // endpoint's counts to its workflow only to make room: herald.StatsCapacity).
-const StatsInterval = 2 * time.Second
+const StatsInterval = 10 * time.Second
+
+// MaxCountsPerSignal bounds how many endpoints' counts one signal to a stats shard
+// carries: a flush sends a shard as many signals as it takes. An entry encodes to at most
+// about 450 bytes (a 128-character id, the longest outcome kept), so a signal stays under
+// 120 KB however many endpoints a worker attempted within an interval.
+const MaxCountsPerSignal = 256
 
 // count adds one attempt to endpoint id's counts, for the next flush.
 func (g *Gate) count(id string, res herald.Result) {
@@ -27,8 +34,9 @@ func (g *Gate) count(id string, res herald.Result) {
 	r.Add(res)
 }
 
-// flushCounts sends the counts added up since the last flush to the stats shards, one
-// signal per shard (starting it if needed); counts that could not be sent wait for the next.
+// flushCounts sends the counts added up since the last flush to the stats shards, a signal
+// per shard per MaxCountsPerSignal endpoints (starting the shard if needed); counts that
+// could not be sent wait for the next.
 func (g *Gate) flushCounts(ctx context.Context) {
 	g.countMu.Lock()
 	counts := g.counts
@@ -41,22 +49,25 @@ func (g *Gate) flushCounts(ctx context.Context) {
 	}
 	for sid, batch := range shards {
 		sort.Slice(batch, func(i, j int) bool { return batch[i].Endpoint < batch[j].Endpoint })
-		sctx, cancel := context.WithTimeout(ctx, tellTimeout)
-		err := g.calls.Counts(sctx, sid, batch)
-		cancel()
-		if err == nil {
-			continue
-		}
-		g.log.Warn("endpoint counts not sent; they go with the next flush", "shard", sid, "error", err)
-		g.countMu.Lock()
-		for _, c := range batch {
-			r := g.counts[c.Endpoint]
-			if r == nil {
-				r = &herald.Report{}
-				g.counts[c.Endpoint] = r
+		for start := 0; start < len(batch); start += MaxCountsPerSignal {
+			sctx, cancel := context.WithTimeout(ctx, tellTimeout)
+			err := g.calls.Counts(sctx, sid, batch[start:min(len(batch), start+MaxCountsPerSignal)])
+			cancel()
+			if err == nil {
+				continue
 			}
-			r.Merge(c.Counts)
+			g.log.Warn("endpoint counts not sent; they go with the next flush", "shard", sid, "error", err)
+			g.countMu.Lock()
+			for _, c := range batch[start:] {
+				r := g.counts[c.Endpoint]
+				if r == nil {
+					r = &herald.Report{}
+					g.counts[c.Endpoint] = r
+				}
+				r.Merge(c.Counts)
+			}
+			g.countMu.Unlock()
+			break
 		}
-		g.countMu.Unlock()
 	}
 }
