@@ -31,6 +31,7 @@ import (
 	"github.com/heraldhq/herald/starter"
 	"github.com/heraldhq/herald/tracing"
 	"github.com/heraldhq/herald/worker"
+	"github.com/heraldhq/herald/worker/gate"
 )
 
 // Scenario names, in the order Run runs them.
@@ -350,7 +351,8 @@ func start(ctx context.Context, cfg Config) (*env, []Setting, error) {
 		}
 	}
 	// The production default: the gate renews its leases every second.
-	wopts := worker.Options{RenewInterval: time.Second, Logger: cfg.Logger, Tracing: cfg.Tracing}
+	// The product's intervals, not the test stack's shorter ones.
+	wopts := worker.Options{RenewInterval: time.Second, StatsInterval: gate.StatsInterval, Logger: cfg.Logger, Tracing: cfg.Tracing}
 	var traced func(*client.Options)
 	if cfg.Tracing.Enabled() {
 		icpt, err := cfg.Tracing.Interceptor()

@@ -34,7 +34,8 @@ type Options struct {
 	Server devserver.Options
 	// Keys, when set, encrypt every payload (as in production).
 	Keys *codec.Keyring
-	// Worker configures the worker; Net defaults to Loopback, RenewInterval to 200ms.
+	// Worker configures the worker; Net defaults to Loopback, RenewInterval to 200ms,
+	// StatsInterval to 1s (tests read counters soon after the attempts).
 	Worker worker.Options
 	// Client, when set, adjusts the client options before dialing (e.g. a metrics handler).
 	Client func(*client.Options)
@@ -89,6 +90,9 @@ func startWorker(c client.Client, srv *devserver.Server, keys *codec.Keyring, wo
 	}
 	if o.Worker.Net.Allow == nil {
 		o.Worker.Net = Loopback
+	}
+	if o.Worker.StatsInterval == 0 {
+		o.Worker.StatsInterval = time.Second
 	}
 	if o.Worker.RenewInterval == 0 {
 		o.Worker.RenewInterval = 200 * time.Millisecond
