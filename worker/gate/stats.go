@@ -26,12 +26,18 @@ const MaxCountsPerSignal = 256
 func (g *Gate) count(id string, res herald.Result) {
 	g.countMu.Lock()
 	defer g.countMu.Unlock()
+	g.pending(id).Add(res)
+}
+
+// pending is endpoint id's counts for the next flush, made if it has none; the caller holds
+// countMu.
+func (g *Gate) pending(id string) *herald.Report {
 	r := g.counts[id]
 	if r == nil {
 		r = &herald.Report{}
 		g.counts[id] = r
 	}
-	r.Add(res)
+	return r
 }
 
 // flushCounts sends the counts added up since the last flush to the stats shards, a signal
@@ -59,12 +65,7 @@ func (g *Gate) flushCounts(ctx context.Context) {
 			g.log.Warn("endpoint counts not sent; they go with the next flush", "shard", sid, "error", err)
 			g.countMu.Lock()
 			for _, c := range batch[start:] {
-				r := g.counts[c.Endpoint]
-				if r == nil {
-					r = &herald.Report{}
-					g.counts[c.Endpoint] = r
-				}
-				r.Merge(c.Counts)
+				g.pending(c.Endpoint).Merge(c.Counts)
 			}
 			g.countMu.Unlock()
 			break
