@@ -50,8 +50,10 @@ type globals struct {
 	tls     temporalTLS
 	connTLS *tls.Config
 	creds   client.Credentials
-	// compression is --grpc-compression: none or gzip.
+	// compression is --grpc-compression: none or gzip; compress is what PersistentPreRunE
+	// parsed from it (nil: none).
 	compression string
+	compress    client.GrpcCompression
 }
 
 // grpcCompression is the client's gRPC compression for --grpc-compression's value (none or
@@ -104,10 +106,10 @@ Start here:
 		if g.output != "text" && g.output != "json" {
 			return fmt.Errorf("%w: --output %q: use text or json", errUsage, g.output)
 		}
-		if _, err := grpcCompression(g.compression); err != nil {
+		var err error
+		if g.compress, err = grpcCompression(g.compression); err != nil {
 			return err
 		}
-		var err error
 		if g.connTLS, g.creds, err = g.tls.connection(); err != nil {
 			return err
 		}
@@ -153,14 +155,13 @@ func (g *globals) clientOptions(address string, rec *metrics.Recorder) client.Op
 	}
 }
 
-// grpcCompression is the compression --grpc-compression names (checked by PersistentPreRunE;
-// none if it was not).
+// grpcCompression is the compression --grpc-compression named (none if PersistentPreRunE
+// did not run).
 func (g *globals) grpcCompression() client.GrpcCompression {
-	c, err := grpcCompression(g.compression)
-	if err != nil {
+	if g.compress == nil {
 		return &client.GrpcCompressionNone{}
 	}
-	return c
+	return g.compress
 }
 
 // dial connects to Temporal, with an error that says what to check; the SDK's metrics go
