@@ -1,6 +1,6 @@
 // Package cluster is Herald's cluster rehearsal: the production path, end to end. It starts
 // PostgreSQL, creates Temporal's schema and Herald's namespace with the scripts that
-// docker-compose.yml uses (setup-schema.sh, tune-visibility.sh, setup-namespace.sh), runs
+// docker-compose.yml uses (setup-schema.sh, tune-visibility.sh, tune-history.sh, setup-namespace.sh), runs
 // the Temporal server as one process per service (frontend, history, matching, worker) on
 // PostgreSQL persistence and SQL visibility, then three
 // `herald worker` processes and one `herald serve`, as the README tells an operator, and
@@ -46,6 +46,9 @@ var skipReason string
 const workers = 3
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(floorProcessEnv); spec != "" {
+		os.Exit(floorMain(spec)) // BenchmarkCost's floor process, not the tests
+	}
 	os.Exit(run(m))
 }
 
@@ -200,6 +203,10 @@ func (c *cluster) start() error {
 		return err
 	}
 	step("visibility indexes trimmed by tune-visibility.sh")
+	if err := c.tuneHistory(false); err != nil {
+		return err
+	}
+	step("history batches kept in their table up to 8 KB by tune-history.sh")
 	if err := c.writeTemporalConfig(); err != nil {
 		return err
 	}
@@ -390,6 +397,16 @@ func (c *cluster) tuneVisibility(restore bool, keepCustom string) error {
 		return c.script("tune-visibility", "tune-visibility.sh", env, "--restore")
 	}
 	return c.script("tune-visibility", "tune-visibility.sh", env)
+}
+
+// tuneHistory runs tune-history.sh as production does after setup-schema.sh, or with
+// restore its --restore mode (PostgreSQL's default storage of history_node).
+func (c *cluster) tuneHistory(restore bool) error {
+	env := []string{"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword}
+	if restore {
+		return c.script("tune-history", "tune-history.sh", env, "--restore")
+	}
+	return c.script("tune-history", "tune-history.sh", env)
 }
 
 // dynamicConfig is the file the Temporal services read their dynamic config from: a copy

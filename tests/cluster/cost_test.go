@@ -61,7 +61,9 @@ import (
 //     "floor-webhook", the engine doing a delivery's I/O and nothing more: an HTTP handler
 //     in this process decodes a POSTed event and starts the engine-limit workflow
 //     eagerly, and its local activity POSTs the event to the same receiver (no signature,
-//     no endpoint, no gate);
+//     no endpoint, no gate); "floor-proc", floor-webhook with its handler and worker in a
+//     process of their own (this test binary again, floorMain), as Herald's API and
+//     worker are in theirs: this process only sends and receives, for both;
 //   - each load's cost is the change in PostgreSQL's commits (pg_stat_database, Temporal's
 //     two databases), in pg_stat_statements (per role and statement), and in every
 //     process's CPU time (this process included: the receiver and HTTP client for Herald,
@@ -75,7 +77,8 @@ import (
 //     has arguments in a round trip of its own, which PostgreSQL counts as a transaction
 //     when it is outside one, and which the statement log does not show.
 //
-// HERALD_COST_ROUNDS (default 1) repeats the configurations, alternating their order.
+// HERALD_COST_ROUNDS (default 1) repeats the configurations, alternating their order, and
+// starts each round's loads with the next load of the list.
 // HERALD_COST_LOADS (default all) names the loads to measure, in the order to run them, e.g.
 // herald-eager,floor-eager.
 // HERALD_COST_CONFIGS (default all: stock,pgx,pgx-one) names the configurations to measure,
@@ -167,11 +170,28 @@ func BenchmarkCost(b *testing.B) {
 		{name: "floor-eager", run: func(p string, k int) error { return fl.load(p, k, true) }},
 		{name: "floor-matching", run: func(p string, k int) error { return fl.load(p, k, false) }},
 		{name: "floor-attrs", run: func(p string, k int) error { return fl.attrsLoad(p, k) }},
-		{name: "floor-webhook", run: func(p string, k int) error { return fl.webhookLoad(ingress.URL, p, k) }},
+		{name: "floor-webhook", run: func(p string, k int) error { return webhookLoad(ingress.URL, fl.count, p, k) }},
+		{name: "floor-proc", run: func(p string, k int) error { return webhookLoad("http://"+floorProcAddr, rcv.count, p, k) }},
 	}
 	loads, err = pickNamed("HERALD_COST_LOADS", "load", loads, func(l costLoad) string { return l.name }, os.Getenv("HERALD_COST_LOADS"))
 	if err != nil {
 		b.Fatal(err)
+	}
+	if slices.ContainsFunc(loads, func(l costLoad) bool { return l.name == "floor-proc" }) {
+		port, err := freePort()
+		if err != nil {
+			b.Fatal(err)
+		}
+		floorProcAddr, floorProcReceiver = "127.0.0.1:"+strconv.Itoa(port), rcv.URL
+		defer func() {
+			floorProcReceiver = ""
+			if c.running(floorProc) {
+				c.kill(floorProc, syscall.SIGTERM)
+			}
+		}()
+		if err := c.startFloorProc(layoutNow != nil && layoutNow.floorPlain); err != nil {
+			b.Fatal(err)
+		}
 	}
 	results := map[string][]costResult{}
 	for r := range rounds {
@@ -188,7 +208,9 @@ func BenchmarkCost(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			for _, l := range loads {
+			// Each round starts with another load, so that none always follows the same one.
+			for i := range loads {
+				l := loads[(i+r)%len(loads)]
 				name := cfg.name + "/" + l.name
 				res, err := c.costPhase(b, name, n, func() error { return l.run(fmt.Sprintf("cost-%d-%s-%s", r, cfg.name, l.name), n) })
 				if err != nil {
@@ -231,18 +253,22 @@ func BenchmarkCost(b *testing.B) {
 		for _, l := range loads {
 			name := cfg.name + "/" + l.name
 			m := meanCost(results[name])
-			lines = append(lines, fmt.Sprintf("%-22s commits %5.1f (temporal %5.1f, visibility %4.1f, rollbacks %.1f), CPU ms %5.1f: %s",
-				name, m.commits, m.byDB["temporal"], m.byDB["temporal_visibility"], m.rollbacks, m.cpu["all"], m.cpuLine()))
+			lines = append(lines, fmt.Sprintf("%-22s commits %5.1f (temporal %5.1f, visibility %4.1f, rollbacks %.1f), CPU ms %5.1f: %s; TOAST rows: %s; WAL: %s",
+				name, m.commits, m.byDB["temporal"], m.byDB["temporal_visibility"], m.rollbacks, m.cpu["all"], m.cpuLine(), fmtMap(m.toast), fmtMap(m.wal)))
 		}
 	}
 	b.Logf("mean of %d round(s), per first-try delivery:\n%s", rounds, strings.Join(lines, "\n"))
 	for _, cfg := range configs {
 		f := meanCost(results[cfg.name+"/floor-eager"])
 		fw := meanCost(results[cfg.name+"/floor-webhook"])
+		fp := meanCost(results[cfg.name+"/floor-proc"])
 		for _, h := range []string{"herald", "herald-eager"} {
+			if len(results[cfg.name+"/"+h]) == 0 {
+				continue
+			}
 			m := meanCost(results[cfg.name+"/"+h])
-			b.Logf("%s: %s ÷ engine limit: commits %.2f×, CPU %.2f×; ÷ engine limit with the webhook's I/O: commits %.2f×, CPU %.2f×",
-				cfg.name, h, m.commits/f.commits, m.cpu["all"]/f.cpu["all"], m.commits/fw.commits, m.cpu["all"]/fw.cpu["all"])
+			b.Logf("%s: %s ÷ engine limit: commits %.2f×, CPU %.2f×; ÷ engine limit with the webhook's I/O: commits %.2f×, CPU %.2f×; ÷ the same in a process of its own: commits %.2f×, CPU %.2f×",
+				cfg.name, h, m.commits/f.commits, m.cpu["all"]/f.cpu["all"], m.commits/fw.commits, m.cpu["all"]/fw.cpu["all"], m.commits/fp.commits, m.cpu["all"]/fp.cpu["all"])
 			b.ReportMetric(m.commits, "commits/delivery-"+cfg.name+"-"+h)
 		}
 		b.ReportMetric(f.commits, "commits/delivery-"+cfg.name+"-floor")
@@ -428,6 +454,9 @@ type costConfig struct {
 	// floorPlain dials the floor's client without gRPC compression (the SDK's default is
 	// gzip; Herald's, none).
 	floorPlain bool
+	// stockHistory stores history_node as PostgreSQL does by default (tune-history.sh
+	// --restore): a history batch over about 2 KB is compressed or moved to TOAST.
+	stockHistory bool
 }
 
 // server is what of c needs the Temporal server restarted when it changes.
@@ -447,6 +476,8 @@ var costConfigs = []costConfig{
 	{name: "pgx-before", pgx: true, worker: []string{"--grpc-compression", "gzip", "--stats-interval", "2s"}},
 	// pgx with the floor's client, too, not compressing (as Herald's does by default).
 	{name: "pgx-plain", pgx: true, floorPlain: true},
+	// pgx with history_node stored as PostgreSQL does by default, as before tune-history.sh.
+	{name: "pgx-toast", pgx: true, stockHistory: true},
 }
 
 // layoutNow is the configuration costLayout last started (nil when TestMain's or restored).
@@ -563,12 +594,20 @@ func (c *cluster) costLayout(cfg costConfig, fl *floor) error {
 	if err := c.ensureAPIWorker(cfg.worker); err != nil {
 		return err
 	}
+	if now == nil || now.stockHistory != cfg.stockHistory {
+		if err := c.tuneHistory(cfg.stockHistory); err != nil {
+			return err
+		}
+	}
 	if fl != nil && (now == nil || now.floorPlain != cfg.floorPlain) {
 		var comp client.GrpcCompression
 		if cfg.floorPlain {
 			comp = &client.GrpcCompressionNone{}
 		}
 		if err := fl.dial(c.address, c.namespace, comp); err != nil {
+			return err
+		}
+		if err := c.startFloorProc(cfg.floorPlain); err != nil {
 			return err
 		}
 	}
@@ -617,6 +656,9 @@ func (c *cluster) awaitServing() error {
 // returns once the frontend accepts connections (start the workers then).
 func (c *cluster) restoreCostLayout() error {
 	layoutNow = nil
+	if err := c.tuneHistory(false); err != nil {
+		return err
+	}
 	if err := c.stopTemporalAll(); err != nil {
 		return err
 	}
@@ -847,10 +889,15 @@ func postEvent(ctx context.Context, in floorInput) error {
 	return nil
 }
 
-// ingress is the floor-webhook's API: an HTTP handler that decodes a POSTed floorInput and
-// starts the floor workflow with it eagerly, its activity to POST it to receiver.
+// ingress serves the floor-webhook's API (ingressHandler) in this process.
 func (f *floor) ingress(receiver string) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httptest.NewServer(f.ingressHandler(receiver))
+}
+
+// ingressHandler is the floor's API: it decodes a POSTed floorInput and starts the floor
+// workflow with it eagerly, its activity to POST it to receiver.
+func (f *floor) ingressHandler(receiver string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in floorInput
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.ID == "" {
 			http.Error(w, "want a JSON event with an id", http.StatusBadRequest)
@@ -863,13 +910,13 @@ func (f *floor) ingress(receiver string) *httptest.Server {
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-	}))
+	})
 }
 
 // webhookLoad sends k events through the ingress at base, as heraldLoad does through
-// Herald's API, and waits until each reached the receiver, then settle.
-func (f *floor) webhookLoad(base, p string, k int) error {
-	return sendAndAwait(p, k, f.count, func(i int) error {
+// Herald's API, and waits until count says each reached the receiver, then settle.
+func webhookLoad(base string, count func() int, p string, k int) error {
+	return sendAndAwait(p, k, count, func(i int) error {
 		b, err := json.Marshal(floorInput{ID: fmt.Sprintf("%s-%d", p, i), Data: map[string]int{"order": i}})
 		if err != nil {
 			return err
@@ -984,6 +1031,8 @@ type costSnap struct {
 	rollbacks map[string]int64
 	cpu       map[string]int64 // ticks by process group, "driver" for this process
 	stmts     map[stmtKey]stmtStat
+	toast     map[string]int64 // rows inserted into each table's TOAST table, by "db.table"
+	wal       map[string]int64 // pg_stat_wal: "records", "full-page images", "bytes"
 }
 
 // psqlRows runs a query in db and returns its rows split into fields (unit and record
@@ -1006,16 +1055,39 @@ func (c *cluster) psqlRows(db, sql string) ([][]string, error) {
 }
 
 func (c *cluster) costSnapshot() (costSnap, error) {
-	s := costSnap{at: time.Now(), commits: map[string]int64{}, rollbacks: map[string]int64{}, stmts: map[stmtKey]stmtStat{}}
+	s := costSnap{at: time.Now(), commits: map[string]int64{}, rollbacks: map[string]int64{}, stmts: map[stmtKey]stmtStat{}, toast: map[string]int64{}, wal: map[string]int64{}}
+	rows, err := c.psqlRows("postgres", "SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal")
+	if err != nil {
+		return s, err
+	}
+	for i, k := range []string{"records", "full-page images", "bytes"} {
+		if len(rows) == 1 && len(rows[0]) == 3 {
+			s.wal[k], _ = strconv.ParseInt(rows[0][i], 10, 64)
+		}
+	}
 	s.cpu = c.cpuTicks()
 	s.cpu["driver"] = selfTicks()
-	rows, err := c.psqlRows("postgres", "SELECT datname, xact_commit, xact_rollback FROM pg_stat_database WHERE datname IN ('temporal', 'temporal_visibility')")
+	rows, err = c.psqlRows("postgres", "SELECT datname, xact_commit, xact_rollback FROM pg_stat_database WHERE datname IN ('temporal', 'temporal_visibility')")
 	if err != nil {
 		return s, err
 	}
 	for _, r := range rows {
 		s.commits[r[0]], _ = strconv.ParseInt(r[1], 10, 64)
 		s.rollbacks[r[0]], _ = strconv.ParseInt(r[2], 10, 64)
+	}
+	// A row over about 2 KB is compressed (pglz) or, failing that, stored out of line in
+	// its table's TOAST table: encrypted payloads do not compress, so each such row costs
+	// a compression attempt and TOAST inserts.
+	for _, db := range []string{"temporal", "temporal_visibility"} {
+		rows, err := c.psqlRows(db, "SELECT c.relname, t.n_tup_ins FROM pg_class c JOIN pg_stat_all_tables t ON t.relid = c.reltoastrelid WHERE c.relkind = 'r'")
+		if err != nil {
+			return s, err
+		}
+		for _, r := range rows {
+			if len(r) == 2 {
+				s.toast[db+"."+r[0]], _ = strconv.ParseInt(r[1], 10, 64)
+			}
+		}
 	}
 	rows, err = c.psqlRows("postgres", `SELECT r.rolname, d.datname, regexp_replace(s.query, '\s+', ' ', 'g'), s.calls, s.rows, s.total_exec_time
 		FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid
@@ -1065,6 +1137,8 @@ type costResult struct {
 	stmts     map[stmtKey]stmtCost
 	perRole   map[string]float64 // statement calls per role (BEGIN/COMMIT excluded)
 	txPerRole map[string]float64 // COMMIT calls per role: explicit transactions
+	toast     map[string]float64 // TOAST rows inserted per table ("db.table")
+	wal       map[string]float64 // WAL records, full-page images and bytes
 	rate      float64
 }
 
@@ -1096,7 +1170,16 @@ func (c *cluster) costPhase(b *testing.B, name string, n int, load func() error)
 	scale := s2.at.Sub(s1.at).Seconds() / s1.at.Sub(s0.at).Seconds()
 	net := func(a0, a1, a2 int64) float64 { return (float64(a2-a1) - scale*float64(a1-a0)) / float64(n) }
 	r := costResult{n: n, byDB: map[string]float64{}, cpu: map[string]float64{}, stmts: map[stmtKey]stmtCost{},
-		perRole: map[string]float64{}, txPerRole: map[string]float64{}, rate: float64(n) / took.Seconds()}
+		perRole: map[string]float64{}, txPerRole: map[string]float64{}, toast: map[string]float64{}, wal: map[string]float64{},
+		rate: float64(n) / took.Seconds()}
+	for k, v2 := range s2.wal {
+		r.wal[k] = net(s0.wal[k], s1.wal[k], v2)
+	}
+	for t, v2 := range s2.toast {
+		if v := net(s0.toast[t], s1.toast[t], v2); v >= 0.01 {
+			r.toast[t] = v
+		}
+	}
 	for db := range s2.commits {
 		r.byDB[db] = net(s0.commits[db], s1.commits[db], s2.commits[db])
 		r.commits += r.byDB[db]
@@ -1104,7 +1187,7 @@ func (c *cluster) costPhase(b *testing.B, name string, n int, load func() error)
 	}
 	for g := range s2.cpu {
 		ms := 10 * net(s0.cpu[g], s1.cpu[g], s2.cpu[g])
-		if g == "postgresql" || strings.HasPrefix(g, "temporal") || g == "herald workers" || g == "herald-serve" || g == "driver" {
+		if g == "postgresql" || strings.HasPrefix(g, "temporal") || g == "herald workers" || g == "herald-serve" || g == "driver" || g == floorProc {
 			r.cpu[g] = ms
 			r.cpu["all"] += ms
 		}
@@ -1157,8 +1240,8 @@ func (r costResult) log(b *testing.B, name string) {
 	for _, role := range roles {
 		rp = append(rp, fmt.Sprintf("%s %.1f statements (%.1f explicit transactions)", role, r.perRole[role], r.txPerRole[role]))
 	}
-	b.Logf("%s: per delivery %.1f commits (%s), %.1f rollbacks; CPU ms %.1f (%s); %.0f deliveries/s\n  by role: %s",
-		name, r.commits, fmtMap(r.byDB), r.rollbacks, r.cpu["all"], r.cpuLine(), r.rate, strings.Join(rp, "; "))
+	b.Logf("%s: per delivery %.1f commits (%s), %.1f rollbacks; CPU ms %.1f (%s); %.0f deliveries/s\n  by role: %s\n  TOAST rows: %s; WAL: %s",
+		name, r.commits, fmtMap(r.byDB), r.rollbacks, r.cpu["all"], r.cpuLine(), r.rate, strings.Join(rp, "; "), fmtMap(r.toast), fmtMap(r.wal))
 	top := r.top()
 	var lines []string
 	for i, k := range top {
@@ -1220,9 +1303,15 @@ func shorten(s string, n int) string {
 
 // meanCost is the mean of rs.
 func meanCost(rs []costResult) costResult {
-	m := costResult{byDB: map[string]float64{}, cpu: map[string]float64{}}
+	m := costResult{byDB: map[string]float64{}, cpu: map[string]float64{}, toast: map[string]float64{}, wal: map[string]float64{}}
 	for _, r := range rs {
 		k := float64(len(rs))
+		for t, v := range r.toast {
+			m.toast[t] += v / k
+		}
+		for t, v := range r.wal {
+			m.wal[t] += v / k
+		}
 		m.commits += r.commits / k
 		m.rollbacks += r.rollbacks / k
 		for g, v := range r.byDB {
