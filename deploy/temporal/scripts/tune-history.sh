@@ -5,9 +5,9 @@
 #
 # Why: each row of history_node is one batch of a workflow's history events, written once.
 # A Herald delivery's batches carry its encrypted payloads (the event, the attempt's result,
-# the delivery's status): the batch that completes a first-try delivery is about 3 KB. Over
+# the delivery's status): the batch that completes a first-try delivery is 2 to 4 KB. Over
 # 2 KB, PostgreSQL first tries to compress the row (pglz), which fails on encrypted bytes,
-# and then stores it out of line as TOAST chunks: about 1.9 more rows and index entries per
+# and then stores it out of line as TOAST chunks: 2.0 more rows and index entries per
 # delivery, and the compression attempt, for nothing (docs/sizing.md has the figures). With
 # toast_tuple_target at its maximum (8160), a batch up to 8 KB is stored as it is, in one
 # row; a larger one is still compressed and moved out of line as before.
