@@ -193,9 +193,7 @@ func (c *cluster) start() error {
 		return fmt.Errorf("postgresql: %w", err)
 	}
 	step(fmt.Sprintf("postgresql on 127.0.0.1:%d", c.pgPort))
-	if err := c.script("setup-schema", "setup-schema.sh", []string{
-		"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword,
-	}); err != nil {
+	if err := c.script("setup-schema", "setup-schema.sh", c.sqlEnv()); err != nil {
 		return err
 	}
 	step("schema set up by setup-schema.sh")
@@ -385,11 +383,16 @@ func (c *cluster) script(what, name string, env []string, args ...string) error 
 	return nil
 }
 
+// sqlEnv is the connection the deploy/temporal/scripts that talk to PostgreSQL take.
+func (c *cluster) sqlEnv() []string {
+	return []string{"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword}
+}
+
 // tuneVisibility runs tune-visibility.sh as production does after setup-schema.sh, or with
 // restore its --restore mode (the stock indexes). keepCustom is its TUNE_KEEP_CUSTOM (empty:
 // every custom field keeps its index).
 func (c *cluster) tuneVisibility(restore bool, keepCustom string) error {
-	env := []string{"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword}
+	env := c.sqlEnv()
 	if keepCustom != "" {
 		env = append(env, "TUNE_KEEP_CUSTOM="+keepCustom)
 	}
@@ -402,7 +405,7 @@ func (c *cluster) tuneVisibility(restore bool, keepCustom string) error {
 // tuneHistory runs tune-history.sh as production does after setup-schema.sh, or with
 // restore its --restore mode (PostgreSQL's default storage of history_node).
 func (c *cluster) tuneHistory(restore bool) error {
-	env := []string{"SQL_HOST=127.0.0.1", "SQL_PORT=" + strconv.Itoa(c.pgPort), "SQL_USER=temporal", "SQL_PASSWORD=" + pgPassword}
+	env := c.sqlEnv()
 	if restore {
 		return c.script("tune-history", "tune-history.sh", env, "--restore")
 	}
@@ -710,6 +713,17 @@ func (c *cluster) dumpLogs(w io.Writer) {
 		}
 		fmt.Fprintf(w, "---- %s (tail)\n%s\n", filepath.Base(l), b)
 	}
+}
+
+// awaitListening waits, up to limit, until addr accepts TCP connections.
+func awaitListening(what, addr string, limit time.Duration) error {
+	return waitFor(what, limit, func() error {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	})
 }
 
 // waitFor polls f until it succeeds or limit passes.

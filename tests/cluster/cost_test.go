@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -368,13 +367,7 @@ func (c *cluster) ensureAPIWorker(more []string) error {
 	if c.running(apiWorker) {
 		return nil
 	}
-	if err := waitFor("the frontend's port", 2*time.Minute, func() error {
-		conn, err := net.DialTimeout("tcp", c.address, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err
-	}); err != nil {
+	if err := awaitListening("the frontend's port", c.address, 2*time.Minute); err != nil {
 		return err
 	}
 	time.Sleep(3 * time.Second) // the frontend finds history and matching
@@ -601,11 +594,7 @@ func (c *cluster) costLayout(cfg costConfig, fl *floor) error {
 		}
 	}
 	if fl != nil && (now == nil || now.floorPlain != cfg.floorPlain) {
-		var comp client.GrpcCompression
-		if cfg.floorPlain {
-			comp = &client.GrpcCompressionNone{}
-		}
-		if err := fl.dial(c.address, c.namespace, comp); err != nil {
+		if err := fl.dial(c.address, c.namespace, cfg.floorPlain); err != nil {
 			return err
 		}
 		if err := c.startFloorProc(cfg.floorPlain); err != nil {
@@ -677,13 +666,7 @@ func (c *cluster) restoreCostLayout() error {
 			return err
 		}
 	}
-	err := waitFor("the frontend's port", 2*time.Minute, func() error {
-		conn, err := net.DialTimeout("tcp", c.address, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err
-	})
+	err := awaitListening("the frontend's port", c.address, 2*time.Minute)
 	time.Sleep(3 * time.Second) // the frontend finds history and matching
 	return err
 }
@@ -810,14 +793,18 @@ func pickNamed[T any](env, kind string, all []T, name func(T) string, list strin
 
 func (c *cluster) startFloor() (*floor, error) {
 	f := &floor{seen: map[string]bool{}}
-	return f, f.dial(c.address, c.namespace, nil)
+	return f, f.dial(c.address, c.namespace, false)
 }
 
-// dial (again) connects the floor's client and worker with compression (nil: the SDK's
-// default, gzip), stopping those it had.
-func (f *floor) dial(address, namespace string, compression client.GrpcCompression) error {
+// dial (again) connects the floor's client and worker, without gRPC compression when plain
+// (else the SDK's default, gzip), stopping those it had.
+func (f *floor) dial(address, namespace string, plain bool) error {
 	if f.w != nil {
 		f.stop()
+	}
+	var compression client.GrpcCompression
+	if plain {
+		compression = &client.GrpcCompressionNone{}
 	}
 	tc, err := client.Dial(client.Options{
 		HostPort: address, Namespace: namespace,

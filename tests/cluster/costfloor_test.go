@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"go.temporal.io/sdk/client"
 )
 
 // floorProcessEnv, set in the environment of this test binary, makes it run the floor as
@@ -56,11 +54,7 @@ func floorMain(spec string) int {
 		return 2
 	}
 	f := &floor{seen: map[string]bool{}}
-	var comp client.GrpcCompression
-	if s.Plain {
-		comp = &client.GrpcCompressionNone{}
-	}
-	if err := f.dial(s.Address, s.Namespace, comp); err != nil {
+	if err := f.dial(s.Address, s.Namespace, s.Plain); err != nil {
 		fmt.Fprintln(os.Stderr, "floor process:", err)
 		return 1
 	}
@@ -110,11 +104,5 @@ func (c *cluster) startFloorProc(plain bool) error {
 	if err := c.spawn(floorProc, cmd); err != nil {
 		return err
 	}
-	return waitFor("the floor process's ingress", time.Minute, func() error {
-		conn, err := net.DialTimeout("tcp", floorProcAddr, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err
-	})
+	return awaitListening("the floor process's ingress", floorProcAddr, time.Minute)
 }

@@ -36,6 +36,8 @@ case "${1:-}" in
 esac
 
 export PGPASSWORD="$SQL_PASSWORD" PGOPTIONS="-c client_min_messages=warning"
-psql -h "$SQL_HOST" -p "${SQL_PORT:-5432}" -U "$SQL_USER" -d "$db" -X -q -v ON_ERROR_STOP=1 -c "$sql"
-echo "tune-history: history_node in $db: $(psql -h "$SQL_HOST" -p "${SQL_PORT:-5432}" -U "$SQL_USER" -d "$db" -X -At \
-	-c "SELECT coalesce(array_to_string(reloptions, ', '), 'PostgreSQL''s defaults') FROM pg_class WHERE relname = 'history_node' AND relkind = 'r'")"
+run() {
+	psql -h "$SQL_HOST" -p "${SQL_PORT:-5432}" -U "$SQL_USER" -d "$db" -X -q -v ON_ERROR_STOP=1 "$@"
+}
+run -c "$sql"
+echo "tune-history: history_node in $db: $(run -At -c "SELECT coalesce(array_to_string(reloptions, ', '), 'PostgreSQL''s defaults') FROM pg_class WHERE relname = 'history_node' AND relkind = 'r'")"
